@@ -1,10 +1,8 @@
 """A timm-style model registry.
 
-Each cell family registers a *layer factory* by name with its paper defaults::
+Each cell family registers its recurrent layer class by name with the paper's defaults::
 
-    @register_model("irnn", paper="Kag et al., ICLR 2020", defaults={"units": 80, "k": 1})
-    def irnn(**options):
-        return IRNN(**options)
+    register_model("irnn", IRNN, defaults={"units": 80, "rank": 16}, paper="Kag et al. 2020")
 
 `create_model(name, input_shape, num_classes, **overrides)` then wraps that recurrent layer into a
 `keras.Model`: input -> recurrent layer -> Dense head on the last state (or on every step with
@@ -22,43 +20,61 @@ from typing import Any, Callable
 import keras
 
 
+# Arguments of keras.layers.Layer / keras.layers.RNN that every entry accepts.
+_LAYER_ARGS = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll", "name",
+               "dtype")
+
+
+def _init_params(cls) -> dict[str, Any]:
+    params = {}
+    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            continue
+        params[p.name] = None if p.default is inspect.Parameter.empty else p.default
+    return params
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelEntry:
     name: str
-    factory: Callable[..., keras.layers.Layer]
+    layer_class: type
     defaults: dict[str, Any]
     paper: str
     description: str
+    fixed: dict[str, Any]
 
     def options(self) -> dict[str, Any]:
-        """Every option the factory accepts, with its effective default."""
+        """Every option of the layer (cell options included) with its effective default."""
         opts = {}
-        for p in inspect.signature(self.factory).parameters.values():
-            if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                continue
-            opts[p.name] = p.default if p.default is not inspect.Parameter.empty else None
+        cell_class = getattr(self.layer_class, "cell_class", None)
+        if cell_class is not None:
+            opts.update(_init_params(cell_class))
+        opts.update(_init_params(self.layer_class))
+        for key in _LAYER_ARGS:
+            opts.pop(key, None)
+        opts.pop("trainable", None)
+        for key in self.fixed:
+            opts.pop(key, None)
         opts.update(self.defaults)
         return opts
 
 
 _REGISTRY: dict[str, ModelEntry] = {}
 
-# Options of create_model itself (not forwarded to the recurrent layer).
-MODEL_OPTIONS = ("batch_size", "head", "head_activation", "stateful_batch")
 
+def register_model(name: str, layer_class: type, *, defaults: dict[str, Any] | None = None,
+                   paper: str = "", description: str = "", fixed: dict[str, Any] | None = None):
+    """Register ``layer_class`` (a recurrent layer) under ``name`` with the paper's defaults.
 
-def register_model(name: str, *, defaults: dict[str, Any] | None = None, paper: str = "",
-                   description: str = ""):
-    """Decorator: register a recurrent-layer factory under ``name``."""
-
-    def wrap(factory):
-        if name in _REGISTRY:
-            raise ValueError(f"model {name!r} is already registered")
-        doc = description or (inspect.getdoc(factory) or "").split("\n")[0]
-        _REGISTRY[name] = ModelEntry(name, factory, dict(defaults or {}), paper, doc)
-        return factory
-
-    return wrap
+    ``fixed`` are options the entry pins (e.g. ``k=1`` for SiRNN): they are not user options.
+    Adding a model is one call of this function next to its layer class.
+    """
+    if name in _REGISTRY:
+        raise ValueError(f"model {name!r} is already registered")
+    doc = description or (inspect.getdoc(layer_class) or "").split("\n")[0]
+    _REGISTRY[name] = ModelEntry(name, layer_class, dict(defaults or {}), paper, doc,
+                                 dict(fixed or {}))
+    return layer_class
 
 
 def list_models(pattern: str | None = None) -> list[str]:
@@ -81,12 +97,14 @@ def create_layer(name: str, **overrides) -> keras.layers.Layer:
     """The registered recurrent layer with its defaults, ``overrides`` applied."""
     entry = get_model_entry(name)
     valid = entry.options()
-    unknown = sorted(set(overrides) - set(valid))
+    unknown = sorted(set(overrides) - set(valid) - set(_LAYER_ARGS))
     if unknown:
         raise ValueError(
             f"unknown option(s) {', '.join(map(repr, unknown))} for model {name!r}. "
             f"Valid options: {', '.join(sorted(valid))}")
-    return entry.factory(**{**entry.defaults, **overrides})
+    kwargs = {**entry.defaults, **overrides, **entry.fixed}
+    units = kwargs.pop("units")
+    return entry.layer_class(units, **kwargs)
 
 
 def create_model(name: str, input_shape, num_classes: int, *, batch_size: int | None = None,

@@ -1,0 +1,13 @@
+"""Keras's own SimpleRNN, LSTM and GRU, registered as baselines at the zoo's default size."""
+
+import keras
+
+from zoo.registry import register_model
+
+_KERAS = "Keras built-in layer"
+register_model("simple_rnn", keras.layers.SimpleRNN, defaults={"units": 80}, paper=_KERAS,
+               description="Keras SimpleRNN (tanh) baseline")
+register_model("lstm", keras.layers.LSTM, defaults={"units": 80}, paper=_KERAS,
+               description="Keras LSTM baseline")
+register_model("gru", keras.layers.GRU, defaults={"units": 80}, paper=_KERAS,
+               description="Keras GRU baseline (reset_after=True)")

@@ -1,0 +1,212 @@
+"""FastRNN and FastGRNN (Kusupati et al., NeurIPS 2018), with EdgeML's parameterisation and
+initial values (``microsoft/EdgeML``, ``tf/edgeml_tf/graph/rnn.py``)."""
+
+import keras
+from keras import initializers, ops
+
+from zoo import activations
+from zoo.layers import CellRNN
+from zoo.registry import register_model
+
+PAPER = ("Kusupati et al., FastGRNN: A Fast, Accurate, Stable and Tiny Kilobyte Sized Gated "
+         "Recurrent Neural Network, NeurIPS 2018")
+
+
+class _FastCellBase(keras.layers.Layer):
+    """Shared by FastRNN and FastGRNN: the (optionally low-rank) pre-activation ``W x + U h``.
+
+    EdgeML stores ``W = W1 W2`` as ``W1: [d, r_w]``, ``W2: [r_w, D]`` and computes ``x @ W1 @ W2``
+    (likewise ``U = U1 U2``), so the low-rank step costs O(r_w (d + D) + r_u D) instead of
+    O(D (d + D)).
+    """
+
+    def __init__(self, units, w_rank=None, u_rank=None, kernel_initializer=None,
+                 recurrent_initializer=None, **kwargs):
+        super().__init__(**kwargs)
+        if units <= 0:
+            raise ValueError(f"units must be positive, got {units}")
+        for name, rank in (("w_rank", w_rank), ("u_rank", u_rank)):
+            if rank is not None and rank <= 0:
+                raise ValueError(f"{name} must be None or positive, got {rank}")
+        self.units = units
+        self.w_rank = w_rank
+        self.u_rank = u_rank
+        # EdgeML initialises W, U, W1, W2, U1, U2 ~ N(0, 0.1^2).
+        self.kernel_initializer = initializers.get(
+            kernel_initializer or initializers.RandomNormal(stddev=0.1))
+        self.recurrent_initializer = initializers.get(
+            recurrent_initializer or initializers.RandomNormal(stddev=0.1))
+        self.state_size = units
+        self.output_size = units
+
+    def _matrix(self, name, rows, rank, initializer):
+        if rank is None:
+            return [self.add_weight(shape=(rows, self.units), name=name, initializer=initializer)]
+        return [self.add_weight(shape=(rows, rank), name=f"{name}_1", initializer=initializer),
+                self.add_weight(shape=(rank, self.units), name=f"{name}_2",
+                                initializer=initializer)]
+
+    def build(self, input_shape):
+        self.kernels = self._matrix("kernel", input_shape[-1], self.w_rank,
+                                    self.kernel_initializer)
+        self.recurrent_kernels = self._matrix("recurrent_kernel", self.units, self.u_rank,
+                                              self.recurrent_initializer)
+
+    @staticmethod
+    def _chain(x, matrices):
+        for m in matrices:
+            x = ops.matmul(x, m)
+        return x
+
+    def pre_activation(self, x, h):
+        return self._chain(x, self.kernels) + self._chain(h, self.recurrent_kernels)
+
+    def sparsifiable_weights(self):
+        """The matrices that FastGRNN's iterative hard thresholding sparsifies (W*, U*)."""
+        return list(self.kernels) + list(self.recurrent_kernels)
+
+    def get_config(self):
+        config = {
+            "units": self.units, "w_rank": self.w_rank, "u_rank": self.u_rank,
+            "kernel_initializer": initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+        }
+        return {**super().get_config(), **config}
+
+
+@keras.saving.register_keras_serializable(package="edge_rnn_zoo")
+class FastRNNCell(_FastCellBase):
+    r"""FastRNN cell (FastGRNN paper, Eq. 2): a residual RNN with two trainable scalars::
+
+        h~_t = sigma(W x_t + U h_{t-1} + b)
+        h_t  = alpha h~_t + beta h_{t-1},    alpha = sigmoid(a), beta = sigmoid(b^)
+
+    Args:
+        units: hidden size D.
+        activation: sigma (default tanh; the paper uses ReLU on some datasets).
+        alpha_init: raw a before the sigmoid (EdgeML -3.0, alpha ~ 0.047).
+        beta_init: raw b^ before the sigmoid (EdgeML 3.0, beta ~ 0.953).
+        w_rank, u_rank: ranks of ``W = W1 W2`` and ``U = U1 U2``; ``None`` is full rank.
+        kernel_initializer, recurrent_initializer: default N(0, 0.1^2) (EdgeML).
+        bias_initializer: for b; EdgeML initialises it to 1.0.
+    """
+
+    def __init__(self, units, activation="tanh", alpha_init=-3.0, beta_init=3.0, w_rank=None,
+                 u_rank=None, kernel_initializer=None, recurrent_initializer=None,
+                 bias_initializer=None, **kwargs):
+        super().__init__(units, w_rank=w_rank, u_rank=u_rank,
+                         kernel_initializer=kernel_initializer,
+                         recurrent_initializer=recurrent_initializer, **kwargs)
+        self.activation = activations.get(activation)
+        self.alpha_init = float(alpha_init)
+        self.beta_init = float(beta_init)
+        self.bias_initializer = initializers.get(bias_initializer or initializers.Constant(1.0))
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self.bias = self.add_weight(shape=(self.units,), name="bias",
+                                    initializer=self.bias_initializer)
+        self.alpha_raw = self.add_weight(shape=(), name="alpha_raw",
+                                         initializer=initializers.Constant(self.alpha_init))
+        self.beta_raw = self.add_weight(shape=(), name="beta_raw",
+                                        initializer=initializers.Constant(self.beta_init))
+
+    def call(self, inputs, states, training=False):
+        h_prev = states[0]
+        candidate = self.activation(self.pre_activation(inputs, h_prev) + self.bias)
+        h = ops.sigmoid(self.alpha_raw) * candidate + ops.sigmoid(self.beta_raw) * h_prev
+        return h, [h]
+
+    def get_config(self):
+        config = {
+            "activation": activations.serialize(self.activation),
+            "alpha_init": self.alpha_init, "beta_init": self.beta_init,
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+        }
+        return {**super().get_config(), **config}
+
+
+@keras.saving.register_keras_serializable(package="edge_rnn_zoo")
+class FastGRNNCell(_FastCellBase):
+    r"""FastGRNN cell (FastGRNN paper, Eq. 6): the gate and the update share W and U::
+
+        z_t  = sigma_g(W x_t + U h_{t-1} + b_z)
+        h~_t = sigma_u(W x_t + U h_{t-1} + b_h)
+        h_t  = (zeta (1 - z_t) + nu) * h~_t + z_t * h_{t-1},   zeta = sigmoid(.), nu = sigmoid(.)
+
+    Args:
+        units: hidden size D.
+        gate_activation: sigma_g (default sigmoid; ``"quant_sigmoid"`` for integer inference).
+        update_activation: sigma_u (default tanh; ``"quant_tanh"`` for integer inference).
+        zeta_init: raw zeta before the sigmoid (EdgeML 1.0, zeta ~ 0.731).
+        nu_init: raw nu before the sigmoid (EdgeML -4.0, nu ~ 0.018).
+        w_rank, u_rank: ranks of ``W = W1 W2`` and ``U = U1 U2`` (paper Eq. 7); ``None``: full.
+        kernel_initializer, recurrent_initializer: default N(0, 0.1^2) (EdgeML).
+        gate_bias_initializer, update_bias_initializer: EdgeML initialises both to 1.0.
+    """
+
+    def __init__(self, units, gate_activation="sigmoid", update_activation="tanh", zeta_init=1.0,
+                 nu_init=-4.0, w_rank=None, u_rank=None, kernel_initializer=None,
+                 recurrent_initializer=None, gate_bias_initializer=None,
+                 update_bias_initializer=None, **kwargs):
+        super().__init__(units, w_rank=w_rank, u_rank=u_rank,
+                         kernel_initializer=kernel_initializer,
+                         recurrent_initializer=recurrent_initializer, **kwargs)
+        self.gate_activation = activations.get(gate_activation)
+        self.update_activation = activations.get(update_activation)
+        self.zeta_init = float(zeta_init)
+        self.nu_init = float(nu_init)
+        one = initializers.Constant(1.0)
+        self.gate_bias_initializer = initializers.get(gate_bias_initializer or one)
+        self.update_bias_initializer = initializers.get(update_bias_initializer or one)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self.gate_bias = self.add_weight(shape=(self.units,), name="gate_bias",
+                                         initializer=self.gate_bias_initializer)
+        self.update_bias = self.add_weight(shape=(self.units,), name="update_bias",
+                                           initializer=self.update_bias_initializer)
+        self.zeta_raw = self.add_weight(shape=(), name="zeta_raw",
+                                        initializer=initializers.Constant(self.zeta_init))
+        self.nu_raw = self.add_weight(shape=(), name="nu_raw",
+                                      initializer=initializers.Constant(self.nu_init))
+
+    def call(self, inputs, states, training=False):
+        h_prev = states[0]
+        pre = self.pre_activation(inputs, h_prev)
+        z = self.gate_activation(pre + self.gate_bias)
+        candidate = self.update_activation(pre + self.update_bias)
+        zeta, nu = ops.sigmoid(self.zeta_raw), ops.sigmoid(self.nu_raw)
+        h = (zeta * (1.0 - z) + nu) * candidate + z * h_prev
+        return h, [h]
+
+    def get_config(self):
+        config = {
+            "gate_activation": activations.serialize(self.gate_activation),
+            "update_activation": activations.serialize(self.update_activation),
+            "zeta_init": self.zeta_init, "nu_init": self.nu_init,
+            "gate_bias_initializer": initializers.serialize(self.gate_bias_initializer),
+            "update_bias_initializer": initializers.serialize(self.update_bias_initializer),
+        }
+        return {**super().get_config(), **config}
+
+
+@keras.saving.register_keras_serializable(package="edge_rnn_zoo")
+class FastRNN(CellRNN):
+    """FastRNN layer: `keras.layers.RNN` over `FastRNNCell` (see it for every argument)."""
+
+    cell_class = FastRNNCell
+
+
+@keras.saving.register_keras_serializable(package="edge_rnn_zoo")
+class FastGRNN(CellRNN):
+    """FastGRNN layer: `keras.layers.RNN` over `FastGRNNCell` (see it for every argument)."""
+
+    cell_class = FastGRNNCell
+
+
+# Hidden 80 as in the iRNN comparison tables (HAR-2, Google-30); full rank ("LSQ" dense float).
+register_model("fastrnn", FastRNN, defaults={"units": 80}, paper=PAPER,
+               description="FastRNN: residual tanh RNN, h = alpha h~ + beta h (Eq. 2)")
+register_model("fastgrnn", FastGRNN, defaults={"units": 80}, paper=PAPER,
+               description="FastGRNN: gated FastRNN sharing W, U between gate and update (Eq. 6)")

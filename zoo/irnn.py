@@ -1,0 +1,224 @@
+"""iRNN and SiRNN: RNNs incrementally evolving on an equilibrium manifold (Kag, Zhang, Saligrama,
+ICLR 2020; ``shared/papers/004``)."""
+
+import keras
+from keras import initializers, ops, regularizers, constraints
+
+from zoo import activations
+from zoo.layers import CellRNN
+from zoo.registry import register_model
+
+PAPER = "Kag, Zhang & Saligrama, RNNs incrementally evolving on an equilibrium manifold, ICLR 2020"
+
+
+def _normal_01():
+    # TARNN (the first author's code) initialises every matrix N(0, 0.1^2).
+    return initializers.RandomNormal(stddev=0.1)
+
+
+@keras.saving.register_keras_serializable(package="edge_rnn_zoo")
+class IRNNCell(keras.layers.Layer):
+    r"""Cell of the incremental RNN (iRNN, Eqs. 4-5 and 9; Algorithm 1).
+
+    At each time step m the cell runs K Euler steps of the incremental ODE from ``g_0``::
+
+        v_k = g_{k-1} + s * h_{m-1}
+        g_k = g_{k-1} + eta_k * ( phi( P [U v_k + W x_m + b] ) - alpha * v_k ),   k = 1..K
+        h_m = g_K
+
+    with ``g_0 = h_{m-1}`` (default) or ``0``, ``s = +1`` (the paper; ``-1`` is the remark after
+    Theorem 1, which turns the limit gradient ``-I`` into ``+I``), and ``P = I`` unless
+    ``premultiply=True`` (Eq. 9, ``P = U``). As K grows, h_m reaches the equilibrium
+    ``alpha (h_m + s h_{m-1}) = phi(U (h_m + s h_{m-1}) + W x_m + b)`` geometrically (Prop. 2)
+    and ``dh_m/dh_{m-1} -> -s I`` (Theorem 1) when phi is 1-Lipschitz and ``||U|| < alpha``.
+
+    Low rank (Sec. 3.2): with ``rank=r``, ``U = alpha I + V H`` with ``V: D x r``, ``H: r x D``.
+    SiRNN is this cell with ``k=1``.
+
+    Args:
+        units: hidden size D.
+        k: number of recursions K per time step (default 1 = SiRNN).
+        alpha: the ODE's decay alpha > 0 (paper: 1, fixed).
+        trainable_alpha: learn alpha, kept positive as ``softplus(raw)``, initialised to ``alpha``.
+        eta_init: initial step size eta (paper and TARNN: 1e-2). eta is a raw, unconstrained weight.
+        eta_timesteps: ``None`` (default) shares one eta per recursion over time (shape ``[K]``, the
+            cell then streams and takes any sequence length); an integer T gives the TARNN table
+            ``eta[k, m]`` of shape ``[K, T]``, which fixes the sequence length: the cell then carries
+            a step counter as a second state, and steps past T reuse the last column.
+        g0: ``"previous"`` (g_0 = h_{m-1}, TARNN and Algorithm 1) or ``"zero"``.
+        state_sign: s in ``{+1, -1}``, the sign of h_{m-1} inside the residual.
+        activation: phi (default ReLU, the paper's choice; any Keras activation name or callable).
+        rank: ``None`` for a full D x D U, or r for the low-rank ``U = alpha I + V H``.
+        premultiply: apply ``P = U`` to the whole pre-activation (Eq. 9).
+        use_bias: whether to use b.
+        kernel_initializer, recurrent_initializer, bias_initializer: for W, U (or V and H) and b.
+            Defaults N(0, 0.1^2), N(0, 0.1^2), zeros (TARNN).
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers.
+        kernel_constraint, recurrent_constraint, bias_constraint: optional constraints.
+
+    Call arguments:
+        inputs: ``(batch, d)``, the input x_m.
+        states: ``[h_{m-1}]`` (plus the step counter when ``eta_timesteps`` is set).
+    """
+
+    def __init__(self, units, k=1, alpha=1.0, trainable_alpha=False, eta_init=0.01,
+                 eta_timesteps=None, g0="previous", state_sign=1, activation="relu", rank=None,
+                 premultiply=False, use_bias=True, kernel_initializer=None,
+                 recurrent_initializer=None, bias_initializer="zeros", kernel_regularizer=None,
+                 recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        if units <= 0 or k <= 0:
+            raise ValueError(f"units and k must be positive, got units={units}, k={k}")
+        if alpha <= 0:
+            raise ValueError(f"alpha must be > 0, got {alpha}")
+        if g0 not in ("previous", "zero"):
+            raise ValueError(f"g0 must be 'previous' or 'zero', got {g0!r}")
+        if state_sign not in (1, -1):
+            raise ValueError(f"state_sign must be +1 or -1, got {state_sign!r}")
+        if rank is not None and not 0 < rank <= units:
+            raise ValueError(f"rank must be None or in 1..units={units}, got {rank}")
+        if eta_timesteps is not None and eta_timesteps <= 0:
+            raise ValueError(f"eta_timesteps must be None or positive, got {eta_timesteps}")
+        self.units = units
+        self.k = k
+        self.alpha = float(alpha)
+        self.trainable_alpha = trainable_alpha
+        self.eta_init = float(eta_init)
+        self.eta_timesteps = eta_timesteps
+        self.g0 = g0
+        self.state_sign = state_sign
+        self.activation = activations.get(activation)
+        self.rank = rank
+        self.premultiply = premultiply
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer or _normal_01())
+        self.recurrent_initializer = initializers.get(recurrent_initializer or _normal_01())
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.recurrent_constraint = constraints.get(recurrent_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
+        self.state_size = units if eta_timesteps is None else [units, 1]
+        self.output_size = units
+
+    def build(self, input_shape):
+        d, D = input_shape[-1], self.units
+        self.kernel = self.add_weight(shape=(d, D), name="kernel",
+                                      initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
+        recurrent = dict(initializer=self.recurrent_initializer,
+                         regularizer=self.recurrent_regularizer,
+                         constraint=self.recurrent_constraint)
+        if self.rank is None:
+            self.recurrent_kernel = self.add_weight(shape=(D, D), name="recurrent_kernel",
+                                                    **recurrent)
+        else:
+            self.recurrent_v = self.add_weight(shape=(D, self.rank), name="recurrent_v", **recurrent)
+            self.recurrent_h = self.add_weight(shape=(self.rank, D), name="recurrent_h", **recurrent)
+        self.bias = (self.add_weight(shape=(D,), name="bias", initializer=self.bias_initializer,
+                                     regularizer=self.bias_regularizer,
+                                     constraint=self.bias_constraint)
+                     if self.use_bias else None)
+        eta_shape = (self.k,) if self.eta_timesteps is None else (self.k, self.eta_timesteps)
+        self.eta = self.add_weight(shape=eta_shape, name="eta",
+                                   initializer=initializers.Constant(self.eta_init))
+        if self.trainable_alpha:
+            # Inverse softplus, so that softplus(raw) == alpha at initialisation.
+            raw = self.alpha + float(ops.convert_to_numpy(ops.log(-ops.expm1(-self.alpha))))
+            self.alpha_raw = self.add_weight(shape=(), name="alpha_raw",
+                                             initializer=initializers.Constant(raw))
+
+    def alpha_value(self):
+        if self.trainable_alpha:
+            return ops.softplus(self.alpha_raw)
+        return self.alpha
+
+    def recurrent_matrix(self):
+        """U in Keras orientation (``v @ U``), materialised; for diagnostics and tests."""
+        if self.rank is None:
+            return self.recurrent_kernel
+        eye = ops.eye(self.units, dtype=self.recurrent_v.dtype)
+        return self.alpha_value() * eye + ops.matmul(self.recurrent_v, self.recurrent_h)
+
+    def _apply_u(self, v, alpha):
+        if self.rank is None:
+            return ops.matmul(v, self.recurrent_kernel)
+        return alpha * v + ops.matmul(ops.matmul(v, self.recurrent_v), self.recurrent_h)
+
+    def call(self, inputs, states, training=False):
+        h_prev = states[0]
+        dtype = h_prev.dtype
+        alpha = ops.cast(self.alpha_value(), dtype)
+        drive = ops.matmul(inputs, self.kernel)  # W x_m (+ b), shared by all K recursions
+        if self.use_bias:
+            drive = drive + self.bias
+        if self.eta_timesteps is None:
+            etas = [self.eta[i] for i in range(self.k)]
+        else:
+            step = states[1]  # (batch, 1), the time index m
+            onehot = ops.one_hot(ops.cast(ops.minimum(step[:, 0], self.eta_timesteps - 1), "int32"),
+                                 self.eta_timesteps, dtype=dtype)
+            eta_m = ops.matmul(onehot, ops.transpose(ops.cast(self.eta, dtype)))  # (batch, K)
+            etas = [eta_m[:, i:i + 1] for i in range(self.k)]
+        g = h_prev if self.g0 == "previous" else ops.zeros_like(h_prev)
+        shift = h_prev if self.state_sign == 1 else -h_prev
+        for eta in etas:
+            v = g + shift
+            pre = self._apply_u(v, alpha) + drive
+            if self.premultiply:
+                pre = self._apply_u(pre, alpha)
+            g = g + eta * (self.activation(pre) - alpha * v)
+        if self.eta_timesteps is None:
+            return g, [g]
+        return g, [g, states[1] + 1]
+
+    def get_config(self):
+        config = {
+            "units": self.units, "k": self.k, "alpha": self.alpha,
+            "trainable_alpha": self.trainable_alpha, "eta_init": self.eta_init,
+            "eta_timesteps": self.eta_timesteps, "g0": self.g0, "state_sign": self.state_sign,
+            "activation": activations.serialize(self.activation), "rank": self.rank,
+            "premultiply": self.premultiply, "use_bias": self.use_bias,
+            "kernel_initializer": initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+            "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
+            "recurrent_regularizer": regularizers.serialize(self.recurrent_regularizer),
+            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
+        }
+        return {**super().get_config(), **config}
+
+
+@keras.saving.register_keras_serializable(package="edge_rnn_zoo")
+class IRNN(CellRNN):
+    """Incremental RNN layer: `keras.layers.RNN` over `IRNNCell` (see it for every argument)."""
+
+    cell_class = IRNNCell
+
+
+@keras.saving.register_keras_serializable(package="edge_rnn_zoo")
+class SiRNN(IRNN):
+    """Single-recursion iRNN (K = 1, Eq. 6): `IRNN` with ``k`` fixed to 1."""
+
+    def __init__(self, units, **kwargs):
+        k = kwargs.pop("k", 1)
+        if k != 1:
+            raise ValueError(f"SiRNN has K = 1 by definition, got k={k}; use IRNN for K > 1")
+        super().__init__(units, k=1, **kwargs)
+
+
+# Paper defaults (Sec. 4.1 and Table 5): hidden 80, ReLU, alpha = 1, eta = 1e-2, and the low-rank
+# Eq. 9 form "in all our experiments". The rank is not stated; 16 is the low end of the range the
+# published parameter counts imply (REFERENCE.md 1.1) and keeps HAR-2 at 3.5k parameters.
+_PAPER_DEFAULTS = {"units": 80, "rank": 16, "premultiply": True}
+register_model("irnn", IRNN, defaults={**_PAPER_DEFAULTS, "k": 1}, paper=PAPER,
+               description="iRNN: K Euler steps to the equilibrium per time step (Eq. 9 low-rank)")
+register_model("sirnn", SiRNN, defaults=_PAPER_DEFAULTS, fixed={"k": 1}, paper=PAPER,
+               description="SiRNN: the single-recursion iRNN (K = 1, Eq. 6)")

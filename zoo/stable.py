@@ -1,0 +1,112 @@
+"""StableRNN: a tanh RNN kept inside the spectral-norm ball by projection (Miller & Hardt, "When
+recurrent models don't need to be recurrent", ICLR 2019; ``shared/papers/000``)."""
+
+import keras
+from keras import initializers, ops
+
+from zoo import activations
+from zoo.layers import CellRNN
+from zoo.registry import register_model
+
+PAPER = "Miller & Hardt, Stable Recurrent Models, ICLR 2019"
+
+
+@keras.saving.register_keras_serializable(package="edge_rnn_zoo")
+class SpectralNormBall(keras.constraints.Constraint):
+    """Projection onto ``{W : ||W||_2 <= max_norm}``: clip the singular values (000 Sec. 7.2).
+
+    ``W = A diag(s) B^T  ->  A diag(min(s, max_norm)) B^T`` is the exact Frobenius-norm projection
+    onto the ball. Keras applies constraints after every optimizer update.
+    """
+
+    def __init__(self, max_norm=0.99):
+        if max_norm <= 0:
+            raise ValueError(f"max_norm must be > 0, got {max_norm}")
+        self.max_norm = float(max_norm)
+
+    def __call__(self, w):
+        u, s, vh = ops.svd(w, full_matrices=False)
+        s = ops.minimum(s, ops.cast(self.max_norm, s.dtype))
+        return ops.matmul(u * s[None, :], vh)
+
+    def get_config(self):
+        return {"max_norm": self.max_norm}
+
+
+@keras.saving.register_keras_serializable(package="edge_rnn_zoo")
+class StableRNNCell(keras.layers.Layer):
+    r"""Stable tanh RNN cell (000 Sec. 6.2)::
+
+        h_t = tanh(W h_{t-1} + U x_t + b),     ||W||_2 <= lambda
+
+    With a 1-Lipschitz activation and lambda < 1 the state map is a lambda-contraction, so the
+    model can be truncated to O(log(1 / ((1 - lambda) eps))) steps (000 Prop. 1). The constraint is
+    enforced by projecting W after every optimizer update and once at initialisation.
+
+    Args:
+        units: hidden size D.
+        max_norm: lambda, the bound on the spectral norm of W (default 0.99, strict).
+        activation: rho (default tanh; the theory needs a smooth 1-Lipschitz rho).
+        use_bias: whether to use b.
+        kernel_initializer: for U; default glorot_uniform (as `keras.layers.SimpleRNN`).
+        recurrent_initializer: for W before projection; default orthogonal.
+        bias_initializer: for b; default zeros.
+    """
+
+    def __init__(self, units, max_norm=0.99, activation="tanh", use_bias=True,
+                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
+                 bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        if units <= 0:
+            raise ValueError(f"units must be positive, got {units}")
+        self.units = units
+        self.max_norm = float(max_norm)
+        self.recurrent_constraint = SpectralNormBall(max_norm)
+        self.activation = activations.get(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.state_size = units
+        self.output_size = units
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel",
+                                      initializer=self.kernel_initializer)
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units),
+                                                name="recurrent_kernel",
+                                                initializer=self.recurrent_initializer,
+                                                constraint=self.recurrent_constraint)
+        # Start inside the ball, not only after the first update.
+        self.recurrent_kernel.assign(self.recurrent_constraint(self.recurrent_kernel))
+        self.bias = (self.add_weight(shape=(self.units,), name="bias",
+                                     initializer=self.bias_initializer)
+                     if self.use_bias else None)
+
+    def call(self, inputs, states, training=False):
+        pre = ops.matmul(inputs, self.kernel) + ops.matmul(states[0], self.recurrent_kernel)
+        if self.use_bias:
+            pre = pre + self.bias
+        h = self.activation(pre)
+        return h, [h]
+
+    def get_config(self):
+        config = {
+            "units": self.units, "max_norm": self.max_norm,
+            "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
+            "kernel_initializer": initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+        }
+        return {**super().get_config(), **config}
+
+
+@keras.saving.register_keras_serializable(package="edge_rnn_zoo")
+class StableRNN(CellRNN):
+    """StableRNN layer: `keras.layers.RNN` over `StableRNNCell` (see it for every argument)."""
+
+    cell_class = StableRNNCell
+
+
+register_model("stablernn", StableRNN, defaults={"units": 80, "max_norm": 0.99}, paper=PAPER,
+               description="StableRNN: tanh RNN projected onto ||W||_2 <= lambda after every step")
