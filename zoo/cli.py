@@ -1,0 +1,76 @@
+"""The ``zoo`` command and its subcommands.
+
+Each subcommand lives next to the code it drives; this module only dispatches, so ``zoo --help``
+stays fast (TensorFlow is imported only by the subcommand that needs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+# subcommand -> (module, one-line help). A module provides add_arguments(parser) and run(args).
+SUBCOMMANDS = {
+    "list": ("zoo.cli", "list the registered models (with options) and tasks"),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("what", nargs="?", choices=("models", "tasks", "all"), default="all",
+                        help="what to list (default: both)")
+
+
+def _format_value(value) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict) or (hasattr(value, "get_config") and not isinstance(value, str)):
+        return type(value).__name__
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def run(args) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if args.what in ("models", "all"):
+        import zoo
+
+        print("Models (zoo.create_model(name, input_shape, num_classes, **options)):\n")
+        for name in zoo.list_models():
+            entry = zoo.get_model_entry(name)
+            print(f"  {name:<20} {entry.description}")
+            if entry.paper:
+                print(f"  {'':<20} paper: {entry.paper}")
+            opts = ", ".join(f"{k}={_format_value(v)}" for k, v in entry.options().items()
+                             if not k.endswith(("_initializer", "_regularizer", "_constraint")))
+            print(f"  {'':<20} options: {opts}\n")
+    if args.what in ("tasks", "all"):
+        from training.tasks import describe_tasks
+
+        print("Tasks (zoo train --task NAME):\n")
+        print(f"  {'name':<16} {'input (T, d)':<14} {'classes':>7}  {'kind':<15} description")
+        for t in describe_tasks():
+            shape = "x".join("T" if s is None else str(s) for s in t["input_shape"])
+            print(f"  {t['name']:<16} {shape:<14} {t['num_classes']:>7}  {t['kind']:<15} "
+                  f"{t['description']}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="zoo", description="edge-rnn-zoo: tiny stable recurrent models for edge devices.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    modules = {}
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = modules[name] = importlib.import_module(module_name)
+        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    try:
+        return modules[args.command].run(args) or 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
