@@ -1,0 +1,104 @@
+"""Strict readers for the numeric text files of UCI HAR and DSA-19.
+
+`numpy.loadtxt` skips blank lines and accepts NaN, so a truncated or damaged file can load
+with rows silently missing or poisoned values. These readers reject both and name the file, the
+1-based line and the 1-based column at fault.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from training.data.errors import DataError
+
+
+def _lines(path: Path, data: bytes | None) -> list[str]:
+    raw = Path(path).read_bytes() if data is None else data
+    try:
+        text = raw.decode("ascii")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(f"{path}: line {line}: non-ASCII byte 0x{raw[exc.start]:02x}; "
+                        "the file is corrupt") from None
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():  # a final newline (or trailing blank lines) is normal
+        lines.pop()
+    return lines
+
+
+def parse_table(path: Path, ncols: int, *, delimiter: str | None = None,
+                data: bytes | None = None, nrows: int | None = None) -> np.ndarray:
+    """Parse a numeric table with exactly ``ncols`` values per line into float64 ``(rows, ncols)``.
+
+    Args:
+        path: the file (also used in error messages when ``data`` is given).
+        ncols: required number of values on every line.
+        delimiter: ``None`` for runs of whitespace (HAR), ``","`` for DSA-19.
+        data: the file's bytes, if already read (e.g. from an archive).
+        nrows: if given, the required number of lines.
+
+    Raises:
+        DataError: empty line, wrong column count, a value that is not a number, NaN/inf, or a
+            wrong row count; the message names file, line and column.
+    """
+    lines = _lines(path, data)
+    if not lines:
+        raise DataError(f"{path}: file is empty")
+    tokens: list[str] = []
+    for i, line in enumerate(lines):
+        parts = line.split(delimiter)
+        if delimiter is not None and len(parts) == 1 and not parts[0].strip():
+            parts = []
+        if len(parts) != ncols:
+            what = "empty line" if not parts else f"found {len(parts)} columns"
+            raise DataError(f"{path}: line {i + 1}: expected {ncols} columns, {what} "
+                            "(truncated or corrupt file?)")
+        tokens.extend(parts)
+    try:
+        values = np.array(tokens, dtype=np.float64)
+    except ValueError:
+        _locate_bad_token(path, tokens, ncols)
+        raise  # pragma: no cover - _locate_bad_token always raises
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        k = int(bad[0])
+        raise DataError(f"{path}: line {k // ncols + 1}, column {k % ncols + 1}: value "
+                        f"{tokens[k].strip()!r} is not finite ({bad.size} non-finite values in the file)")
+    table = values.reshape(len(lines), ncols)
+    if nrows is not None and table.shape[0] != nrows:
+        raise DataError(f"{path}: expected {nrows} lines, found {table.shape[0]} (truncated file?)")
+    return table
+
+
+def _locate_bad_token(path: Path, tokens: list[str], ncols: int) -> None:
+    for k, tok in enumerate(tokens):
+        try:
+            float(tok)
+        except ValueError:
+            raise DataError(f"{path}: line {k // ncols + 1}, column {k % ncols + 1}: "
+                            f"{tok.strip()!r} is not a number") from None
+    raise DataError(f"{path}: could not parse the file as numbers")  # pragma: no cover
+
+
+def parse_int_column(path: Path, *, data: bytes | None = None,
+                     valid: range | None = None) -> np.ndarray:
+    """Parse a one-integer-per-line file (HAR ``y_*.txt`` / ``subject_*.txt``) into int64."""
+    lines = _lines(path, data)
+    if not lines:
+        raise DataError(f"{path}: file is empty")
+    out = np.empty(len(lines), dtype=np.int64)
+    for i, line in enumerate(lines):
+        parts = line.split()
+        if len(parts) != 1:
+            what = "empty line" if not parts else f"found {len(parts)} columns"
+            raise DataError(f"{path}: line {i + 1}: expected 1 column, {what}")
+        try:
+            out[i] = int(parts[0])
+        except ValueError:
+            raise DataError(f"{path}: line {i + 1}, column 1: {parts[0]!r} is not an integer") from None
+        if valid is not None and out[i] not in valid:
+            raise DataError(f"{path}: line {i + 1}, column 1: value {out[i]} is outside "
+                            f"{valid.start}..{valid.stop - 1}")
+    return out
