@@ -1,0 +1,14 @@
+"""Task registry: ``get_task("har2").load(data_dir)`` -> train / val / test arrays.
+
+Adding a task = one new module that decorates a `Task` subclass with ``@register_task(name)``,
+plus one import line below. See ``docs/tasks.md`` for each task's data source and split.
+"""
+
+from training.tasks.base import (STD_FLOOR, Normalization, Split, Task, TaskData, describe_tasks,
+                                 get_task, list_tasks, register_task)
+
+# Importing a task module registers its tasks.
+from training.tasks import dsa, har, mnist, speech, synthetic  # noqa: E402,F401
+
+__all__ = ["STD_FLOOR", "Normalization", "Split", "Task", "TaskData", "describe_tasks", "get_task",
+           "list_tasks", "register_task"]
