@@ -11,13 +11,16 @@ import importlib
 import os
 import sys
 
-# subcommand -> (module, one-line help). A module provides add_arguments(parser) and run(args).
+# subcommand -> (module, one-line help). The module provides add_<name>_arguments(parser) and
+# run_<name>(args).
 SUBCOMMANDS = {
     "list": ("zoo.cli", "list the registered models (with options) and tasks"),
+    "train": ("training.cli", "train a model on a task into a resumable run directory"),
+    "eval": ("training.cli", "evaluate a run directory on its task's test split"),
 }
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", choices=("models", "tasks", "all"), default="all",
                         help="what to list (default: both)")
 
@@ -30,8 +33,7 @@ def _format_value(value) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def run(args) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+def run_list(args) -> int:
     if args.what in ("models", "all"):
         import zoo
 
@@ -60,13 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="zoo", description="edge-rnn-zoo: tiny stable recurrent models for edge devices.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    modules = {}
+    runners = {}
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        module = modules[name] = importlib.import_module(module_name)
-        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+        module = importlib.import_module(module_name)
+        getattr(module, f"add_{name}_arguments")(
+            sub.add_parser(name, help=help_text, description=help_text))
+        runners[name] = getattr(module, f"run_{name}")
     args = parser.parse_args(argv)
     try:
-        return modules[args.command].run(args) or 0
+        return runners[args.command](args) or 0
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

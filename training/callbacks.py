@@ -1,0 +1,201 @@
+"""Keras callbacks for resumable, observable training runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+
+class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
+    """`keras.callbacks.EarlyStopping` whose state survives a kill: the counters go to
+    ``state()`` / ``load_state()`` and the best weights to a file, so that a resumed run stops (and
+    restores) exactly where an uninterrupted one would."""
+
+    def __init__(self, best_weights_path: Path, **kwargs):
+        super().__init__(restore_best_weights=True, **kwargs)
+        self.best_weights_path = Path(best_weights_path)
+        self._resumed = None
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        if self._resumed:
+            self.wait = self._resumed["wait"]
+            self.best = self._resumed["best"]
+            self.best_epoch = self._resumed["best_epoch"]
+            if self.best_weights_path.is_file():
+                self.best_weights = _read_weights(self.model, self.best_weights_path)
+
+    def on_epoch_end(self, epoch, logs=None):
+        previous_best = self.best
+        super().on_epoch_end(epoch, logs)
+        if self.best_weights is not None and self.best is not previous_best:
+            _write_weights(self.model, self.best_weights, self.best_weights_path)
+
+    def state(self) -> dict:
+        best = None if self.best is None else float(self.best)
+        return {"wait": self.wait, "best": best, "best_epoch": self.best_epoch}
+
+    def load_state(self, state: dict) -> None:
+        self._resumed = state
+
+
+def _write_weights(model, weights, path: Path) -> None:
+    current = model.get_weights()
+    model.set_weights(weights)
+    tmp = path.with_name(path.name + ".tmp.weights.h5")
+    model.save_weights(tmp)
+    os.replace(tmp, path)
+    model.set_weights(current)
+
+
+def _read_weights(model, path: Path):
+    current = model.get_weights()
+    model.load_weights(path)
+    weights = model.get_weights()
+    model.set_weights(current)
+    return weights
+
+
+class RunCheckpoint(keras.callbacks.Callback):
+    """After every epoch, atomically save what a resume needs: the model with its optimizer state
+    (``checkpoint.keras``), the history so far (``history.csv``) and the callbacks' state
+    (``state.json``). `keras.callbacks.BackupAndRestore` keeps weights and epoch only, not the
+    early-stopping counters or the history, so a resumed run would diverge from an uninterrupted
+    one; `keras.callbacks.CSVLogger` would duplicate rows written after the last checkpoint."""
+
+    def __init__(self, run_dir: Path, history: list[dict], stateful_callbacks: dict):
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        self.history = history
+        self.stateful_callbacks = stateful_callbacks
+        self._epoch_start = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        row = {"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()},
+               "seconds": time.perf_counter() - self._epoch_start}
+        self.history.append(row)
+        write_history_csv(self.history, self.run_dir / "history.csv")
+        tmp = self.run_dir / "checkpoint.tmp.keras"
+        self.model.save(tmp)
+        state = {"epochs_done": epoch + 1, "stopped": bool(self.model.stop_training),
+                 "callbacks": {name: cb.state() for name, cb in self.stateful_callbacks.items()},
+                 "history": self.history}
+        os.replace(tmp, self.run_dir / "checkpoint.keras")
+        _write_json_atomic(self.run_dir / "state.json", state)
+
+
+def write_history_csv(history: list[dict], path: Path) -> None:
+    keys = list(dict.fromkeys(k for row in history for k in row))
+    lines = [",".join(keys)]
+    lines += [",".join("" if row.get(k) is None else f"{row[k]:.8g}" for k in keys)
+              for row in history]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+
+
+def _write_json_atomic(path: Path, data) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
+
+
+class EpochProgress(keras.callbacks.Callback):
+    """One line per epoch: loss, validation accuracy, epoch time and the time left for the run."""
+
+    def __init__(self, total_epochs: int, initial_epoch: int = 0, print_fn=print):
+        super().__init__()
+        self.total_epochs = total_epochs
+        self.initial_epoch = initial_epoch
+        self.print_fn = print_fn
+        self._times = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        seconds = time.perf_counter() - self._start
+        self._times.append(seconds)
+        left = (self.total_epochs - epoch - 1) * float(np.mean(self._times[-5:]))
+        metrics = "  ".join(f"{k} {v:.4f}" for k, v in logs.items() if k != "learning_rate")
+        self.print_fn(f"epoch {epoch + 1:>4}/{self.total_epochs}  {metrics}  "
+                      f"{seconds:.1f}s  ~{_duration(left)} left", flush=True)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+class HardThresholding(keras.callbacks.Callback):
+    """FastGRNN's three training phases (paper Sec. 3.2.1; EdgeML ``fastTrainer.train``).
+
+    Over the run's total batches: the first third trains dense; the second third hard-thresholds
+    every W* (to density ``sparsity_w``) and U* (to ``sparsity_u``) every ``trim_every`` batches,
+    keeping the top entries by magnitude; the last third freezes the support and re-applies it
+    after every batch. Works from the batch counter alone, so it resumes exactly.
+    """
+
+    def __init__(self, cell, sparsity_w: float, sparsity_u: float, total_batches: int,
+                 initial_batch: int = 0, trim_every: int = 15):
+        super().__init__()
+        if not hasattr(cell, "sparsifiable_weights"):
+            raise ValueError(f"sparsity training needs a FastRNN/FastGRNN cell, got "
+                             f"{type(cell).__name__}")
+        self.cell = cell
+        self.sparsity_w = sparsity_w
+        self.sparsity_u = sparsity_u
+        self.total_batches = total_batches
+        self.batch_count = initial_batch
+        self.trim_every = trim_every
+        self._masks = None
+
+    def _targets(self):
+        kernels = list(self.cell.kernels)
+        return ([(w, self.sparsity_w) for w in kernels]
+                + [(u, self.sparsity_u) for u in self.cell.recurrent_kernels])
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batch_count += 1
+        third = self.total_batches / 3
+        if third <= self.batch_count < 2 * third:
+            if self.batch_count % self.trim_every == 0:
+                for var, density in self._targets():
+                    var.assign(hard_threshold(var.numpy(), density))
+        elif self.batch_count >= 2 * third:
+            if self._masks is None:
+                # Entering (or resuming in) phase 3: threshold once more and freeze the support.
+                for var, density in self._targets():
+                    var.assign(hard_threshold(var.numpy(), density))
+                self._masks = [(var, var.numpy() != 0) for var, _ in self._targets()]
+            for var, mask in self._masks:
+                var.assign(np.where(mask, var.numpy(), 0.0))
+
+    def state(self) -> dict:
+        return {"batch_count": self.batch_count}
+
+
+def hard_threshold(w: np.ndarray, density: float) -> np.ndarray:
+    """Keep the ``ceil(density * size)`` largest-magnitude entries (EdgeML ``hardThreshold``:
+    entries below the (1 - density)-quantile of |w|, ``interpolation='higher'``, are zeroed)."""
+    if density >= 1.0:
+        return w
+    threshold = np.quantile(np.abs(w), 1.0 - density, method="higher")
+    return np.where(np.abs(w) >= threshold, w, 0.0).astype(w.dtype)
+
+
+def count_nonzero_fraction(w: np.ndarray) -> float:
+    return float(np.count_nonzero(w)) / max(1, w.size)
+

@@ -1,0 +1,106 @@
+"""``zoo train`` and ``zoo eval``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+# Flags that map one to one onto TrainConfig fields (flag -> field); None means "not given".
+_TRAIN_FLAGS = {
+    "epochs": int, "batch_size": int, "lr": float, "optimizer": str, "seed": int,
+    "clipnorm": float, "lr_decay_epochs": int, "lr_decay_factor": float, "monitor": str,
+    "sparsity_w": float, "sparsity_u": float, "distribute": str,
+}
+# Model options with their own flags (any other goes through --option KEY=VALUE).
+_MODEL_FLAGS = {"units": int, "k": int, "rank": int}
+
+
+def _key_value(text: str):
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    return key.strip(), yaml.safe_load(value)  # YAML typing: 3 -> int, 0.1 -> float, none -> None
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", required=True, help="a task name (see `zoo list tasks`)")
+    parser.add_argument("--model", required=True, help="a model name (see `zoo list models`)")
+    for flag, kind in _MODEL_FLAGS.items():
+        parser.add_argument(f"--{flag}", type=kind, help=f"model option {flag}")
+    parser.add_argument("--option", type=_key_value, action="append", default=[],
+                        metavar="KEY=VALUE", help="any other model option, e.g. --option alpha=0.5")
+    parser.add_argument("--task-option", type=_key_value, action="append", default=[],
+                        metavar="KEY=VALUE", help="a task option, e.g. --task-option timesteps=200")
+    for flag, kind in _TRAIN_FLAGS.items():
+        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind)
+    parser.add_argument("--patience", type=int, dest="early_stopping_patience",
+                        help="early-stopping patience in epochs (0 disables)")
+    parser.add_argument("--mixed-precision", action="store_true", default=None,
+                        help="train in mixed_float16")
+    parser.add_argument("--backend", choices=("tensorflow", "jax"), default=None,
+                        help="Keras backend (default: tensorflow)")
+    parser.add_argument("--recipe", help="a recipe YAML (default: models/recipes/<task>-<model>.yaml "
+                                         "when it exists; 'none' for none)")
+    parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")
+    parser.add_argument("--out", help="run directory (default: runs/<task>-<model>)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace a finished run in --out instead of refusing")
+
+
+def _reexec_with_backend(backend: str) -> None:
+    """Keras fixes its backend at import; restart this command under the one asked for."""
+    env = {**os.environ, "KERAS_BACKEND": backend}
+    os.execvpe(sys.executable, [sys.executable, "-m", "zoo.cli", *sys.argv[1:]], env)
+
+
+def run_train(args) -> int:
+    import keras
+
+    if args.backend and keras.backend.backend() != args.backend:
+        _reexec_with_backend(args.backend)
+    from training.config import resolve
+    from training.trainer import RunDirError, train
+
+    overrides = {f: getattr(args, f) for f in _TRAIN_FLAGS}
+    overrides["early_stopping_patience"] = args.early_stopping_patience
+    overrides["mixed_precision"] = args.mixed_precision
+    overrides["backend"] = keras.backend.backend()
+    overrides["model_options"] = {**{f: getattr(args, f) for f in _MODEL_FLAGS
+                                     if getattr(args, f) is not None}, **dict(args.option)}
+    overrides["task_options"] = dict(args.task_option)
+    try:
+        import zoo
+        from training.tasks import get_task
+
+        zoo.get_model_entry(args.model)  # fail fast, listing the valid names
+        get_task(args.task)
+        config = resolve(args.task, args.model, args.recipe, overrides)
+        out = Path(args.out or Path("runs") / f"{args.task}-{args.model}")
+        train(config, out, data_dir=args.data_dir, overwrite=args.overwrite)
+    except (ValueError, FileNotFoundError, RunDirError) as err:
+        print(f"zoo train: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", help="a run directory written by `zoo train`")
+    parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def run_eval(args) -> int:
+    from training.evaluate import evaluate_run, format_report
+
+    try:
+        report = evaluate_run(args.run_dir, data_dir=args.data_dir)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"zoo eval: error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    return 0

@@ -1,0 +1,74 @@
+"""Evaluate a finished run on its task's test split: accuracy, per-class accuracy, confusion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+
+def load_run(run_dir: str | Path):
+    """(config dict, keras model, Normalization) of a finished run."""
+    import keras
+
+    from training.tasks import Normalization
+
+    run_dir = Path(run_dir)
+    missing = [n for n in ("config.yaml", "model.keras", "normalization.json")
+               if not (run_dir / n).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{run_dir} is not a finished run: missing {', '.join(missing)}")
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    model = keras.saving.load_model(run_dir / "model.keras")
+    return config, model, Normalization.load(run_dir / "normalization.json")
+
+
+def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -> np.ndarray:
+    cm = np.zeros((num_classes, num_classes), dtype=np.int64)
+    np.add.at(cm, (y_true.ravel(), y_pred.ravel()), 1)
+    return cm
+
+
+def evaluate_run(run_dir: str | Path, data_dir=None) -> dict:
+    from training.tasks import get_task
+
+    config, model, norm = load_run(run_dir)
+    task = get_task(config["task"], **config.get("task_options", {}))
+    test = task.load(data_dir, seed=config.get("seed", 0)).test
+    outputs = model.predict(norm.apply(test.x).astype("float32"), batch_size=256, verbose=0)
+    report = {"run_dir": str(run_dir), "task": task.name, "model": config["model"],
+              "test_sequences": len(test.x)}
+    if task.kind == "regression":
+        report["mse"] = float(np.mean((outputs.reshape(-1) - test.y) ** 2))
+        return report
+    pred = outputs.argmax(-1)
+    cm = confusion_matrix(test.y, pred, task.num_classes)
+    per_class = cm.diagonal() / np.maximum(cm.sum(axis=1), 1)
+    report.update({
+        "accuracy": float(np.mean(pred == test.y)),
+        "per_class_accuracy": {name: float(a) for name, a in zip(task.class_names, per_class)},
+        "class_names": list(task.class_names),
+        "confusion_matrix": cm.tolist(),
+    })
+    return report
+
+
+def format_report(report: dict) -> str:
+    lines = [f"{report['model']} on {report['task']} ({report['run_dir']}), "
+             f"{report['test_sequences']} test sequences"]
+    if "mse" in report:
+        return "\n".join(lines + [f"test MSE: {report['mse']:.5f}"])
+    lines.append(f"test accuracy: {100 * report['accuracy']:.2f}%")
+    lines.append("per-class accuracy:")
+    width = max(len(n) for n in report["class_names"])
+    for name, acc in report["per_class_accuracy"].items():
+        lines.append(f"  {name:<{width}}  {100 * acc:6.2f}%")
+    cm = np.array(report["confusion_matrix"])
+    if len(cm) <= 30:
+        lines.append("confusion matrix (rows: true, columns: predicted):")
+        cell = max(4, len(str(cm.max())) + 1)
+        lines.append(" " * (width + 2) + "".join(f"{i:>{cell}}" for i in range(len(cm))))
+        for i, (name, row) in enumerate(zip(report["class_names"], cm)):
+            lines.append(f"  {name:<{width}}" + "".join(f"{v:>{cell}}" for v in row) + f"   ({i})")
+    return "\n".join(lines)

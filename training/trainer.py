@@ -1,0 +1,274 @@
+"""Train a zoo model on a task into a resumable run directory.
+
+Run directory::
+
+    config.yaml          fully resolved settings (model and task options included)
+    normalization.json   per-feature mean / std from the training split (export uses it)
+    history.csv          one row per epoch (loss, accuracy, val_*, learning rate, seconds)
+    model.keras          the final model (best validation epoch when early stopping is on)
+    metrics.json         test accuracy and loss, parameters, time, epochs, hardware, versions
+    tensorboard/         TensorBoard logs
+    checkpoint.keras, state.json, best.weights.h5   only while the run is unfinished (resume)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import yaml
+
+import zoo
+from training import callbacks as cb
+from training.config import TrainConfig
+
+FINAL_FILES = ("config.yaml", "normalization.json", "history.csv", "model.keras", "metrics.json")
+
+
+class RunDirError(RuntimeError):
+    """The run directory cannot be used as asked (finished, different settings, not a run)."""
+
+
+def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> dict | None:
+    """Create ``run_dir``, or return the saved state of an unfinished run with the same settings.
+
+    Never deletes anything unless ``overwrite`` is set, and then only a directory that holds a
+    run (a ``config.yaml``).
+    """
+    run_dir = Path(run_dir)
+    if run_dir.exists() and any(run_dir.iterdir()):
+        is_run = (run_dir / "config.yaml").is_file()
+        if overwrite:
+            if not is_run:
+                raise RunDirError(f"{run_dir} is not empty and holds no run (no config.yaml); "
+                                  "refusing to delete it. Choose another --out.")
+            shutil.rmtree(run_dir)
+        elif not is_run:
+            raise RunDirError(f"{run_dir} is not empty and holds no run; choose another --out.")
+        elif (run_dir / "metrics.json").is_file():
+            raise RunDirError(f"{run_dir} holds a finished run; choose another --out, or pass "
+                              "--overwrite to replace it.")
+        else:
+            saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+            previous = TrainConfig.from_dict({k: v for k, v in saved.items()
+                                              if not k.endswith("_resolved")})
+            if previous.training_identity() != config.training_identity():
+                diff = {k: (v, config.training_identity()[k])
+                        for k, v in previous.training_identity().items()
+                        if config.training_identity()[k] != v}
+                raise RunDirError(f"{run_dir} holds an unfinished run with other settings "
+                                  f"(saved vs asked: {diff}); resume it with the same command, "
+                                  "choose another --out, or pass --overwrite.")
+            if (run_dir / "state.json").is_file() and (run_dir / "checkpoint.keras").is_file():
+                return json.loads((run_dir / "state.json").read_text())
+            return None  # killed before its first epoch ended: start afresh in place
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return None
+
+
+def epoch_batches(x, y, batch_size: int, seed: int, first_epoch: int, last_epoch: int):
+    """Batches of epochs ``first_epoch..last_epoch-1``; each epoch's order depends only on
+    (seed, epoch), so a resumed run sees exactly the batches an uninterrupted one would."""
+    n = len(x)
+    for epoch in range(first_epoch, last_epoch):
+        order = np.random.default_rng([seed, epoch]).permutation(n)
+        for start in range(0, n, batch_size):
+            idx = order[start:start + batch_size]
+            yield x[idx], y[idx]
+
+
+def loss_and_metrics(kind: str):
+    if kind == "regression":
+        return keras.losses.MeanSquaredError(), [keras.metrics.MeanAbsoluteError(name="mae")]
+    return (keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+
+
+def build_model(config: TrainConfig, task, steps_per_epoch: int) -> keras.Model:
+    head = "sequence" if task.kind == "sequence" else "last"
+    model = zoo.create_model(config.model, task.input_shape, task.num_classes, head=head,
+                             **config.model_options)
+    lr = config.lr
+    if config.lr_decay_epochs:
+        lr = keras.optimizers.schedules.ExponentialDecay(
+            config.lr, decay_steps=config.lr_decay_epochs * steps_per_epoch,
+            decay_rate=config.lr_decay_factor, staircase=True)
+    optimizers = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD,
+                  "momentum": lambda **kw: keras.optimizers.SGD(momentum=0.9, **kw),
+                  "rmsprop": keras.optimizers.RMSprop}
+    if config.optimizer not in optimizers:
+        raise ValueError(f"unknown optimizer {config.optimizer!r}; valid: {sorted(optimizers)}")
+    optimizer = optimizers[config.optimizer](learning_rate=lr, clipnorm=config.clipnorm)
+    loss, metrics = loss_and_metrics(task.kind)
+    model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
+    return model
+
+
+def recurrent_cell(model: keras.Model):
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.RNN):
+            return layer.cell
+    raise ValueError(f"model {model.name} has no recurrent layer")
+
+
+def distribution_scope(config: TrainConfig):
+    """A context for building the model: MirroredStrategy (TensorFlow) or DataParallel (JAX)."""
+    import contextlib
+
+    if config.distribute == "none":
+        return contextlib.nullcontext()
+    if config.distribute != "mirrored":
+        raise ValueError(f"unknown --distribute {config.distribute!r}; valid: none, mirrored")
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.distribute.MirroredStrategy().scope()
+    if keras.backend.backend() == "jax":
+        keras.distribution.set_distribution(keras.distribution.DataParallel())
+        return contextlib.nullcontext()
+    raise ValueError(f"--distribute mirrored is not supported on backend {keras.backend.backend()}")
+
+
+def hardware() -> dict:
+    info = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(), "backend": keras.backend.backend(), "gpus": []}
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        info["gpus"] = [d.name for d in tf.config.list_physical_devices("GPU")]
+    elif keras.backend.backend() == "jax":
+        import jax
+
+        info["gpus"] = [str(d) for d in jax.devices() if d.platform == "gpu"]
+    return info
+
+
+def versions() -> dict:
+    import importlib.metadata as md
+
+    out = {"python": sys.version.split()[0], "keras": keras.__version__,
+           "numpy": np.__version__, "edge-rnn-zoo": zoo.__version__}
+    for dist in ("tensorflow", "jax"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def resolved_config(config: TrainConfig, task) -> dict:
+    """The config as saved: registry defaults and task options filled in."""
+    entry = zoo.get_model_entry(config.model)
+    data = config.to_dict()
+    data["model_options_resolved"] = {k: v for k, v in {**entry.options(),
+                                                        **config.model_options}.items()
+                                      if isinstance(v, (int, float, str, bool, type(None)))}
+    data["task_options_resolved"] = task.options()
+    return data
+
+
+def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite: bool = False,
+          verbose: int | None = None, print_fn=print) -> dict:
+    """Train ``config`` into ``run_dir`` (resuming it when it holds an unfinished run of the same
+    settings) and return the metrics written to ``metrics.json``."""
+    from training.tasks import get_task
+
+    run_dir = Path(run_dir)
+    if keras.backend.backend() != config.backend:
+        raise RuntimeError(f"this process runs Keras on {keras.backend.backend()!r}, the config "
+                           f"asks for {config.backend!r}; set KERAS_BACKEND before importing keras")
+    task = get_task(config.task, **config.task_options)
+    saved_state = prepare_run_dir(run_dir, config, overwrite)
+    keras.utils.set_random_seed(config.seed)
+    if config.mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_float16")
+
+    data = task.load(data_dir, seed=config.seed)
+    norm = data.normalization
+    x_train, y_train = norm.apply(data.train.x).astype("float32"), data.train.y
+    x_val, y_val = norm.apply(data.val.x).astype("float32"), data.val.y
+    x_test, y_test = norm.apply(data.test.x).astype("float32"), data.test.y
+    steps_per_epoch = int(np.ceil(len(x_train) / config.batch_size))
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(resolved_config(config, task),
+                                                        sort_keys=False))
+    norm.save(run_dir / "normalization.json")
+
+    with distribution_scope(config):
+        if saved_state:
+            model = keras.saving.load_model(run_dir / "checkpoint.keras")
+            initial_epoch = saved_state["epochs_done"]
+            history = saved_state["history"]
+            print_fn(f"resuming {run_dir} after epoch {initial_epoch}/{config.epochs}")
+        else:
+            model = build_model(config, task, steps_per_epoch)
+            initial_epoch, history = 0, []
+    print_fn(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
+             f"{len(x_train)} train / {len(x_val)} val / {len(x_test)} test sequences, "
+             f"backend {keras.backend.backend()}")
+
+    stateful = {}
+    callbacks = [cb.EpochProgress(config.epochs, initial_epoch, print_fn=print_fn)]
+    if config.early_stopping_patience and len(x_val):
+        stopper = cb.ResumableEarlyStopping(run_dir / "best.weights.h5", monitor=config.monitor,
+                                            patience=config.early_stopping_patience)
+        stateful["early_stopping"] = stopper
+        callbacks.append(stopper)
+    if config.sparsity_w is not None or config.sparsity_u is not None:
+        thresholding = cb.HardThresholding(
+            recurrent_cell(model), config.sparsity_w or 1.0, config.sparsity_u or 1.0,
+            total_batches=config.epochs * steps_per_epoch,
+            initial_batch=initial_epoch * steps_per_epoch)
+        stateful["hard_thresholding"] = thresholding
+        callbacks.append(thresholding)
+    if saved_state:
+        for name, state in saved_state["callbacks"].items():
+            if name in stateful and hasattr(stateful[name], "load_state"):
+                stateful[name].load_state(state)
+    callbacks += [keras.callbacks.TensorBoard(log_dir=str(run_dir / "tensorboard")),
+                  cb.RunCheckpoint(run_dir, history, stateful)]
+
+    start = time.perf_counter()
+    stopped = bool(saved_state and saved_state.get("stopped"))
+    if initial_epoch < config.epochs and not stopped:
+        model.fit(epoch_batches(x_train, y_train, config.batch_size, config.seed, initial_epoch,
+                                config.epochs),
+                  steps_per_epoch=steps_per_epoch, epochs=config.epochs,
+                  initial_epoch=initial_epoch, shuffle=False,
+                  validation_data=(x_val, y_val) if len(x_val) else None,
+                  callbacks=callbacks,
+                  verbose=(1 if sys.stdout.isatty() else 0) if verbose is None else verbose)
+    elif "early_stopping" in stateful and (run_dir / "best.weights.h5").is_file():
+        # Killed after early stopping fired but before the run was written: finish it.
+        model.load_weights(run_dir / "best.weights.h5")
+    train_seconds = time.perf_counter() - start + sum(
+        row.get("seconds", 0.0) for row in history[:initial_epoch])
+
+    test = model.evaluate(x_test, y_test, batch_size=max(config.batch_size, 256), verbose=0,
+                          return_dict=True)
+    model.save(run_dir / "model.keras")
+    metrics = {
+        "task": config.task, "model": config.model,
+        "test": {k: float(v) for k, v in test.items()},
+        "parameters": int(model.count_params()),
+        "training_seconds": round(train_seconds, 2),
+        "epochs_run": len(history),
+        "best_epoch": (int(stateful["early_stopping"].best_epoch) + 1
+                       if "early_stopping" in stateful else len(history)),
+        "data": {"train": len(x_train), "val": len(x_val), "test": len(x_test),
+                 "source": str(data.source)},
+        "hardware": hardware(), "versions": versions(),
+    }
+    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    for name in ("checkpoint.keras", "state.json", "best.weights.h5"):
+        (run_dir / name).unlink(missing_ok=True)
+    summary = ", ".join(f"{k} {v:.4f}" for k, v in metrics["test"].items())
+    print_fn(f"test: {summary}  ({metrics['parameters']:,} parameters, "
+             f"{train_seconds:.0f}s training) -> {run_dir}")
+    return metrics
