@@ -1,0 +1,71 @@
+"""The featurised-array cache: keyed by the sources and the settings; a hit skips parsing."""
+
+import os
+import time
+
+import numpy as np
+
+from training.tasks import get_task
+import training.tasks.har as har_module
+import training.tasks.speech as speech_module
+
+
+def test_cache_hit_is_much_faster_and_skips_parsing(shared_data, fresh_cache, monkeypatch):
+    folder = shared_data / "har/UCI HAR Dataset"
+    task = get_task("har6", val_fraction=0)
+    t0 = time.perf_counter()
+    miss = task.load(folder)
+    t_miss = time.perf_counter() - t0
+    assert miss.info["cache_hit"] is False and any(fresh_cache.rglob("*.npz"))
+
+    def no_parsing(*a, **k):
+        raise AssertionError("a cache hit must not parse the text files")
+
+    monkeypatch.setattr(har_module, "parse_table", no_parsing)
+    t0 = time.perf_counter()
+    hit = task.load(folder)
+    t_hit = time.perf_counter() - t0
+    assert hit.info["cache_hit"] is True
+    np.testing.assert_array_equal(hit.train.x, miss.train.x)
+    np.testing.assert_array_equal(hit.test.y, miss.test.y)
+    assert t_hit < t_miss / 3, (t_hit, t_miss)
+
+
+def test_cache_key_follows_sources_and_settings(mini_speech, fresh_cache):
+    a = get_task("google30").load(mini_speech)
+    assert not a.info["cache_hit"]
+    assert get_task("google30").load(mini_speech).info["cache_hit"]
+    # Other featurisation settings: another entry.
+    assert not get_task("google30", nfilt=20).load(mini_speech).info["cache_hit"]
+    # A touched source file (new mtime): rebuilt.
+    rel = a.info["files"]["train"][0]
+    st = os.stat(mini_speech / rel)
+    os.utime(mini_speech / rel, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert not get_task("google30").load(mini_speech).info["cache_hit"]
+
+
+def test_damaged_cache_entry_is_rebuilt(mini_har, fresh_cache):
+    task = get_task("har2", val_fraction=0)
+    first = task.load(mini_har)
+    (entry,) = fresh_cache.rglob("*.npz")
+    entry.write_bytes(b"not an npz")
+    again = task.load(mini_har)
+    assert not again.info["cache_hit"]
+    np.testing.assert_array_equal(again.train.x, first.train.x)
+
+
+def test_archive_cache_hit_needs_no_extraction(mini_har, tmp_path, fresh_cache, monkeypatch):
+    import zipfile
+
+    z = tmp_path / "UCI HAR Dataset.zip"
+    with zipfile.ZipFile(z, "w") as f:
+        for p in mini_har.rglob("*"):
+            f.write(p, "UCI HAR Dataset/" + p.relative_to(mini_har).as_posix())
+    get_task("har6").load(z)
+
+    def no_extract(*a, **k):
+        raise AssertionError("extracted again")
+
+    monkeypatch.setattr("training.data.sources.extract", no_extract)
+    assert get_task("har6").load(z).info["cache_hit"]
+    assert speech_module  # imported for symmetry with the speech cache tests
