@@ -9,18 +9,20 @@ import pytest
 HAR = "har/UCI HAR Dataset"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def session_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("zoo-cache")
-
-
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch, tmp_path_factory, session_cache):
     """No test writes into the user's home or reaches the network: caches go to a temporary
-    folder, the default data root is an empty temporary folder, downloads are disabled."""
-    monkeypatch.setenv("ZOO_CACHE_DIR", str(session_cache))
-    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path_factory.mktemp("empty-data-root")))
-    monkeypatch.setenv("ZOO_OFFLINE", "1")
+    folder, the default data root is an empty temporary folder, downloads are disabled.
+
+    Session-scoped (not a function ``monkeypatch``) so it is already in force when module- or
+    session-scoped fixtures load data; tests may still override it with ``monkeypatch``.
+    """
+    cache = tmp_path_factory.mktemp("zoo-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ZOO_CACHE_DIR", str(cache))
+        mp.setenv("ZOO_DATA_DIR", str(tmp_path_factory.mktemp("empty-data-root")))
+        mp.setenv("ZOO_OFFLINE", "1")
+        yield cache
 
 
 @pytest.fixture

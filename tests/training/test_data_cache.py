@@ -69,3 +69,12 @@ def test_archive_cache_hit_needs_no_extraction(mini_har, tmp_path, fresh_cache, 
     monkeypatch.setattr("training.data.sources.extract", no_extract)
     assert get_task("har6").load(z).info["cache_hit"]
     assert speech_module  # imported for symmetry with the speech cache tests
+
+
+def test_tests_never_touch_the_home_cache():
+    from pathlib import Path
+
+    from training.data.paths import cache_root, data_root
+
+    home = Path.home() / ".cache" / "edge-rnn-zoo"
+    assert home not in cache_root().parents and home not in data_root().parents
