@@ -28,13 +28,13 @@ class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
             self.best = self._resumed["best"]
             self.best_epoch = self._resumed["best_epoch"]
             if self.best_weights_path.is_file():
-                self.best_weights = _read_weights(self.model, self.best_weights_path)
+                self.best_weights = read_weights(self.best_weights_path)
 
     def on_epoch_end(self, epoch, logs=None):
         previous_best = self.best
         super().on_epoch_end(epoch, logs)
         if self.best_weights is not None and self.best is not previous_best:
-            _write_weights(self.model, self.best_weights, self.best_weights_path)
+            _write_weights(self.best_weights, self.best_weights_path)
 
     def state(self) -> dict:
         best = None if self.best is None else float(self.best)
@@ -44,21 +44,17 @@ class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
         self._resumed = state
 
 
-def _write_weights(model, weights, path: Path) -> None:
-    current = model.get_weights()
-    model.set_weights(weights)
-    tmp = path.with_name(path.name + ".tmp.weights.h5")
-    model.save_weights(tmp)
+def _write_weights(weights, path: Path) -> None:
+    # A plain array file: Keras's save_weights/load_weights also carry the optimizer's variables,
+    # and loading those would roll the optimizer back to the best epoch on resume.
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, *weights)
     os.replace(tmp, path)
-    model.set_weights(current)
 
 
-def _read_weights(model, path: Path):
-    current = model.get_weights()
-    model.load_weights(path)
-    weights = model.get_weights()
-    model.set_weights(current)
-    return weights
+def read_weights(path: Path) -> list:
+    with np.load(path) as saved:
+        return [saved[f"arr_{i}"] for i in range(len(saved.files))]
 
 
 class RunCheckpoint(keras.callbacks.Callback):

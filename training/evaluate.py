@@ -12,6 +12,7 @@ def load_run(run_dir: str | Path):
     """(config dict, keras model, Normalization) of a finished run."""
     import keras
 
+    import zoo  # noqa: F401  (registers the zoo layers with Keras serialization)
     from training.tasks import Normalization
 
     run_dir = Path(run_dir)

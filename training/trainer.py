@@ -8,7 +8,7 @@ Run directory::
     model.keras          the final model (best validation epoch when early stopping is on)
     metrics.json         test accuracy and loss, parameters, time, epochs, hardware, versions
     tensorboard/         TensorBoard logs
-    checkpoint.keras, state.json, best.weights.h5   only while the run is unfinished (resume)
+    checkpoint.keras, state.json, best_weights.npz   only while the run is unfinished (resume)
 """
 
 from __future__ import annotations
@@ -129,7 +129,10 @@ def distribution_scope(config: TrainConfig):
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
-        return tf.distribute.MirroredStrategy().scope()
+        # All GPUs; without any, every logical CPU device (MirroredStrategy alone takes CPU:0 only).
+        devices = [d.name for d in tf.config.list_logical_devices("GPU")] or [
+            d.name for d in tf.config.list_logical_devices("CPU")]
+        return tf.distribute.MirroredStrategy(devices).scope()
     if keras.backend.backend() == "jax":
         keras.distribution.set_distribution(keras.distribution.DataParallel())
         return contextlib.nullcontext()
@@ -167,8 +170,8 @@ def resolved_config(config: TrainConfig, task) -> dict:
     """The config as saved: registry defaults and task options filled in."""
     entry = zoo.get_model_entry(config.model)
     data = config.to_dict()
-    data["model_options_resolved"] = {k: v for k, v in {**entry.options(),
-                                                        **config.model_options}.items()
+    resolved = {**entry.options(), **config.model_options, **entry.fixed}
+    data["model_options_resolved"] = {k: v for k, v in resolved.items()
                                       if isinstance(v, (int, float, str, bool, type(None)))}
     data["task_options_resolved"] = task.options()
     return data
@@ -216,7 +219,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     stateful = {}
     callbacks = [cb.EpochProgress(config.epochs, initial_epoch, print_fn=print_fn)]
     if config.early_stopping_patience and len(x_val):
-        stopper = cb.ResumableEarlyStopping(run_dir / "best.weights.h5", monitor=config.monitor,
+        stopper = cb.ResumableEarlyStopping(run_dir / "best_weights.npz", monitor=config.monitor,
                                             patience=config.early_stopping_patience)
         stateful["early_stopping"] = stopper
         callbacks.append(stopper)
@@ -244,9 +247,9 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
                   validation_data=(x_val, y_val) if len(x_val) else None,
                   callbacks=callbacks,
                   verbose=(1 if sys.stdout.isatty() else 0) if verbose is None else verbose)
-    elif "early_stopping" in stateful and (run_dir / "best.weights.h5").is_file():
+    elif "early_stopping" in stateful and (run_dir / "best_weights.npz").is_file():
         # Killed after early stopping fired but before the run was written: finish it.
-        model.load_weights(run_dir / "best.weights.h5")
+        model.set_weights(cb.read_weights(run_dir / "best_weights.npz"))
     train_seconds = time.perf_counter() - start + sum(
         row.get("seconds", 0.0) for row in history[:initial_epoch])
 
@@ -266,7 +269,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
         "hardware": hardware(), "versions": versions(),
     }
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    for name in ("checkpoint.keras", "state.json", "best.weights.h5"):
+    for name in ("checkpoint.keras", "state.json", "best_weights.npz"):
         (run_dir / name).unlink(missing_ok=True)
     summary = ", ".join(f"{k} {v:.4f}" for k, v in metrics["test"].items())
     print_fn(f"test: {summary}  ({metrics['parameters']:,} parameters, "
