@@ -78,8 +78,9 @@ def run_train(args) -> int:
         from training.tasks import get_task
 
         zoo.get_model_entry(args.model)  # fail fast, listing the valid names
-        get_task(args.task)
         config = resolve(args.task, args.model, args.recipe, overrides)
+        zoo.registry.check_options(config.model, config.model_options)
+        get_task(config.task, **config.task_options)
         out = Path(args.out or Path("runs") / f"{args.task}-{args.model}")
         train(config, out, data_dir=args.data_dir, overwrite=args.overwrite)
     except (ValueError, FileNotFoundError, RunDirError) as err:

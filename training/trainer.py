@@ -217,7 +217,9 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
              f"backend {keras.backend.backend()}")
 
     stateful = {}
-    callbacks = [cb.EpochProgress(config.epochs, initial_epoch, print_fn=print_fn)]
+    # A diverged run (NaN loss) stops; early stopping then restores its best epoch.
+    callbacks = [keras.callbacks.TerminateOnNaN(),
+                 cb.EpochProgress(config.epochs, initial_epoch, print_fn=print_fn)]
     if config.early_stopping_patience and len(x_val):
         stopper = cb.ResumableEarlyStopping(run_dir / "best_weights.npz", monitor=config.monitor,
                                             patience=config.early_stopping_patience)

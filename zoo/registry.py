@@ -93,15 +93,21 @@ def get_model_entry(name: str) -> ModelEntry:
             f"unknown model {name!r}.{hint} Valid models: {', '.join(list_models())}") from None
 
 
-def create_layer(name: str, **overrides) -> keras.layers.Layer:
-    """The registered recurrent layer with its defaults, ``overrides`` applied."""
+def check_options(name: str, options: dict[str, Any]) -> ModelEntry:
+    """The entry of ``name``; raises ValueError listing the valid options for unknown ones."""
     entry = get_model_entry(name)
     valid = entry.options()
-    unknown = sorted(set(overrides) - set(valid) - set(_LAYER_ARGS))
+    unknown = sorted(set(options) - set(valid) - set(_LAYER_ARGS))
     if unknown:
         raise ValueError(
             f"unknown option(s) {', '.join(map(repr, unknown))} for model {name!r}. "
             f"Valid options: {', '.join(sorted(valid))}")
+    return entry
+
+
+def create_layer(name: str, **overrides) -> keras.layers.Layer:
+    """The registered recurrent layer with its defaults, ``overrides`` applied."""
+    entry = check_options(name, overrides)
     kwargs = {**entry.defaults, **overrides, **entry.fixed}
     units = kwargs.pop("units")
     return entry.layer_class(units, **kwargs)

@@ -93,14 +93,19 @@ def test_other_settings_in_unfinished_run_are_refused(tmp_path, env):
     assert proc.returncode == 2 and "other settings" in proc.stderr
 
 
-def test_unknown_names_list_the_valid_ones(env):
-    proc = zoo(["train", "--task", "har3", "--model", "irnn"], env, timeout=300)
+def test_unknown_names_list_the_valid_ones(tmp_path, env):
+    out = ["--out", str(tmp_path / "run")]
+    proc = zoo(["train", "--task", "har3", "--model", "irnn", *out], env, timeout=300)
     assert proc.returncode == 2 and "har2" in proc.stderr
-    proc = zoo(["train", "--task", "har2", "--model", "irnnn"], env, timeout=300)
+    proc = zoo(["train", "--task", "har2", "--model", "irnnn", *out], env, timeout=300)
     assert proc.returncode == 2 and "sirnn" in proc.stderr
-    proc = zoo(["train", "--task", "har2", "--model", "irnn", "--option", "kk=3"], env,
+    proc = zoo(["train", "--task", "har2", "--model", "irnn", "--option", "kk=3", *out], env,
                timeout=300)
     assert proc.returncode == 2 and "Valid options" in proc.stderr
+    proc = zoo(["train", "--task", "har2", "--model", "irnn", "--task-option", "bad=1", *out],
+               env, timeout=300)
+    assert proc.returncode == 2 and "val_fraction" in proc.stderr
+    assert not (tmp_path / "run").exists()  # nothing written for a bad command
 
 
 @pytest.mark.slow
