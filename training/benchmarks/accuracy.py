@@ -1,0 +1,90 @@
+"""Train every zoo cell and the Keras baselines on real data, same budget, one table.
+
+    python -m training.benchmarks.accuracy --tasks har2 dsa19 --data-root ../shared/data \
+        --epochs 60 --out bench/accuracy
+
+Every model gets the same optimiser (Adam), learning rate, gradient clipping, batch, epoch budget,
+early stopping on the validation split (whole held-out subjects) and seed; test accuracy is
+reported once, at the end.
+Writes ``results.csv`` and ``results.md`` in ``--out`` and one run directory per model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+# name -> model options; hidden size 80 everywhere (004 Table 5 for HAR-2).
+MODELS = {
+    "irnn K=1": ("irnn", {"k": 1}),
+    "irnn K=5": ("irnn", {"k": 5}),
+    "sirnn": ("sirnn", {}),
+    "fastrnn": ("fastrnn", {}),
+    "fastgrnn": ("fastgrnn", {}),
+    "antisymmetric": ("antisymmetric", {}),
+    "gated_antisymmetric": ("gated_antisymmetric", {}),
+    "stablernn": ("stablernn", {}),
+    "simple_rnn": ("simple_rnn", {}),
+    "lstm": ("lstm", {}),
+    "gru": ("gru", {}),
+}
+DATA_FOLDERS = {"har2": "har", "har6": "har", "dsa19": "dsa19"}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=["har2", "dsa19"])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--data-root", required=True, help="folder holding har/ and dsa19/")
+    parser.add_argument("--units", type=int, default=80)
+    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=1e-2)
+    parser.add_argument("--patience", type=int, default=15)
+    parser.add_argument("--clipnorm", type=float, default=1.0,
+                        help="gradient-norm clipping, the same for every model")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="bench/accuracy")
+    args = parser.parse_args(argv)
+
+    from training.config import TrainConfig
+    from training.trainer import train
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for task in args.tasks:
+        for label in args.models:
+            model, options = MODELS[label]
+            run_dir = out / f"{task}-{label.replace(' ', '').replace('=', '')}"
+            metrics_path = run_dir / "metrics.json"
+            if not metrics_path.is_file():  # finished runs are reused; unfinished ones resume
+                config = TrainConfig(task=task, model=model, seed=args.seed,
+                                     model_options={"units": args.units, **options},
+                                     epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                                     early_stopping_patience=args.patience,
+                                     clipnorm=args.clipnorm)
+                train(config, run_dir, data_dir=Path(args.data_root) / DATA_FOLDERS[task])
+            m = json.loads(metrics_path.read_text())
+            rows.append({"task": task, "model": label, "test_accuracy": 100 * m["test"]["accuracy"],
+                         "parameters": m["parameters"], "train_seconds": m["training_seconds"],
+                         "epochs": m["epochs_run"], "best_epoch": m["best_epoch"]})
+            print(f"RESULT {task} {label}: {rows[-1]['test_accuracy']:.2f}% "
+                  f"{rows[-1]['parameters']} params {rows[-1]['train_seconds']:.0f}s", flush=True)
+    with open(out / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = ["| task | model | test acc % | parameters | train s | epochs (best) |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['task']} | {r['model']} | {r['test_accuracy']:.2f} | {r['parameters']:,} | "
+              f"{r['train_seconds']:.0f} | {r['epochs']} ({r['best_epoch']}) |" for r in rows]
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
