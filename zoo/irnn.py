@@ -46,7 +46,10 @@ class IRNNCell(keras.layers.Layer):
             ``eta[k, m]`` of shape ``[K, T]``, which fixes the sequence length: the cell then carries
             a step counter as a second state, and steps past T reuse the last column.
         g0: ``"previous"`` (g_0 = h_{m-1}, TARNN and Algorithm 1) or ``"zero"``.
-        state_sign: s in ``{+1, -1}``, the sign of h_{m-1} inside the residual.
+        state_sign: s in ``{+1, -1}``, the sign of h_{m-1} inside the residual. Note that
+            ``state_sign=-1`` with ``g0="previous"`` makes v_k = g_{k-1} - h_{m-1} start at 0, so
+            the cell is exactly the accumulator ``h_m = h_{m-1} + f(x_m)`` for every K: the state
+            never enters the non-linearity.
         activation: phi (default ReLU, the paper's choice; any Keras activation name or callable).
         rank: ``None`` for a full D x D U, or r for the low-rank ``U = alpha I + V H``.
         premultiply: apply ``P = U`` to the whole pre-activation (Eq. 9).
