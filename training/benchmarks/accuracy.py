@@ -20,6 +20,8 @@ from pathlib import Path
 MODELS = {
     "irnn K=1": ("irnn", {"k": 1}),
     "irnn K=5": ("irnn", {"k": 5}),
+    "irnn K=1 full-rank": ("irnn", {"k": 1, "rank": None, "premultiply": False}),
+    "irnn K=5 full-rank": ("irnn", {"k": 5, "rank": None, "premultiply": False}),
     "sirnn": ("sirnn", {}),
     "fastrnn": ("fastrnn", {}),
     "fastgrnn": ("fastgrnn", {}),
@@ -68,7 +70,10 @@ def main(argv=None) -> int:
                                      clipnorm=args.clipnorm)
                 train(config, run_dir, data_dir=Path(args.data_root) / DATA_FOLDERS[task])
             m = json.loads(metrics_path.read_text())
-            rows.append({"task": task, "model": label, "test_accuracy": 100 * m["test"]["accuracy"],
+            history = list(csv.DictReader(open(run_dir / "history.csv")))
+            val = float(history[m["best_epoch"] - 1]["val_accuracy"])
+            rows.append({"task": task, "model": label, "val_accuracy": 100 * val,
+                         "test_accuracy": 100 * m["test"]["accuracy"],
                          "parameters": m["parameters"], "train_seconds": m["training_seconds"],
                          "epochs": m["epochs_run"], "best_epoch": m["best_epoch"]})
             print(f"RESULT {task} {label}: {rows[-1]['test_accuracy']:.2f}% "
@@ -77,9 +82,10 @@ def main(argv=None) -> int:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    lines = ["| task | model | test acc % | parameters | train s | epochs (best) |",
-             "|---|---|---|---|---|---|"]
-    lines += [f"| {r['task']} | {r['model']} | {r['test_accuracy']:.2f} | {r['parameters']:,} | "
+    lines = ["| task | model | val acc % | test acc % | parameters | train s | epochs (best) |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['task']} | {r['model']} | {r['val_accuracy']:.2f} | {r['test_accuracy']:.2f} | "
+              f"{r['parameters']:,} | "
               f"{r['train_seconds']:.0f} | {r['epochs']} ({r['best_epoch']}) |" for r in rows]
     (out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
