@@ -19,8 +19,8 @@ import tempfile
 import keras
 import numpy as np
 
-__all__ = ["to_tflite", "tflite_converter", "op_names", "check_builtin_only", "run_tflite",
-           "unrolled_copy", "NonBuiltinOpError"]
+__all__ = ["to_tflite", "tflite_converter", "write_saved_model", "op_names", "check_builtin_only",
+           "run_tflite", "unrolled_copy", "with_batch_size", "NonBuiltinOpError"]
 
 
 class NonBuiltinOpError(ValueError):
@@ -57,6 +57,17 @@ def unrolled_copy(model: keras.Model) -> keras.Model:
     return copy
 
 
+def with_batch_size(model: keras.Model, batch_size: int = 1) -> keras.Model:
+    """A copy of a single-input ``model`` (same weights) whose input has a static batch size, as
+    the converter needs for a recurrent layer (a trained model's batch is ``None``)."""
+    (inp,) = model.inputs
+    new_input = keras.Input(batch_shape=(batch_size,) + tuple(inp.shape[1:]), dtype=inp.dtype,
+                            name=inp.name)
+    copy = keras.models.clone_model(model, input_tensors=new_input)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
 def _input_signature(model):
     import tensorflow as tf
 
@@ -68,9 +79,23 @@ def _input_signature(model):
         raise ValueError("to_tflite needs a static batch size (e.g. zoo.create_model(..., "
                          "batch_size=1)): the converter cannot lower a recurrent layer's "
                          "TensorList ops to builtins with a dynamic batch")
-    specs = [tf.TensorSpec(x.shape, dtype=x.dtype, name=x.name) for x in inputs]
-    # One positional argument: the single input tensor, or the list of them.
-    return [specs[0]] if len(specs) == 1 else [specs]
+    # One positional argument per input, named as the model's inputs: the SavedModel signature
+    # (and so the TFLite signature and the keys of a dict representative dataset) uses the names.
+    return [tf.TensorSpec(x.shape, dtype=x.dtype, name=x.name) for x in inputs]
+
+
+def write_saved_model(model: keras.Model, path, *, unroll: bool = False) -> None:
+    """Export ``model`` (called with ``training=False``) as a SavedModel with one ``serve``
+    signature whose inputs are named as the model's inputs. ``unroll``: of `unrolled_copy`."""
+    if unroll:
+        model = unrolled_copy(model)
+    signature = _input_signature(model)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint(
+        "serve", lambda *args: model(args[0] if len(args) == 1 else list(args), training=False),
+        signature)
+    archive.write_out(str(path), verbose=False)
 
 
 @contextlib.contextmanager
@@ -87,14 +112,8 @@ def tflite_converter(model: keras.Model, *, unroll: bool = False):
     """
     import tensorflow as tf
 
-    if unroll:
-        model = unrolled_copy(model)
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.add_endpoint("serve", lambda *args: model(*args, training=False),
-                         _input_signature(model))
     with tempfile.TemporaryDirectory(prefix="zoo_tflite_") as tmpdir:
-        archive.write_out(tmpdir, verbose=False)
+        write_saved_model(model, tmpdir, unroll=unroll)
         converter = tf.lite.TFLiteConverter.from_saved_model(tmpdir)
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         yield converter

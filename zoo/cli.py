@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "list": ("zoo.cli", "list the registered models (with options) and tasks"),
     "train": ("training.cli", "train a model on a task into a resumable run directory"),
     "eval": ("training.cli", "evaluate a run directory on its task's test split"),
+    "export": ("export.cli", "export a run to TFLite (float / int8 / int16x8, sequence or step)"),
 }
 
 

@@ -58,6 +58,15 @@ class IRNNCell(keras.layers.Layer):
             Defaults N(0, 0.1^2), N(0, 0.1^2), zeros (TARNN).
         kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers.
         kernel_constraint, recurrent_constraint, bias_constraint: optional constraints.
+        state_clip: ``None`` (default, the paper) or c > 0: clip every sub-step g_k (so h_m too)
+            to ``[0, c]``. For integer export: the ReLU state is >= 0 already but grows with time
+            (max |h| ~ 50 after 128 steps), and one int8 scale for that range swallows the small
+            per-step increments; a bounded state keeps the int8 step at c / 255 (REFERENCE 6.1).
+        state_quant_bits: ``None`` (default) or b in 2..16: straight-through fake quantization of
+            every g_k to the uniform b-bit grid on ``[0, state_clip]`` (2^b - 1 steps, zero at a
+            grid point), i.e. quantization-aware training of the state an int8 step model feeds
+            back. The forward pass is ``round(g / s) * s``; the gradient is the identity.
+            Needs ``state_clip``.
 
     Call arguments:
         inputs: ``(batch, d)``, the input x_m.
@@ -69,7 +78,8 @@ class IRNNCell(keras.layers.Layer):
                  premultiply=False, use_bias=True, kernel_initializer=None,
                  recurrent_initializer=None, bias_initializer="zeros", kernel_regularizer=None,
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
-                 recurrent_constraint=None, bias_constraint=None, **kwargs):
+                 recurrent_constraint=None, bias_constraint=None, state_clip=None,
+                 state_quant_bits=None, **kwargs):
         super().__init__(**kwargs)
         if units <= 0 or k <= 0:
             raise ValueError(f"units and k must be positive, got units={units}, k={k}")
@@ -83,6 +93,16 @@ class IRNNCell(keras.layers.Layer):
             raise ValueError(f"rank must be None or in 1..units={units}, got {rank}")
         if eta_timesteps is not None and eta_timesteps <= 0:
             raise ValueError(f"eta_timesteps must be None or positive, got {eta_timesteps}")
+        if state_clip is not None and not state_clip > 0:
+            raise ValueError(f"state_clip must be None or > 0, got {state_clip}")
+        if state_quant_bits is not None:
+            if state_clip is None:
+                raise ValueError("state_quant_bits needs state_clip: the fake-quantization grid "
+                                 "spans [0, state_clip]")
+            if not 2 <= int(state_quant_bits) <= 16:
+                raise ValueError(f"state_quant_bits must be in 2..16, got {state_quant_bits}")
+        self.state_clip = None if state_clip is None else float(state_clip)
+        self.state_quant_bits = None if state_quant_bits is None else int(state_quant_bits)
         self.units = units
         self.k = k
         self.alpha = float(alpha)
@@ -152,6 +172,17 @@ class IRNNCell(keras.layers.Layer):
             return ops.matmul(v, self.recurrent_kernel)
         return alpha * v + ops.matmul(ops.matmul(v, self.recurrent_v), self.recurrent_h)
 
+    def _bound(self, g):
+        """The opt-in integer-friendly state: clip to [0, c], then straight-through fake-quant."""
+        if self.state_clip is None:
+            return g
+        g = ops.clip(g, 0.0, self.state_clip)
+        if self.state_quant_bits is not None:
+            scale = self.state_clip / (2 ** self.state_quant_bits - 1)
+            q = ops.round(g / scale) * scale
+            g = g + ops.stop_gradient(q - g)  # forward: q; backward: identity
+        return g
+
     def call(self, inputs, states, training=False):
         h_prev = states[0]
         dtype = h_prev.dtype
@@ -174,7 +205,7 @@ class IRNNCell(keras.layers.Layer):
             pre = self._apply_u(v, alpha) + drive
             if self.premultiply:
                 pre = self._apply_u(pre, alpha)
-            g = g + eta * (self.activation(pre) - alpha * v)
+            g = self._bound(g + eta * (self.activation(pre) - alpha * v))
         if self.eta_timesteps is None:
             return g, [g]
         return g, [g, states[1] + 1]
@@ -195,6 +226,7 @@ class IRNNCell(keras.layers.Layer):
             "kernel_constraint": constraints.serialize(self.kernel_constraint),
             "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
             "bias_constraint": constraints.serialize(self.bias_constraint),
+            "state_clip": self.state_clip, "state_quant_bits": self.state_quant_bits,
         }
         return {**super().get_config(), **config}
 

@@ -1,0 +1,317 @@
+"""``zoo export --tflite``: a trained run directory -> a checked TFLite export directory.
+
+Export directory (the contract `export/device_bench.py` reads)::
+
+    model.tflite                 form "sequence": x [1, T, d] -> logits [1, C]
+    step.tflite, head.tflite     form "step": (x_t, h_prev) -> h_t and h_T -> logits
+    normalization.json           per-feature mean / std: device code applies (x - mean) / std
+    testset.npz                  the task's test split, x already normalised (float32), y (int)
+    model_card.json / .md        task, data, accuracy (Keras float vs TFLite, argmax agreement),
+                                 parameters, bytes, ops, TFLM arena, state quantization, usage
+    model_data.h / .cc, main.cc  TFLM C arrays and the C++ streaming loop (step form)
+
+Every artifact is checked builtin-only and evaluated on the whole test split with ai-edge-litert
+(the same code path as device_bench.py), against the Keras float model. Models that TFLite Micro
+can run (not "dynamic") are run under the tflite-micro Python interpreter too, with the smallest
+arena found by bisection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from export import device_bench
+from export.quantize import CALIBRATED, MODES
+
+__all__ = ["export_run", "ExportDirError", "AccuracyDropError", "FORMS"]
+
+FORMS = ("sequence", "step")
+
+
+class ExportDirError(RuntimeError):
+    """The output directory cannot be used (exists, or is not an export)."""
+
+
+class AccuracyDropError(RuntimeError):
+    """The quantized model lost more accuracy than allowed; the export is written regardless."""
+
+
+def _prepare_out(out: Path, overwrite: bool) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not overwrite:
+            raise ExportDirError(f"{out} already exists; choose another --out or pass --overwrite")
+        if not (out / "model_card.json").is_file():
+            raise ExportDirError(f"{out} is not empty and holds no export (no model_card.json); "
+                                 "refusing to delete it. Choose another --out.")
+        shutil.rmtree(out)
+
+
+def _task_data(config: dict, run_dir: Path, data_dir):
+    from training.tasks import get_task
+
+    task = get_task(config["task"], **(config.get("task_options") or {}))
+    if data_dir is None and not os.environ.get("ZOO_DATA_DIR"):
+        metrics = run_dir / "metrics.json"  # where the run found its data
+        if metrics.is_file():
+            source = json.loads(metrics.read_text()).get("data", {}).get("source")
+            if source and Path(source).exists():
+                data_dir = source
+    return task, task.load(data_dir, seed=config.get("seed", 0))
+
+
+def _state_size(model):
+    import keras
+
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.RNN) and isinstance(layer.cell.state_size, int):
+            return int(layer.cell.state_size)
+    return None
+
+
+def _predict_all(model, x, limit=None):
+    n = len(x) if limit is None else min(limit, len(x))
+    return np.stack([model.predict(x[i]) for i in range(n)])
+
+
+def _quant(details):
+    scale, zp = details["quantization"]
+    return {"scale": float(scale), "zero_point": int(zp), "dtype": np.dtype(details["dtype"]).name}
+
+
+def _step_io(step_bytes: bytes) -> tuple[dict, dict]:
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_content=step_bytes)
+    inputs, (out,) = interp.get_input_details(), interp.get_output_details()
+    by_name = {}
+    for i, d in enumerate(inputs):
+        # Tensor names look like "serving_default_x_t:0".
+        key = "x" if "x_t" in d["name"] else "h" if "h_prev" in d["name"] else None
+        if key is None:
+            raise RuntimeError(f"unexpected step input {d['name']!r}")
+        by_name[key] = i
+    io = {"x": by_name["x"], "h": by_name["h"], "h_out": 0}
+    h_in, h_out = _quant(inputs[io["h"]]), _quant(out)
+    tied = (h_in["dtype"] == h_out["dtype"] and h_in["zero_point"] == h_out["zero_point"]
+            and abs(h_in["scale"] - h_out["scale"]) <= 1e-12 * max(1.0, h_in["scale"]))
+    state = {"x": _quant(inputs[io["x"]]), "h_in": h_in, "h_out": h_out, "tied": bool(tied),
+             "feedback": ("direct: copy h_t's bytes into h_prev" if tied else
+                          "requantize: h_prev = quantize(dequantize(h_t, h_out), h_in)")}
+    return io, state
+
+
+def _single_step_agreement(step_bytes, io, arena, pairs_x, pairs_h):
+    """Max |LiteRT - TFLM| of one step's raw output (in quantization steps / float units)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from export.micro import micro_interpreter, quiet_stderr
+
+    lite = Interpreter(model_content=step_bytes)
+    lite.allocate_tensors()
+    ins, out = lite.get_input_details(), lite.get_output_details()[0]
+    with quiet_stderr():
+        micro = micro_interpreter(step_bytes, arena)
+    worst, differing, total = 0.0, 0, 0
+    for x, h in zip(pairs_x, pairs_h):
+        feeds = {io["x"]: device_bench.quantize(x[None], ins[io["x"]]["dtype"],
+                                                ins[io["x"]]["quantization"]),
+                 io["h"]: device_bench.quantize(h[None], ins[io["h"]]["dtype"],
+                                                ins[io["h"]]["quantization"])}
+        for i, v in feeds.items():
+            lite.set_tensor(ins[i]["index"], v)
+            micro.set_input(v, i)
+        lite.invoke()
+        micro.invoke()
+        a = lite.get_tensor(out["index"]).astype(np.float64)
+        b = np.asarray(micro.get_output(io["h_out"])).astype(np.float64)
+        worst = max(worst, float(np.abs(a - b).max()))
+        differing += int(np.sum(a != b))
+        total += a.size
+    return {"max_abs_diff": worst, "differing_elements": differing, "elements": total,
+            "pairs": len(pairs_x)}
+
+
+def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequence",
+               unroll: bool = False, data_dir=None, max_drop: float = 1.0,
+               allow_drop: bool = False, overwrite: bool = False, per_tensor: bool = True,
+               calibration_sequences: int = 200, calibration_pairs: int = 1000,
+               micro: bool = True, micro_sequences: int | None = 200, print_fn=print) -> dict:
+    """Export the run in ``run_dir`` to ``out``; returns the model card (a dict).
+
+    Raises `ExportDirError`, `export.quantize.ConversionCrashed`, or `AccuracyDropError` (after
+    writing the export) when the TFLite accuracy is more than ``max_drop`` points below the Keras
+    float model's, unless ``allow_drop``.
+    """
+    from export.convert import check_builtin_only, op_names, with_batch_size
+    from export.micro import (quiet_stderr, smallest_arena, write_c_array,
+                              write_streaming_example)
+    from export.quantize import convert
+    from export.step import calibration_pairs as pairs_from, step_models
+    from training.evaluate import load_run
+
+    if quantize not in MODES:
+        raise ValueError(f"unknown --quantize {quantize!r}; valid: {', '.join(MODES)}")
+    if form not in FORMS:
+        raise ValueError(f"unknown --form {form!r}; valid: {', '.join(FORMS)}")
+    if unroll and form == "step":
+        raise ValueError("--unroll applies to --form sequence (a step model has no loop)")
+    run_dir = Path(run_dir)
+    out = Path(out) if out else run_dir / f"export-{form}-{quantize}{'-unroll' if unroll else ''}"
+    _prepare_out(out, overwrite)
+    t_start = time.perf_counter()
+
+    config, model, norm = load_run(run_dir)
+    task, data = _task_data(config, run_dir, data_dir)
+    if task.kind != "classification":
+        raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
+                         f"{task.kind}")
+    x_train = norm.apply(data.train.x).astype(np.float32)
+    x_test, y_test = norm.apply(data.test.x).astype(np.float32), np.asarray(data.test.y)
+    keras_logits = model.predict(x_test, batch_size=256, verbose=0)
+    keras_pred = keras_logits.argmax(-1)
+    float_acc = float(np.mean(keras_pred == y_test))
+    timesteps, features = int(x_test.shape[1]), int(x_test.shape[2])
+    print_fn(f"{config['model']} on {task.name}: Keras float accuracy {100 * float_acc:.2f}% "
+             f"({len(x_test)} test sequences); exporting --form {form} --quantize {quantize}")
+
+    # ---------------------------------------------------------------------- convert
+    rng = np.random.default_rng(0)
+    calib_note = None
+    if form == "sequence":
+        calib = None
+        if quantize in CALIBRATED:
+            idx = rng.choice(len(x_train), size=min(calibration_sequences, len(x_train)),
+                             replace=False)
+            calib = {model.inputs[0].name: x_train[idx]}
+            calib_note = f"{len(idx)} training sequences"
+        models = {"model": convert(with_batch_size(model), quantize, calib, unroll=unroll,
+                                   per_tensor=per_tensor, form=form)}
+    else:
+        step, head = step_models(model)
+        xs, hs, h_final = pairs_from(model, x_train, sequences=calibration_sequences,
+                                     pairs=calibration_pairs)
+        calib_note = (f"{len(xs)} (x_t, h_t-1) pairs from float trajectories of "
+                      f"{len(h_final)} training sequences; head: their final states")
+        step_calib = {"x_t": xs, "h_prev": hs} if quantize in CALIBRATED else None
+        head_calib = {"h": h_final} if quantize in CALIBRATED else None
+        models = {"step": convert(step, quantize, step_calib, per_tensor=per_tensor, form=form),
+                  "head": convert(head, quantize, head_calib, per_tensor=per_tensor, form=form)}
+    ops = {}
+    for name, tflite in models.items():
+        check_builtin_only(tflite)  # raises NonBuiltinOpError naming the ops
+        ops[name] = sorted(set(op_names(tflite)))
+
+    # ------------------------------------------------------------------------ write
+    stage = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    try:
+        files = {name: f"{name}.tflite" for name in models}
+        for name, tflite in models.items():
+            (stage / files[name]).write_bytes(tflite)
+        norm.save(stage / "normalization.json")
+        np.savez_compressed(stage / "testset.npz", x=x_test, y=y_test.astype(np.int64))
+        card = {
+            "form": form, "quantize": quantize, "unroll": unroll, "files": files,
+            "timesteps": timesteps, "features": features,
+            "state_size": _state_size(model),
+            "classes": int(task.num_classes), "class_names": list(task.class_names),
+            "testset": "testset.npz", "normalization": "normalization.json",
+            "task": task.name, "task_options": task.options(),
+            "model": config["model"], "model_options": config.get("model_options_resolved",
+                                                                  config.get("model_options")),
+            "run_dir": str(run_dir.resolve()), "parameters": int(model.count_params()),
+            "data": {"source": str(data.source), "train": len(x_train), "test": len(x_test),
+                     "calibration": calib_note},
+            "weights": "per-tensor" if per_tensor else "per-channel",
+            "bytes": {name: len(b) for name, b in models.items()},
+            "total_bytes": sum(len(b) for b in models.values()), "ops": ops,
+        }
+        if form == "step":
+            card["step_io"], card["state_quantization"] = _step_io(models["step"])
+
+        # ------------------------------------------------------------- accuracy (LiteRT)
+        t0 = time.perf_counter()
+        runner = (device_bench.StepModel if form == "step" else device_bench.SequenceModel)(
+            str(stage), card, "litert", 1)
+        lite_logits = _predict_all(runner, x_test)
+        lite_pred = lite_logits.argmax(-1)
+        lite_acc = float(np.mean(lite_pred == y_test))
+        drop = 100 * (float_acc - lite_acc)
+        card["accuracy"] = {
+            "keras_float": float_acc, "tflite": lite_acc, "drop_points": drop,
+            "argmax_agreement": float(np.mean(lite_pred == keras_pred)),
+            "max_abs_logit_diff": float(np.abs(lite_logits - keras_logits).max()),
+            "runtime": "ai-edge-litert", "test_sequences": len(x_test),
+            "max_drop_points": max_drop, "passed": bool(drop <= max_drop),
+            "eval_seconds": round(time.perf_counter() - t0, 1)}
+        print_fn(f"  TFLite ({quantize}, {form}): accuracy {100 * lite_acc:.2f}% "
+                 f"(drop {drop:+.2f} points), argmax agreement with Keras "
+                 f"{100 * card['accuracy']['argmax_agreement']:.2f}%, "
+                 f"{card['total_bytes']:,} bytes, ops {sorted(set(sum(ops.values(), [])))}")
+
+        # ---------------------------------------------------------------- TFLite Micro
+        if micro and quantize != "dynamic":
+            t0 = time.perf_counter()
+            main = "step" if form == "step" else "model"
+            card["arena_bytes"] = smallest_arena(models[main])
+            if form == "step":
+                card["head_arena_bytes"] = smallest_arena(models["head"])
+            with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
+                tflm = (device_bench.StepModel if form == "step"
+                        else device_bench.SequenceModel)(str(stage), card, "tflite-micro", 1)
+            micro_logits = _predict_all(tflm, x_test, micro_sequences)
+            n = len(micro_logits)
+            micro_pred = micro_logits.argmax(-1)
+            card["tflite_micro"] = {
+                "arena_bytes": card["arena_bytes"], "head_arena_bytes": card.get("head_arena_bytes"),
+                "test_sequences": n, "accuracy": float(np.mean(micro_pred == y_test[:n])),
+                "litert_accuracy_same_sequences": float(np.mean(lite_pred[:n] == y_test[:n])),
+                "argmax_agreement_with_litert": float(np.mean(micro_pred == lite_pred[:n])),
+                "max_abs_logit_diff_vs_litert": float(np.abs(micro_logits - lite_logits[:n]).max()),
+            }
+            if form == "step":
+                card["tflite_micro"]["single_step_vs_litert"] = _single_step_agreement(
+                    models["step"], card["step_io"], card["arena_bytes"], xs[:200], hs[:200])
+            card["tflite_micro"]["seconds"] = round(time.perf_counter() - t0, 1)
+            print_fn(f"  TFLite Micro: arena {card['arena_bytes']:,} bytes"
+                     + (f" (head {card['head_arena_bytes']:,})" if form == "step" else "")
+                     + f", accuracy {100 * card['tflite_micro']['accuracy']:.2f}% on {n} "
+                     f"sequences, argmax agreement with LiteRT "
+                     f"{100 * card['tflite_micro']['argmax_agreement_with_litert']:.2f}%")
+        elif micro:
+            card["tflite_micro"] = {"skipped": "TFLite Micro does not run hybrid (dynamic-range) "
+                                               "models; use --quantize int8 or int16x8"}
+
+        # --------------------------------------------------------------- C sources
+        if form == "step":
+            io_dtype = card["state_quantization"]["h_in"]["dtype"]
+            card["c_sources"] = [p.name for p in write_c_array(
+                {"step": models["step"], "head": models["head"]}, stage)]
+            card["c_sources"].append(write_streaming_example(
+                stage, title=f"{config['model']} on {task.name} ({quantize})", io_dtype=io_dtype,
+                card=card, step_ops=ops["step"], head_ops=ops["head"]).name)
+        elif quantize != "dynamic":
+            card["c_sources"] = [p.name for p in write_c_array({"model": models["model"]}, stage)]
+
+        from export.card import write_card
+        card["export_seconds"] = round(time.perf_counter() - t_start, 1)
+        write_card(stage, card)
+        stage.rename(out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    print_fn(f"  wrote {out}")
+    if not card["accuracy"]["passed"] and not allow_drop:
+        raise AccuracyDropError(
+            f"{quantize} {form} model: test accuracy {100 * lite_acc:.2f}% is {drop:.2f} points "
+            f"below the Keras float model's {100 * float_acc:.2f}% (allowed: {max_drop} points; "
+            f"the export is in {out} for inspection). Pass --allow-drop to accept it, or try "
+            "int16x8, or retrain with the integer-friendly options (docs/export.md).")
+    return card
