@@ -22,6 +22,11 @@ MODELS = {
     "irnn K=5": ("irnn", {"k": 5}),
     "irnn K=1 full-rank": ("irnn", {"k": 1, "rank": None, "premultiply": False}),
     "irnn K=5 full-rank": ("irnn", {"k": 5, "rank": None, "premultiply": False}),
+    # The bounded state that integer export needs (docs/export.md): clip to [0, 1], and 8-bit
+    # straight-through fake quantization of the state.
+    "irnn K=1 clip": ("irnn", {"k": 1, "state_clip": 1.0}),
+    "irnn K=1 clip+q8": ("irnn", {"k": 1, "state_clip": 1.0, "state_quant_bits": 8}),
+    "irnn K=5 clip+q8": ("irnn", {"k": 5, "state_clip": 1.0, "state_quant_bits": 8}),
     "sirnn": ("sirnn", {}),
     "fastrnn": ("fastrnn", {}),
     "fastgrnn": ("fastgrnn", {}),
