@@ -1,0 +1,145 @@
+"""The integer-quality table: float vs int16x8 vs int8 step models for every cell, HAR-2 and DSA-19.
+
+    python -m export.quality --har /work/shared/data/har --dsa /work/shared/data/dsa19 \\
+        --runs runs/quant [--reuse bench/accuracy] [--tasks har2 dsa19] [--only LABEL ...]
+
+Each row is trained (or reused) with the same budget as the accuracy benchmark
+(`training/benchmarks/accuracy.py`: Adam, lr 1e-2, batch 64, clipnorm 1, at most 60 epochs,
+early stopping with patience 15 on the validation loss, seed 0), then exported with
+``zoo export --tflite --form step`` in int16x8 and int8 (per-tensor weights) and evaluated on the
+whole test split with ai-edge-litert, state fed back. Results are cached in RUNS/results.json (a
+rerun only does what is missing) and printed as a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+# label, model, model options, name of an accuracy-benchmark run with the same settings
+ROWS = [
+    ("SiRNN", "sirnn", {}, "sirnn"),
+    ("SiRNN clip[0,1]", "sirnn", {"state_clip": 1.0}, None),
+    ("SiRNN clip[0,1]+QAT8", "sirnn", {"state_clip": 1.0, "state_quant_bits": 8}, None),
+    ("iRNN K=5", "irnn", {"k": 5}, "irnnK5"),
+    ("iRNN K=5 clip[0,1]+QAT8", "irnn", {"k": 5, "state_clip": 1.0, "state_quant_bits": 8}, None),
+    ("FastRNN", "fastrnn", {}, "fastrnn"),
+    ("FastGRNN", "fastgrnn", {}, "fastgrnn"),
+    ("AntisymmetricRNN", "antisymmetric", {}, "antisymmetric"),
+    ("StableRNN", "stablernn", {}, "stablernn"),
+]
+BUDGET = dict(epochs=60, batch_size=64, lr=1e-2, clipnorm=1.0, early_stopping_patience=15, seed=0)
+MODES = ("int16x8", "int8")
+
+
+def _slug(label: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in label.lower()).strip("-").replace("--", "-")
+
+
+def _reusable(run: Path, model: str, options: dict) -> bool:
+    import yaml
+
+    if not (run / "metrics.json").is_file():
+        return False
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    same = all(cfg.get(k) == v for k, v in BUDGET.items())
+    resolved = cfg.get("model_options_resolved", {})
+    return same and cfg["model"] == model and all(resolved.get(k) == v for k, v in options.items()) \
+        and not any(resolved.get(k) for k in ("state_clip", "state_quant_bits") if k not in options)
+
+
+def ensure_run(task, label, model, options, reuse_name, runs: Path, reuse: Path | None, data_dir):
+    if reuse and reuse_name and _reusable(reuse / f"{task}-{reuse_name}", model, options):
+        return reuse / f"{task}-{reuse_name}"
+    run = runs / f"{task}-{_slug(label)}"
+    if (run / "metrics.json").is_file():
+        return run
+    from training.config import TrainConfig
+    from training.trainer import train
+
+    config = TrainConfig(task=task, model=model, model_options=dict(options), **BUDGET)
+    print(f"training {run} ...", flush=True)
+    train(config, run, data_dir=data_dir, verbose=0, print_fn=lambda *a, **k: None)
+    return run
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--har", help="UCI HAR folder or archive")
+    parser.add_argument("--dsa", help="DSA-19 folder or archive")
+    parser.add_argument("--runs", default="runs/quant")
+    parser.add_argument("--reuse", help="accuracy-benchmark runs to reuse (e.g. bench/accuracy)")
+    parser.add_argument("--tasks", nargs="+", default=["har2", "dsa19"])
+    parser.add_argument("--only", nargs="+", help="row labels to run (default: all)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from export.exporter import export_run
+
+    runs = Path(args.runs)
+    runs.mkdir(parents=True, exist_ok=True)
+    cache_path = runs / "results.json"
+    results = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
+    data_dirs = {"har2": args.har, "dsa19": args.dsa}
+    for task in args.tasks:
+        for label, model, options, reuse_name in ROWS:
+            if args.only and label not in args.only:
+                continue
+            key = f"{task}/{label}"
+            t0 = time.perf_counter()
+            run = ensure_run(task, label, model, options, reuse_name, runs,
+                             Path(args.reuse) if args.reuse else None, data_dirs[task])
+            row = results.get(key, {})
+            row.update({"run": str(run), "model": model, "options": options})
+            for mode in MODES:
+                if mode in row and row.get("run_at_export") == str(run):
+                    continue
+                card = export_run(run, runs / "exports" / f"{task}-{_slug(label)}-{mode}",
+                                  quantize=mode, form="step", data_dir=data_dirs[task],
+                                  allow_drop=True, overwrite=True, micro_sequences=100,
+                                  print_fn=lambda *a, **k: None)
+                row[mode] = {"accuracy": card["accuracy"]["tflite"],
+                             "float": card["accuracy"]["keras_float"],
+                             "drop": card["accuracy"]["drop_points"],
+                             "agreement": card["accuracy"]["argmax_agreement"],
+                             "bytes": card["total_bytes"], "step_bytes": card["bytes"]["step"],
+                             "arena": card.get("arena_bytes"),
+                             "tied": card["state_quantization"]["tied"],
+                             "tflm_agreement": card["tflite_micro"]["argmax_agreement_with_litert"],
+                             "parameters": card["parameters"]}
+            row["run_at_export"] = str(run)
+            row["seconds"] = round(time.perf_counter() - t0, 1)
+            results[key] = row
+            cache_path.write_text(json.dumps(results, indent=1))
+            print(format_row(task, label, row), flush=True)
+    print()
+    print(table(results, args.tasks))
+    return 0
+
+
+HEADER = ("| task | model | params | float % | int16x8 % (Δ) | int8 % (Δ) | int8 agree % | "
+          "int8 step + head bytes | TFLM arena | h tied |\n|---|---|---|---|---|---|---|---|---|---|")
+
+
+def format_row(task, label, row) -> str:
+    a, b = row["int16x8"], row["int8"]
+    return (f"| {task} | {label} | {b['parameters']:,} | {100 * b['float']:.2f} | "
+            f"{100 * a['accuracy']:.2f} ({-a['drop']:+.2f}) | {100 * b['accuracy']:.2f} "
+            f"({-b['drop']:+.2f}) | {100 * b['agreement']:.2f} | {b['bytes']:,} | "
+            f"{b['arena']:,} | {'yes' if b['tied'] else 'no'} |")
+
+
+def table(results, tasks) -> str:
+    lines = [HEADER]
+    for task in tasks:
+        for label, *_ in ROWS:
+            if f"{task}/{label}" in results:
+                lines.append(format_row(task, label, results[f"{task}/{label}"]))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""The iRNN's opt-in integer-friendly options against a NumPy oracle: ``state_clip`` (every
+sub-step g_k clipped to [0, c]) and ``state_quant_bits`` (straight-through fake quantization of
+every g_k to the b-bit grid on [0, c]). Defaults off: the paper's cell is unchanged (checked by
+test_cells_numpy.py)."""
+
+import keras
+import numpy as np
+import pytest
+
+import zoo
+
+B, T, d, D = 3, 7, 4, 8
+
+
+def relu(x):
+    return np.maximum(x, 0.0)
+
+
+def oracle(x, h0, W, U, b, eta, alpha, clip, bits):
+    """004 Eq. 5 with ``g_k <- Q(clip(g_k, 0, c))``, Q the round-to-nearest b-bit grid."""
+    h, out = h0, []
+    for m in range(x.shape[1]):
+        g = h.copy()
+        for k in range(len(eta)):
+            v = g + h
+            g = g + eta[k] * (relu(v @ U.T + x[:, m] @ W.T + b) - alpha * v)
+            if clip is not None:
+                g = np.clip(g, 0.0, clip)
+                if bits is not None:
+                    s = clip / (2 ** bits - 1)
+                    g = np.round(g / s) * s
+        h = g
+        out.append(h)
+    return np.stack(out, 1)
+
+
+def layer_and_weights(rng, **opts):
+    layer = zoo.IRNN(D, return_sequences=True, **opts)
+    layer.build((B, T, d))
+    for w in layer.weights:
+        value = rng.uniform(0.3, 0.6, w.shape) if w.name == "eta" else rng.normal(0, 0.5, w.shape)
+        w.assign(np.asarray(value, "float32"))
+    p = {w.name: np.asarray(w.numpy(), np.float64) for w in layer.weights}
+    return layer, p
+
+
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("clip,bits", [(1.0, None), (0.5, None), (1.0, 8), (2.0, 4)])
+def test_clip_and_fake_quant_match_numpy(k, clip, bits):
+    rng = np.random.default_rng(7)
+    layer, p = layer_and_weights(rng, k=k, state_clip=clip, state_quant_bits=bits)
+    x = rng.normal(0, 1.5, (B, T, d))
+    h0 = np.clip(rng.normal(0.3, 0.5, (B, D)), 0, clip)
+    got = np.asarray(layer(x.astype("float32"), initial_state=[h0.astype("float32")]), np.float64)
+    want = oracle(x, h0, p["kernel"].T, p["recurrent_kernel"].T, p["bias"], p["eta"], 1.0,
+                  clip, bits)
+    # The oracle exercises the clip at both ends, and (with bits) the grid.
+    assert (want == 0).any() and (np.isclose(want, clip)).any()
+    if bits is None:
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    else:
+        s = clip / (2 ** bits - 1)
+        # On the grid: float32 vs float64 rounding may flip a tie by one grid step, very rarely.
+        assert np.allclose(np.round(got / s) * s, got, atol=1e-5)
+        assert np.mean(np.abs(got - want) < 1e-5) > 0.98
+        assert np.max(np.abs(got - want)) <= s + 1e-5
+
+
+def test_fake_quant_gradient_is_straight_through():
+    """d(loss)/d(weights) with fake quant equals the clip-only cell's gradient at the same point
+    when no state lies on the clip (STE: the rounding is the identity backwards)."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(0, 0.3, (B, 2, d)).astype("float32")
+    grads = []
+    for bits in (None, 16):
+        keras.utils.set_random_seed(0)
+        layer = zoo.IRNN(D, state_clip=100.0, state_quant_bits=bits, eta_init=0.2)
+        layer.build((B, 2, d))
+        h0 = np.full((B, D), 0.5, "float32")
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(x, initial_state=[h0]) ** 2)
+        grads.append(tape.gradient(loss, layer.cell.kernel).numpy())
+    # The forward values differ by < one grid step (100 / 65535), so the gradients nearly agree;
+    # a zero gradient through round() would make them differ completely.
+    assert np.abs(grads[1]).max() > 0
+    np.testing.assert_allclose(grads[1], grads[0], rtol=0.02, atol=1e-4)
+
+
+def test_defaults_off_and_config_roundtrip():
+    cell = zoo.IRNNCell(D)
+    assert cell.state_clip is None and cell.state_quant_bits is None
+    layer = zoo.IRNN(D, state_clip=1.0, state_quant_bits=8)
+    config = layer.get_config()
+    assert config["state_clip"] == 1.0 and config["state_quant_bits"] == 8
+    clone = zoo.IRNN.from_config(config)
+    assert clone.cell.state_clip == 1.0 and clone.cell.state_quant_bits == 8
+    entry_options = zoo.get_model_entry("sirnn").options()
+    assert entry_options["state_clip"] is None and entry_options["state_quant_bits"] is None
+
+
+@pytest.mark.parametrize("opts,match", [
+    (dict(state_clip=0.0), "state_clip"),
+    (dict(state_quant_bits=8), "needs state_clip"),
+    (dict(state_clip=1.0, state_quant_bits=1), "2..16"),
+])
+def test_bad_options(opts, match):
+    with pytest.raises(ValueError, match=match):
+        zoo.IRNNCell(D, **opts)
