@@ -56,8 +56,8 @@ def _task_data(config: dict, run_dir: Path, data_dir):
     from training.tasks import get_task
 
     task = get_task(config["task"], **(config.get("task_options") or {}))
-    if data_dir is None and not os.environ.get("ZOO_DATA_DIR"):
-        metrics = run_dir / "metrics.json"  # where the run found its data
+    if data_dir is None:
+        metrics = run_dir / "metrics.json"  # where the run found its data, else $ZOO_DATA_DIR
         if metrics.is_file():
             source = json.loads(metrics.read_text()).get("data", {}).get("source")
             if source and Path(source).exists():
@@ -152,7 +152,7 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
     from export.micro import (quiet_stderr, smallest_arena, write_c_array,
                               write_streaming_example)
     from export.quantize import convert
-    from export.step import calibration_pairs as pairs_from, step_models
+    from export.step import calibration_pairs as pairs_from, step_models, without_fake_quant
     from training.evaluate import load_run
 
     if quantize not in MODES:
@@ -182,6 +182,9 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
 
     # ---------------------------------------------------------------------- convert
     rng = np.random.default_rng(0)
+    # Integer modes: the quantized state replaces the training-time fake quantization (kept in
+    # float modes, where it is part of the model's function).
+    source = without_fake_quant(model) if quantize in CALIBRATED else model
     calib_note = None
     if form == "sequence":
         calib = None
@@ -190,11 +193,11 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
                              replace=False)
             calib = {model.inputs[0].name: x_train[idx]}
             calib_note = f"{len(idx)} training sequences"
-        models = {"model": convert(with_batch_size(model), quantize, calib, unroll=unroll,
+        models = {"model": convert(with_batch_size(source), quantize, calib, unroll=unroll,
                                    per_tensor=per_tensor, form=form)}
     else:
-        step, head = step_models(model)
-        xs, hs, h_final = pairs_from(model, x_train, sequences=calibration_sequences,
+        step, head = step_models(source)
+        xs, hs, h_final = pairs_from(source, x_train, sequences=calibration_sequences,
                                      pairs=calibration_pairs)
         calib_note = (f"{len(xs)} (x_t, h_t-1) pairs from float trajectories of "
                       f"{len(h_final)} training sequences; head: their final states")

@@ -16,7 +16,8 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-__all__ = ["split_model", "step_models", "trajectories", "calibration_pairs"]
+__all__ = ["split_model", "step_models", "trajectories", "calibration_pairs",
+           "without_fake_quant"]
 
 # Input names of the step signature. The converter orders inputs alphabetically, so device code
 # must look the indices up (zoo export records them in model_card.json as step_io).
@@ -43,6 +44,37 @@ def split_model(model: keras.Model):
                          f"carries {list(state_size)} (e.g. iRNN eta_timesteps: a step counter); "
                          "use --form sequence")
     return layer, dense[0]
+
+
+def _drop_fake_quant(config):
+    """Set every ``state_quant_bits`` of a (nested) layer config to None, in place."""
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if key == "state_quant_bits":
+                config[key] = None
+            else:
+                _drop_fake_quant(value)
+    elif isinstance(config, list):
+        for value in config:
+            _drop_fake_quant(value)
+
+
+def without_fake_quant(model: keras.Model) -> keras.Model:
+    """``model`` with the cells' training-time fake quantization of the state removed (same
+    weights; ``state_clip`` kept). For integer export: the int8 / int16 state tensor *is* the
+    quantization, and fake-quant would otherwise convert to float ROUND / (DE)QUANTIZE ops in
+    the integer graph."""
+    if not any("state_quant_bits" in str(layer.get_config()) for layer in model.layers):
+        return model
+
+    def clone_layer(layer):
+        config = layer.get_config()
+        _drop_fake_quant(config)
+        return layer.__class__.from_config(config)
+
+    copy = keras.models.clone_model(model, clone_function=clone_layer)
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def step_models(model: keras.Model):
