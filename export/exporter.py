@@ -201,6 +201,11 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
                                      pairs=calibration_pairs)
         calib_note = (f"{len(xs)} (x_t, h_t-1) pairs from float trajectories of "
                       f"{len(h_final)} training sequences; head: their final states")
+        if quantize in CALIBRATED and float(np.ptp(h_final)) == 0.0:
+            raise ValueError(f"the float model's final state is constant ({float(h_final.flat[0])}"
+                             ") on every calibration sequence: the state collapsed in training "
+                             "(the model predicts from the bias alone), so there is no range "
+                             "to calibrate. Retrain it (docs/export.md).")
         step_calib = {"x_t": xs, "h_prev": hs} if quantize in CALIBRATED else None
         head_calib = {"h": h_final} if quantize in CALIBRATED else None
         models = {"step": convert(step, quantize, step_calib, per_tensor=per_tensor, form=form),
@@ -260,7 +265,7 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
                  f"{card['total_bytes']:,} bytes, ops {sorted(set(sum(ops.values(), [])))}")
 
         # ---------------------------------------------------------------- TFLite Micro
-        if micro and quantize != "dynamic":
+        if micro and quantize in ("none",) + CALIBRATED:
             t0 = time.perf_counter()
             main = "step" if form == "step" else "model"
             card["arena_bytes"] = smallest_arena(models[main])
@@ -289,8 +294,9 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
                      f"sequences, argmax agreement with LiteRT "
                      f"{100 * card['tflite_micro']['argmax_agreement_with_litert']:.2f}%")
         elif micro:
-            card["tflite_micro"] = {"skipped": "TFLite Micro does not run hybrid (dynamic-range) "
-                                               "models; use --quantize int8 or int16x8"}
+            card["tflite_micro"] = {"skipped": f"TFLite Micro does not run {quantize} models "
+                                               "(float16 weights / hybrid dynamic-range kernels); "
+                                               "use --quantize int8, int16x8 or none"}
 
         # --------------------------------------------------------------- C sources
         if form == "step":
@@ -300,7 +306,7 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
             card["c_sources"].append(write_streaming_example(
                 stage, title=f"{config['model']} on {task.name} ({quantize})", io_dtype=io_dtype,
                 card=card, step_ops=ops["step"], head_ops=ops["head"]).name)
-        elif quantize != "dynamic":
+        elif quantize in ("none",) + CALIBRATED:
             card["c_sources"] = [p.name for p in write_c_array({"model": models["model"]}, stage)]
 
         from export.card import write_card

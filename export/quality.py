@@ -26,7 +26,10 @@ ROWS = [
     ("SiRNN clip[0,1]", "sirnn", {"state_clip": 1.0}, None),
     ("SiRNN clip[0,1]+QAT8", "sirnn", {"state_clip": 1.0, "state_quant_bits": 8}, None),
     ("iRNN K=5", "irnn", {"k": 5}, "irnnK5"),
-    ("iRNN K=5 clip[0,1]+QAT8", "irnn", {"k": 5, "state_clip": 1.0, "state_quant_bits": 8}, None),
+    # K = 5 with 8-bit fake quant of every g_k from the first epoch collapsed on HAR-2 (state
+    # stuck at 0: eta * update < half a grid step rounds away; 48.4 % = chance), so the K = 5
+    # integer row is clip-only.
+    ("iRNN K=5 clip[0,1]", "irnn", {"k": 5, "state_clip": 1.0}, None),
     ("FastRNN", "fastrnn", {}, "fastrnn"),
     ("FastGRNN", "fastgrnn", {}, "fastgrnn"),
     ("AntisymmetricRNN", "antisymmetric", {}, "antisymmetric"),
@@ -112,6 +115,8 @@ def main(argv=None) -> int:
                              "parameters": card["parameters"]}
             row["run_at_export"] = str(run)
             row["seconds"] = round(time.perf_counter() - t0, 1)
+            # Re-read before writing: another task may run in a second process on the same cache.
+            results = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
             results[key] = row
             cache_path.write_text(json.dumps(results, indent=1))
             print(format_row(task, label, row), flush=True)
