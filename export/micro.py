@@ -202,12 +202,15 @@ int Classify(const float* x, float* logits) {{
     {elem}* xt = {data_accessor}(x_in);
     for (int j = 0; j < kFeatures; ++j) xt[j] = Quantize(x[t * kFeatures + j], x_scale, x_zp);
     if (step.Invoke() != kTfLiteOk) return -1;
+    // Through a copy: TFLM's memory planner may let h_t's buffer overlap h_prev's.
     const {elem}* out = {data_accessor}(h_out);
+    {elem} next[kUnits];
     for (int i = 0; i < kUnits; ++i) {{
-      h[i] = tied ? out[i]
-                  : Quantize(Dequantize(out[i], h_out->params.scale, h_out->params.zero_point),
-                             h_scale, h_zp);
+      next[i] = tied ? out[i]
+                     : Quantize(Dequantize(out[i], h_out->params.scale, h_out->params.zero_point),
+                                h_scale, h_zp);
     }}
+    std::memcpy(h, next, sizeof(next));
   }}
 
   TfLiteTensor* hh = head.input(0);

@@ -97,13 +97,18 @@ def main(argv=None) -> int:
                              Path(args.reuse) if args.reuse else None, data_dirs[task])
             row = results.get(key, {})
             row.update({"run": str(run), "model": model, "options": options})
+            row.pop("error", None)
             for mode in MODES:
                 if mode in row and row.get("run_at_export") == str(run):
                     continue
-                card = export_run(run, runs / "exports" / f"{task}-{_slug(label)}-{mode}",
-                                  quantize=mode, form="step", data_dir=data_dirs[task],
-                                  allow_drop=True, overwrite=True, micro_sequences=100,
-                                  print_fn=lambda *a, **k: None)
+                try:
+                    card = export_run(run, runs / "exports" / f"{task}-{_slug(label)}-{mode}",
+                                      quantize=mode, form="step", data_dir=data_dirs[task],
+                                      allow_drop=True, overwrite=True, micro_sequences=100,
+                                      print_fn=lambda *a, **k: None)
+                except ValueError as err:  # e.g. a collapsed state: nothing to calibrate
+                    row["error"] = str(err).split(":")[0]
+                    break
                 row[mode] = {"accuracy": card["accuracy"]["tflite"],
                              "float": card["accuracy"]["keras_float"],
                              "drop": card["accuracy"]["drop_points"],
@@ -130,6 +135,8 @@ HEADER = ("| task | model | params | float % | int16x8 % (Δ) | int8 % (Δ) | in
 
 
 def format_row(task, label, row) -> str:
+    if row.get("error"):
+        return f"| {task} | {label} | | | {row['error']} | | | | | |"
     a, b = row["int16x8"], row["int8"]
     return (f"| {task} | {label} | {b['parameters']:,} | {100 * b['float']:.2f} | "
             f"{100 * a['accuracy']:.2f} ({-a['drop']:+.2f}) | {100 * b['accuracy']:.2f} "
