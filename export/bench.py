@@ -20,7 +20,6 @@ import numpy as np
 # label -> (registry name, model options). Zoo cells at the papers' hidden size 80; the iRNN
 # family with the bounded, fake-quantized state that integer export needs (docs/export.md).
 ZOO_MODELS = {
-    "irnn": ("irnn", {"k": 1, "state_clip": 1.0, "state_quant_bits": 8}),
     "sirnn": ("sirnn", {"state_clip": 1.0, "state_quant_bits": 8}),
     "fastrnn": ("fastrnn", {}),
     "fastgrnn": ("fastgrnn", {}),
@@ -36,10 +35,10 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="output folder (default bench/<task>)")
     parser.add_argument("--models", nargs="+", default=list(ZOO_MODELS),
                         help=f"zoo models (default: {' '.join(ZOO_MODELS)})")
-    parser.add_argument("--baselines", nargs="+", default=list(BASELINES))
-    parser.add_argument("--baseline-units", type=int, nargs="+", default=[16, 32, 80],
-                        help="hidden sizes of the Keras baselines (the size sweep finds the "
-                             "smallest within 1 point)")
+    parser.add_argument("--baselines", nargs="+", default=["lstm:16,32,80", "gru:16,32,80",
+                                                           "simple_rnn:80"],
+                        help="Keras baselines as NAME:UNITS,UNITS (the size sweep finds the "
+                             "smallest LSTM/GRU within 1 point)")
     parser.add_argument("--units", type=int, default=80, help="hidden size of the zoo cells")
     parser.add_argument("--modes", nargs="+", default=["none", "int8"],
                         choices=["none", "fp16", "dynamic", "int16x8", "int8"])
@@ -160,8 +159,12 @@ def measure(args, print_fn=print) -> list[dict]:
     entries = [(label, *ZOO_MODELS[label], "zoo") for label in args.models]
     entries = [(label, model, {**opts, "units": args.units}, fam)
                for label, model, opts, fam in entries]
-    entries += [(f"{b}-{u}", b, {"units": u}, "keras") for b in args.baselines
-                for u in args.baseline_units]
+    for spec in args.baselines:
+        name, _, sizes = spec.partition(":")
+        if name not in BASELINES:
+            raise ValueError(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}")
+        for units in (int(u) for u in (sizes or "80").split(",")):
+            entries.append((f"{name}-{units}", name, {"units": units}, "keras"))
     print_fn(f"measuring the runtime's matrix-multiply peak ...")
     peak = matmul_peak()
     print_fn(f"  peak (LiteRT, 1 thread, 1024x1024 FULLY_CONNECTED): float32 "

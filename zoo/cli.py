@@ -18,6 +18,8 @@ SUBCOMMANDS = {
     "train": ("training.cli", "train a model on a task into a resumable run directory"),
     "eval": ("training.cli", "evaluate a run directory on its task's test split"),
     "export": ("export.cli", "export a run to TFLite (float / int8 / int16x8, sequence or step)"),
+    "bench": ("export.bench", "compare the zoo with Keras LSTM/GRU/SimpleRNN: accuracy, bytes, "
+                              "latency, arena, MACs"),
 }
 
 

@@ -1,0 +1,59 @@
+"""`zoo bench`: the target verdicts on hand-made rows, and one small real run end to end."""
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from export.bench import targets
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def row(model, family, mode, form, accuracy, size, latency, arena=None):
+    return {"model": model, "family": family, "mode": mode, "form": form, "accuracy": accuracy,
+            "bytes": size, "latency_us": latency, "arena_bytes": arena}
+
+
+def test_targets_pick_the_smallest_rival_within_one_point():
+    rows = [row("sirnn", "zoo", "int8", "step", 93.0, 9000, 700, 4500),
+            row("lstm-16", "keras", "none", "sequence", 92.5, 15000, 300),
+            row("lstm-80", "keras", "int8", "sequence-unrolled", 94.0, 1_000_000, 900),
+            row("gru-16", "keras", "int8", "step", 91.0, 5000, 200)]  # 2 points below: no rival
+    text = "\n".join(targets(rows))
+    assert "lstm-16" in text and "Bytes ratio 0.600" in text and "MISSED" in text
+    assert "latency ratio 2.33" in text
+    assert "arena 4,500 bytes (target <= 8 KB: met)" in text
+
+
+def test_targets_met_when_the_rival_is_four_times_larger():
+    rows = [row("sirnn", "zoo", "int8", "step", 93.0, 9000, 700, 4500),
+            row("gru-80", "keras", "none", "step", 93.5, 40000, 800)]
+    text = "\n".join(targets(rows))
+    assert "Bytes ratio 0.225 (target <= 0.25: met)" in text
+    assert "latency ratio 0.88 (target <= 1: met)" in text
+
+
+@pytest.mark.slow
+def test_zoo_bench_one_small_run(tmp_path, shared_data):
+    out = tmp_path / "bench"
+    env = {**os.environ, "ZOO_CACHE_DIR": str(tmp_path / "cache"), "ZOO_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "zoo.cli", "bench", "--task", "har2", "--data-dir",
+         str(shared_data / "har"), "--out", str(out), "--models", "sirnn", "--units", "16",
+         "--baselines", "gru:8", "--epochs", "2", "--modes", "int8", "--runs", "3"],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = list(csv.DictReader(open(out / "results.csv")))
+    assert [(r["model"], r["mode"]) for r in rows] == [("sirnn", "int8"), ("gru-8", "int8")]
+    for r in rows:
+        assert r["form"] == "step"  # both have one state: streaming int8 step models
+        assert int(r["bytes"]) > 0 and float(r["latency_us"]) > 0
+        assert 0 < float(r["fraction_of_peak"]) < 1  # achieved MAC/s below the measured peak
+        assert int(r["macs_per_sequence"]) > 0 and int(r["arena_bytes"]) > 0
+    table = (out / "results.md").read_text()
+    assert "GMAC/s" in table and "Best zoo int8 step model: sirnn" in table
+    assert (out / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
