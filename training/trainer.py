@@ -91,21 +91,16 @@ def loss_and_metrics(kind: str):
             [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
 
 
-def build_model(config: TrainConfig, task, steps_per_epoch: int) -> keras.Model:
+def build_model(config: TrainConfig, task) -> keras.Model:
     head = "sequence" if task.kind == "sequence" else "last"
     model = zoo.create_model(config.model, task.input_shape, task.num_classes, head=head,
                              **config.model_options)
-    lr = config.lr
-    if config.lr_decay_epochs:
-        lr = keras.optimizers.schedules.ExponentialDecay(
-            config.lr, decay_steps=config.lr_decay_epochs * steps_per_epoch,
-            decay_rate=config.lr_decay_factor, staircase=True)
     optimizers = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD,
                   "momentum": lambda **kw: keras.optimizers.SGD(momentum=0.9, **kw),
                   "rmsprop": keras.optimizers.RMSprop}
     if config.optimizer not in optimizers:
         raise ValueError(f"unknown optimizer {config.optimizer!r}; valid: {sorted(optimizers)}")
-    optimizer = optimizers[config.optimizer](learning_rate=lr, clipnorm=config.clipnorm)
+    optimizer = optimizers[config.optimizer](learning_rate=config.lr, clipnorm=config.clipnorm)
     loss, metrics = loss_and_metrics(task.kind)
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
     return model
@@ -210,7 +205,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
             history = saved_state["history"]
             print_fn(f"resuming {run_dir} after epoch {initial_epoch}/{config.epochs}")
         else:
-            model = build_model(config, task, steps_per_epoch)
+            model = build_model(config, task)
             initial_epoch, history = 0, []
     print_fn(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
              f"{len(x_train)} train / {len(x_val)} val / {len(x_test)} test sequences, "
@@ -220,6 +215,10 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     # A diverged run (NaN loss) stops; early stopping then restores its best epoch.
     callbacks = [keras.callbacks.TerminateOnNaN(),
                  cb.EpochProgress(config.epochs, initial_epoch, print_fn=print_fn)]
+    if config.lr_decay_epochs:
+        # Keyed on the epoch index, so a resumed run picks up the same rate.
+        callbacks.insert(0, keras.callbacks.LearningRateScheduler(
+            lambda epoch: config.lr * config.lr_decay_factor ** (epoch // config.lr_decay_epochs)))
     if config.early_stopping_patience and len(x_val):
         stopper = cb.ResumableEarlyStopping(run_dir / "best_weights.npz", monitor=config.monitor,
                                             patience=config.early_stopping_patience)

@@ -16,7 +16,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 # Small and quick, but a real run: SiRNN with 16 units on HAR-2, 6 epochs.
 TRAIN = ["train", "--task", "har2", "--model", "sirnn", "--units", "16", "--rank", "4",
-         "--epochs", "6", "--batch-size", "64", "--patience", "3", "--seed", "3"]
+         "--epochs", "6", "--batch-size", "64", "--patience", "3", "--seed", "3",
+         "--recipe", "none"]
 
 
 def zoo(args, env, **kwargs):
@@ -133,19 +134,33 @@ def test_sigkill_then_same_command_resumes_to_identical_metrics(finished_run, tm
     got = json.loads((out / "metrics.json").read_text())
     want = json.loads((reference / "metrics.json").read_text())
     assert got["epochs_run"] == want["epochs_run"]
-    # Same seed, batches and optimizer state: the same numbers up to the order of threaded float
-    # reductions (~1e-7; a lost optimizer state or a replayed batch moves them by >1e-2).
-    assert got["test"] == pytest.approx(want["test"], rel=1e-5)
+    # Same seed, batches, optimizer and early-stopping state: the same run. Float reductions
+    # in TensorFlow's CPU kernels are not bit-reproducible from process to process (two
+    # uninterrupted runs differ by ~1e-6 relative, measured; thread count and buffer alignment
+    # both play a part), so values are compared at 1e-4 relative. The failures this guards
+    # against (optimizer state lost on resume, a replayed or skipped batch) moved them by >1e-2.
+    assert abs(got["test"]["accuracy"] - want["test"]["accuracy"]) <= 1 / 701 + 1e-9  # one window
+    assert got["test"]["loss"] == pytest.approx(want["test"]["loss"], rel=1e-4)
+    weights = ("import sys, keras, numpy as np, zoo; a, b = (keras.saving.load_model(p).get_weights()"
+               " for p in sys.argv[1:]); print('MAX REL DIFF', max(float(np.max(np.abs(x - y)) /"
+               " (np.max(np.abs(y)) + 1e-12)) for x, y in zip(a, b)))")
+    proc = subprocess.run([sys.executable, "-c", weights, str(out / "model.keras"),
+                           str(reference / "model.keras")], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    line = [l for l in proc.stdout.splitlines() if l.startswith("MAX REL DIFF")]
+    assert line, proc.stderr[-2000:]
+    assert float(line[0].split()[-1]) < 1e-4
     table = lambda path: np.genfromtxt(path, delimiter=",", names=True)
     got_h, want_h = table(out / "history.csv"), table(reference / "history.csv")
-    for column in ("epoch", "loss", "accuracy", "val_loss", "val_accuracy"):
-        np.testing.assert_allclose(got_h[column], want_h[column], rtol=1e-5)
+    np.testing.assert_array_equal(got_h["epoch"], want_h["epoch"])
+    for column in ("loss", "accuracy", "val_loss", "val_accuracy"):
+        np.testing.assert_allclose(got_h[column], want_h[column], rtol=1e-4)
 
 
 @pytest.mark.slow
 def test_jax_backend_trains_and_model_loads_under_tensorflow(tmp_path, env):
     out = tmp_path / "jax"
-    proc = zoo([*TRAIN[:-2], "--epochs", "2", "--backend", "jax", "--out", str(out)], env,
+    proc = zoo([*TRAIN[:-4], "--epochs", "2", "--backend", "jax", "--out", str(out)], env,
                timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
