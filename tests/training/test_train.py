@@ -212,3 +212,20 @@ def test_hard_threshold_matches_edgeml_quantile_rule():
         expected = np.where(np.abs(w) < thr, 0.0, w)
         np.testing.assert_array_equal(out, expected)
         assert abs(np.count_nonzero(out) / w.size - density) <= 1.0 / w.size
+
+
+def test_mixed_precision_trains_in_float16_and_saves_the_policy(tmp_path, env):
+    out = tmp_path / "mixed"
+    proc = zoo([*TRAIN[:-6], "--epochs", "2", "--mixed-precision", "--out", str(out)], env,
+               timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check = ("import sys, json, keras, zoo; m = keras.saving.load_model(sys.argv[1]);"
+             "rnn = m.layers[1]; print(json.dumps([rnn.dtype_policy.name,"
+             " rnn.cell.kernel.dtype, str(m(keras.ops.zeros((1, 128, 9))).dtype)]))")
+    proc = subprocess.run([sys.executable, "-c", check, str(out / "model.keras")], env=env,
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    policy, variable_dtype, _ = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert policy == "mixed_float16" and variable_dtype == "float32"
+    history = np.genfromtxt(out / "history.csv", delimiter=",", names=True)
+    assert np.all(np.isfinite(history["loss"]))  # loss scaling kept float16 from overflowing
