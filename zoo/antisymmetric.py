@@ -34,16 +34,35 @@ class AntisymmetricRNNCell(keras.layers.Layer):
         kernel_initializer: for V (and V_z); default N(0, 1/d) (paper App. C).
         recurrent_initializer: for W; default N(0, sigma_w^2 / D).
         bias_initializer: for b; default zeros.
+        state_clip: ``None`` (default, the paper) or c > 0: clip h_t to ``[-c, c]`` (symmetric:
+            the state is signed). For integer export: the state is an unbounded accumulator
+            (h += eps tanh(.)), so the calibrated ranges of h_prev and h_t differ and the int8
+            state is requantized every step; a bounded state gives both the same range.
+        state_quant_bits: ``None`` (default) or b in 2..16: straight-through fake quantization of
+            h_t to the symmetric b-bit grid on ``[-c, c]`` (step ``c / (2^(b-1) - 1)``, zero at a
+            grid point), i.e. quantization-aware training of the state an int8 step model feeds
+            back. The forward pass is ``round(h / s) * s``; the gradient is the identity. Needs
+            ``state_clip``. Integer exports drop it (``export.step.without_fake_quant``).
     """
 
     def __init__(self, units, epsilon=0.01, gamma=0.01, gated=False, activation="tanh",
                  sigma_w=1.0, kernel_initializer=None, recurrent_initializer=None,
-                 bias_initializer="zeros", **kwargs):
+                 bias_initializer="zeros", state_clip=None, state_quant_bits=None, **kwargs):
         super().__init__(**kwargs)
         if units <= 0:
             raise ValueError(f"units must be positive, got {units}")
         if epsilon <= 0 or gamma < 0:
             raise ValueError(f"need epsilon > 0 and gamma >= 0, got {epsilon}, {gamma}")
+        if state_clip is not None and not state_clip > 0:
+            raise ValueError(f"state_clip must be None or > 0, got {state_clip}")
+        if state_quant_bits is not None:
+            if state_clip is None:
+                raise ValueError("state_quant_bits needs state_clip: the fake-quantization grid "
+                                 "spans [-state_clip, state_clip]")
+            if not 2 <= int(state_quant_bits) <= 16:
+                raise ValueError(f"state_quant_bits must be in 2..16, got {state_quant_bits}")
+        self.state_clip = None if state_clip is None else float(state_clip)
+        self.state_quant_bits = None if state_quant_bits is None else int(state_quant_bits)
         self.units = units
         self.epsilon = float(epsilon)
         self.gamma = float(gamma)
@@ -80,8 +99,19 @@ class AntisymmetricRNNCell(keras.layers.Layer):
         update = self.activation(recurrent + drive[:, :self.units])
         if self.gated:
             update = ops.sigmoid(recurrent + drive[:, self.units:]) * update
-        h = h_prev + self.epsilon * update
+        h = self._bound(h_prev + self.epsilon * update)
         return h, [h]
+
+    def _bound(self, h):
+        """The opt-in integer-friendly state: clip to [-c, c], then straight-through fake-quant."""
+        if self.state_clip is None:
+            return h
+        h = ops.clip(h, -self.state_clip, self.state_clip)
+        if self.state_quant_bits is not None:
+            scale = self.state_clip / (2 ** (self.state_quant_bits - 1) - 1)
+            q = ops.round(h / scale) * scale
+            h = h + ops.stop_gradient(q - h)  # forward: q; backward: identity
+        return h
 
     def get_config(self):
         config = {
@@ -91,6 +121,7 @@ class AntisymmetricRNNCell(keras.layers.Layer):
             "kernel_initializer": initializers.serialize(self.kernel_initializer),
             "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
             "bias_initializer": initializers.serialize(self.bias_initializer),
+            "state_clip": self.state_clip, "state_quant_bits": self.state_quant_bits,
         }
         return {**super().get_config(), **config}
 

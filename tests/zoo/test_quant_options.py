@@ -108,3 +108,105 @@ def test_defaults_off_and_config_roundtrip():
 def test_bad_options(opts, match):
     with pytest.raises(ValueError, match=match):
         zoo.IRNNCell(D, **opts)
+
+
+# AntisymmetricRNN: the same options on a signed state, h_t clipped to [-c, c] and fake-quantized
+# to the symmetric grid with step c / (2^(b-1) - 1).
+
+def antisymmetric_oracle(x, h0, V, Wr, b, eps, gamma, gated, clip, bits):
+    """h_t = Q(clip(h_{t-1} + eps [sigmoid(.)] tanh(h A + x V + b), -c, c)), A = W - W^T - gamma I."""
+    D_ = Wr.shape[0]
+    A = Wr - Wr.T - gamma * np.eye(D_)
+    h, out = h0, []
+    for m in range(x.shape[1]):
+        rec = h @ A
+        drive = x[:, m] @ V + b
+        update = np.tanh(rec + drive[:, :D_])
+        if gated:
+            update = 1.0 / (1.0 + np.exp(-(rec + drive[:, D_:]))) * update
+        h = h + eps * update
+        if clip is not None:
+            h = np.clip(h, -clip, clip)
+            if bits is not None:
+                s = clip / (2 ** (bits - 1) - 1)
+                h = np.round(h / s) * s
+        out.append(h)
+    return np.stack(out, 1)
+
+
+@pytest.mark.parametrize("gated", [False, True])
+@pytest.mark.parametrize("clip,bits", [(0.5, None), (1.0, None), (0.5, 8), (1.0, 4)])
+def test_antisymmetric_clip_and_fake_quant_match_numpy(gated, clip, bits):
+    rng = np.random.default_rng(11)
+    layer = zoo.AntisymmetricRNN(D, epsilon=0.5, gamma=0.1, gated=gated, state_clip=clip,
+                                 state_quant_bits=bits, return_sequences=True)
+    layer.build((B, T, d))
+    for w in layer.weights:
+        w.assign(np.asarray(rng.normal(0, 0.8, w.shape), "float32"))
+    p = {w.name: np.asarray(w.numpy(), np.float64) for w in layer.weights}
+    x = rng.normal(0, 1.5, (B, T, d))
+    h0 = np.clip(rng.normal(0, 0.5, (B, D)), -clip, clip)
+    got = np.asarray(layer(x.astype("float32"), initial_state=[h0.astype("float32")]), np.float64)
+    want = antisymmetric_oracle(x, h0, p["kernel"], p["recurrent_kernel"], p["bias"], 0.5, 0.1,
+                                gated, clip, bits)
+    # The oracle exercises the clip at both ends (signed state), and (with bits) the grid.
+    assert np.isclose(want, clip).any() and np.isclose(want, -clip).any()
+    if bits is None:
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    else:
+        s = clip / (2 ** (bits - 1) - 1)
+        assert np.allclose(np.round(got / s) * s, got, atol=1e-5)
+        assert np.abs(got).max() <= clip + 1e-6
+        assert np.mean(np.abs(got - want) < 1e-5) > 0.98
+        assert np.max(np.abs(got - want)) <= s + 1e-5
+
+
+def test_antisymmetric_fake_quant_gradient_is_straight_through():
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(0, 0.3, (B, 2, d)).astype("float32")
+    grads = []
+    for bits in (None, 16):
+        keras.utils.set_random_seed(0)
+        layer = zoo.AntisymmetricRNN(D, epsilon=0.1, state_clip=4.0, state_quant_bits=bits)
+        layer.build((B, 2, d))
+        h0 = np.full((B, D), 0.5, "float32")
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(x, initial_state=[h0]) ** 2)
+        grads.append(tape.gradient(loss, layer.cell.kernel).numpy())
+    assert np.abs(grads[1]).max() > 0
+    np.testing.assert_allclose(grads[1], grads[0], rtol=0.02, atol=1e-4)
+
+
+def test_antisymmetric_defaults_off_config_roundtrip_and_export_drop():
+    from export.step import without_fake_quant
+
+    cell = zoo.AntisymmetricRNNCell(D)
+    assert cell.state_clip is None and cell.state_quant_bits is None
+    layer = zoo.AntisymmetricRNN(D, state_clip=2.0, state_quant_bits=8)
+    config = layer.get_config()
+    assert config["state_clip"] == 2.0 and config["state_quant_bits"] == 8
+    clone = zoo.AntisymmetricRNN.from_config(config)
+    assert clone.cell.state_clip == 2.0 and clone.cell.state_quant_bits == 8
+    for name in ("antisymmetric", "gated_antisymmetric"):
+        options = zoo.get_model_entry(name).options()
+        assert options["state_clip"] is None and options["state_quant_bits"] is None
+    # Integer export drops the fake quant, keeps the clip and the weights.
+    inputs = keras.Input((T, d))
+    model = keras.Model(inputs, keras.layers.Dense(3)(layer(inputs)))
+    plain = without_fake_quant(model)
+    cells = [l.cell for l in plain.layers if isinstance(l, keras.layers.RNN)]
+    assert cells[0].state_clip == 2.0 and cells[0].state_quant_bits is None
+    for a, b in zip(model.get_weights(), plain.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("opts,match", [
+    (dict(state_clip=-1.0), "state_clip"),
+    (dict(state_quant_bits=8), "needs state_clip"),
+    (dict(state_clip=1.0, state_quant_bits=17), "2..16"),
+])
+def test_antisymmetric_bad_options(opts, match):
+    with pytest.raises(ValueError, match=match):
+        zoo.AntisymmetricRNNCell(D, **opts)
