@@ -27,17 +27,17 @@ class NonBuiltinOpError(ValueError):
     """A TFLite model contains Flex (SELECT_TF_OPS) or custom operators."""
 
 
-def _set_unroll(config):
-    """Set every ``unroll`` key of a (nested) layer config to True, in place."""
+def set_in_config(config, key: str, value) -> None:
+    """Set every ``key`` of a (nested) layer config to ``value``, in place."""
     if isinstance(config, dict):
-        for key, value in config.items():
-            if key == "unroll":
-                config[key] = True
+        for name, item in config.items():
+            if name == key:
+                config[name] = value
             else:
-                _set_unroll(value)
+                set_in_config(item, key, value)
     elif isinstance(config, list):
-        for value in config:
-            _set_unroll(value)
+        for item in config:
+            set_in_config(item, key, value)
 
 
 def unrolled_copy(model: keras.Model) -> keras.Model:
@@ -49,7 +49,7 @@ def unrolled_copy(model: keras.Model) -> keras.Model:
 
     def clone_layer(layer):
         config = layer.get_config()
-        _set_unroll(config)
+        set_in_config(config, "unroll", True)
         return layer.__class__.from_config(config)
 
     copy = keras.models.clone_model(model, clone_function=clone_layer)

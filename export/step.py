@@ -16,6 +16,8 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from export.convert import set_in_config
+
 __all__ = ["split_model", "step_models", "trajectories", "calibration_pairs",
            "without_fake_quant"]
 
@@ -46,19 +48,6 @@ def split_model(model: keras.Model):
     return layer, dense[0]
 
 
-def _drop_fake_quant(config):
-    """Set every ``state_quant_bits`` of a (nested) layer config to None, in place."""
-    if isinstance(config, dict):
-        for key, value in config.items():
-            if key == "state_quant_bits":
-                config[key] = None
-            else:
-                _drop_fake_quant(value)
-    elif isinstance(config, list):
-        for value in config:
-            _drop_fake_quant(value)
-
-
 def without_fake_quant(model: keras.Model) -> keras.Model:
     """``model`` with the cells' training-time fake quantization of the state removed (same
     weights; ``state_clip`` kept). For integer export: the int8 / int16 state tensor *is* the
@@ -69,7 +58,7 @@ def without_fake_quant(model: keras.Model) -> keras.Model:
 
     def clone_layer(layer):
         config = layer.get_config()
-        _drop_fake_quant(config)
+        set_in_config(config, "state_quant_bits", None)
         return layer.__class__.from_config(config)
 
     copy = keras.models.clone_model(model, clone_function=clone_layer)
