@@ -47,9 +47,16 @@ def unrolled_copy(model: keras.Model) -> keras.Model:
     static number of time steps.
     """
 
+    return clone_with_config(model, "unroll", True)
+
+
+def clone_with_config(model: keras.Model, key: str, value) -> keras.Model:
+    """A copy of ``model`` (same weights) whose layers are rebuilt with every ``key`` in their
+    (nested) config set to ``value``."""
+
     def clone_layer(layer):
         config = layer.get_config()
-        set_in_config(config, "unroll", True)
+        set_in_config(config, key, value)
         return layer.__class__.from_config(config)
 
     copy = keras.models.clone_model(model, clone_function=clone_layer)

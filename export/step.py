@@ -16,7 +16,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from export.convert import set_in_config
+from export.convert import clone_with_config
 
 __all__ = ["split_model", "step_models", "trajectories", "calibration_pairs",
            "without_fake_quant"]
@@ -56,14 +56,7 @@ def without_fake_quant(model: keras.Model) -> keras.Model:
     if not any("state_quant_bits" in str(layer.get_config()) for layer in model.layers):
         return model
 
-    def clone_layer(layer):
-        config = layer.get_config()
-        set_in_config(config, "state_quant_bits", None)
-        return layer.__class__.from_config(config)
-
-    copy = keras.models.clone_model(model, clone_function=clone_layer)
-    copy.set_weights(model.get_weights())
-    return copy
+    return clone_with_config(model, "state_quant_bits", None)
 
 
 def step_models(model: keras.Model):
