@@ -21,7 +21,11 @@ __all__ = ["micro_interpreter", "works_with_arena", "smallest_arena", "write_c_a
 
 
 def micro_interpreter(tflite: bytes, arena_size: int):
-    from tflite_micro.python.tflite_micro import runtime
+    try:
+        from tflite_micro.python.tflite_micro import runtime
+    except ImportError as err:  # a missing runtime must not read as "the model does not fit"
+        raise ImportError("TFLite Micro checks need the tflite-micro package "
+                          "(pip install -e .): " + str(err)) from err
 
     return runtime.Interpreter.from_bytes(bytes(tflite), arena_size=int(arena_size))
 
@@ -65,6 +69,8 @@ def _works(tflite, arena_size):
             interp.set_input(np.zeros(d["shape"], dtype=d["dtype"]), i)
         interp.invoke()
         return True
+    except ImportError:
+        raise
     except Exception:  # noqa: BLE001 - "Failed to allocate tail memory" and friends
         return False
 
