@@ -24,15 +24,17 @@ def har_dir(shared_data) -> Path:
 
 @pytest.fixture(scope="session")
 def har_run(har_dir, tmp_path_factory) -> Path:
-    """SiRNN (paper size: 80 units, rank 16; state clipped to [0, 1], 8-bit fake-quant),
-    8 epochs on HAR-2."""
+    """SiRNN (paper size: 80 units, rank 16; state clipped to [0, 1], 8-bit fake-quant) trained
+    on HAR-2 until validation loss stops improving (best epoch restored). A model stopped
+    mid-training (8 fixed epochs at lr 1e-2) left many windows at the decision boundary and its
+    int8 agreement varied from run to run (93-99 %)."""
     from training.config import TrainConfig
     from training.trainer import train
 
     config = TrainConfig(task="har2", model="sirnn",
                          model_options={"state_clip": 1.0, "state_quant_bits": 8},
-                         epochs=8, batch_size=64, lr=1e-2, clipnorm=1.0,
-                         early_stopping_patience=None, seed=0)
+                         epochs=25, batch_size=64, lr=1e-2, clipnorm=1.0,
+                         early_stopping_patience=6, seed=0)
     run = tmp_path_factory.mktemp("runs") / "har2-sirnn"
     train(config, run, data_dir=har_dir, verbose=0, print_fn=lambda *a, **k: None)
     return run
