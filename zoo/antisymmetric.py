@@ -5,6 +5,7 @@ from keras import initializers, ops
 
 from zoo import activations
 from zoo.layers import CellRNN
+from zoo.state_bound import bound_state, check_state_bound
 from zoo.registry import register_model
 
 PAPER = ("Chang, Chen, Haber & Chi, AntisymmetricRNN: A Dynamical System View on Recurrent "
@@ -53,16 +54,8 @@ class AntisymmetricRNNCell(keras.layers.Layer):
             raise ValueError(f"units must be positive, got {units}")
         if epsilon <= 0 or gamma < 0:
             raise ValueError(f"need epsilon > 0 and gamma >= 0, got {epsilon}, {gamma}")
-        if state_clip is not None and not state_clip > 0:
-            raise ValueError(f"state_clip must be None or > 0, got {state_clip}")
-        if state_quant_bits is not None:
-            if state_clip is None:
-                raise ValueError("state_quant_bits needs state_clip: the fake-quantization grid "
-                                 "spans [-state_clip, state_clip]")
-            if not 2 <= int(state_quant_bits) <= 16:
-                raise ValueError(f"state_quant_bits must be in 2..16, got {state_quant_bits}")
-        self.state_clip = None if state_clip is None else float(state_clip)
-        self.state_quant_bits = None if state_quant_bits is None else int(state_quant_bits)
+        self.state_clip, self.state_quant_bits = check_state_bound(
+            state_clip, state_quant_bits, "[-state_clip, state_clip]")
         self.units = units
         self.epsilon = float(epsilon)
         self.gamma = float(gamma)
@@ -102,16 +95,8 @@ class AntisymmetricRNNCell(keras.layers.Layer):
         h = self._bound(h_prev + self.epsilon * update)
         return h, [h]
 
-    def _bound(self, h):
-        """The opt-in integer-friendly state: clip to [-c, c], then straight-through fake-quant."""
-        if self.state_clip is None:
-            return h
-        h = ops.clip(h, -self.state_clip, self.state_clip)
-        if self.state_quant_bits is not None:
-            scale = self.state_clip / (2 ** (self.state_quant_bits - 1) - 1)
-            q = ops.round(h / scale) * scale
-            h = h + ops.stop_gradient(q - h)  # forward: q; backward: identity
-        return h
+    def _bound(self, state):
+        return bound_state(state, self.state_clip, self.state_quant_bits, signed=True)
 
     def get_config(self):
         config = {

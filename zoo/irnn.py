@@ -6,6 +6,7 @@ from keras import initializers, ops, regularizers, constraints
 
 from zoo import activations
 from zoo.layers import CellRNN
+from zoo.state_bound import bound_state, check_state_bound
 from zoo.registry import register_model
 
 PAPER = "Kag, Zhang & Saligrama, RNNs incrementally evolving on an equilibrium manifold, ICLR 2020"
@@ -93,16 +94,8 @@ class IRNNCell(keras.layers.Layer):
             raise ValueError(f"rank must be None or in 1..units={units}, got {rank}")
         if eta_timesteps is not None and eta_timesteps <= 0:
             raise ValueError(f"eta_timesteps must be None or positive, got {eta_timesteps}")
-        if state_clip is not None and not state_clip > 0:
-            raise ValueError(f"state_clip must be None or > 0, got {state_clip}")
-        if state_quant_bits is not None:
-            if state_clip is None:
-                raise ValueError("state_quant_bits needs state_clip: the fake-quantization grid "
-                                 "spans [0, state_clip]")
-            if not 2 <= int(state_quant_bits) <= 16:
-                raise ValueError(f"state_quant_bits must be in 2..16, got {state_quant_bits}")
-        self.state_clip = None if state_clip is None else float(state_clip)
-        self.state_quant_bits = None if state_quant_bits is None else int(state_quant_bits)
+        self.state_clip, self.state_quant_bits = check_state_bound(
+            state_clip, state_quant_bits, "[0, state_clip]")
         self.units = units
         self.k = k
         self.alpha = float(alpha)
@@ -172,16 +165,8 @@ class IRNNCell(keras.layers.Layer):
             return ops.matmul(v, self.recurrent_kernel)
         return alpha * v + ops.matmul(ops.matmul(v, self.recurrent_v), self.recurrent_h)
 
-    def _bound(self, g):
-        """The opt-in integer-friendly state: clip to [0, c], then straight-through fake-quant."""
-        if self.state_clip is None:
-            return g
-        g = ops.clip(g, 0.0, self.state_clip)
-        if self.state_quant_bits is not None:
-            scale = self.state_clip / (2 ** self.state_quant_bits - 1)
-            q = ops.round(g / scale) * scale
-            g = g + ops.stop_gradient(q - g)  # forward: q; backward: identity
-        return g
+    def _bound(self, state):
+        return bound_state(state, self.state_clip, self.state_quant_bits, signed=False)
 
     def call(self, inputs, states, training=False):
         h_prev = states[0]
