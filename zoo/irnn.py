@@ -41,7 +41,13 @@ class IRNNCell(keras.layers.Layer):
         k: number of recursions K per time step (default 1 = SiRNN).
         alpha: the ODE's decay alpha > 0 (paper: 1, fixed).
         trainable_alpha: learn alpha, kept positive as ``softplus(raw)``, initialised to ``alpha``.
-        eta_init: initial step size eta (paper and TARNN: 1e-2). eta is a raw, unconstrained weight.
+        eta_init: initial step size eta (paper and TARNN: 1e-2). eta is a raw weight,
+            unconstrained by default (as the paper's code learns it).
+        eta_constraint: optional Keras constraint on eta, e.g. ``"non_neg"``. Props. 1-2 need
+            eta > 0 (with eta < 0 the Euler step moves away from the equilibrium); an unbounded
+            state tolerates a negative excursion, but a clipped one (``state_clip``) is pushed onto
+            its bound and stays there (seen on HAR-2 with K = 5: eta -> -0.038 within two epochs at
+            lr 1e-2, then a constant state). Use ``"non_neg"`` with ``state_clip``.
         eta_timesteps: ``None`` (default) shares one eta per recursion over time (shape ``[K]``, the
             cell then streams and takes any sequence length); an integer T gives the TARNN table
             ``eta[k, m]`` of shape ``[K, T]``, which fixes the sequence length: the cell then carries
@@ -79,8 +85,8 @@ class IRNNCell(keras.layers.Layer):
                  premultiply=False, use_bias=True, kernel_initializer=None,
                  recurrent_initializer=None, bias_initializer="zeros", kernel_regularizer=None,
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
-                 recurrent_constraint=None, bias_constraint=None, state_clip=None,
-                 state_quant_bits=None, **kwargs):
+                 recurrent_constraint=None, bias_constraint=None, eta_constraint=None,
+                 state_clip=None, state_quant_bits=None, **kwargs):
         super().__init__(**kwargs)
         if units <= 0 or k <= 0:
             raise ValueError(f"units and k must be positive, got units={units}, k={k}")
@@ -117,6 +123,7 @@ class IRNNCell(keras.layers.Layer):
         self.kernel_constraint = constraints.get(kernel_constraint)
         self.recurrent_constraint = constraints.get(recurrent_constraint)
         self.bias_constraint = constraints.get(bias_constraint)
+        self.eta_constraint = constraints.get(eta_constraint)
         self.state_size = units if eta_timesteps is None else [units, 1]
         self.output_size = units
 
@@ -141,7 +148,8 @@ class IRNNCell(keras.layers.Layer):
                      if self.use_bias else None)
         eta_shape = (self.k,) if self.eta_timesteps is None else (self.k, self.eta_timesteps)
         self.eta = self.add_weight(shape=eta_shape, name="eta",
-                                   initializer=initializers.Constant(self.eta_init))
+                                   initializer=initializers.Constant(self.eta_init),
+                                   constraint=self.eta_constraint)
         if self.trainable_alpha:
             # Inverse softplus, so that softplus(raw) == alpha at initialisation.
             raw = self.alpha + float(ops.convert_to_numpy(ops.log(-ops.expm1(-self.alpha))))
@@ -211,6 +219,7 @@ class IRNNCell(keras.layers.Layer):
             "kernel_constraint": constraints.serialize(self.kernel_constraint),
             "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
             "bias_constraint": constraints.serialize(self.bias_constraint),
+            "eta_constraint": constraints.serialize(self.eta_constraint),
             "state_clip": self.state_clip, "state_quant_bits": self.state_quant_bits,
         }
         return {**super().get_config(), **config}
