@@ -58,13 +58,19 @@ def test_int8_step_runs_under_tflite_micro_like_litert(int8_step):
     _, card = int8_step
     micro = card["tflite_micro"]
     assert micro["test_sequences"] == 60
-    assert micro["argmax_agreement_with_litert"] == 1.0, micro
-    assert micro["accuracy"] == micro["litert_accuracy_same_sequences"]
     one = micro["single_step_vs_litert"]
-    # One step from the same int8 inputs: TFLM's reference kernels and LiteRT's optimized ones
-    # round differently, so a few elements differ by 1-2 quantization steps (measured: 0.5 % of
-    # the elements, at most 2 steps); predictions over whole sequences agree.
+    # One step from the same int8 inputs: TFLM's kernels and LiteRT's round some requantizations
+    # differently (LiteRT's reference kernels, OpResolverType.BUILTIN_REF, differ from TFLM just
+    # as its optimized ones do), so a few elements differ by 1-2 quantization steps (measured:
+    # 0.3-0.5 % of the elements, at most 2 steps).
     assert one["max_abs_diff"] <= 2 and one["differing_elements"] <= 0.02 * one["elements"], one
+    # Fed back over 128 steps these differences compound (about a quarter of the final state
+    # elements differ), so a sequence on the decision boundary can flip: measured 0 or 1 of 60
+    # across fixture trainings (which are not bit-reproducible). Predictions must agree on all
+    # but a few sequences, and the accuracies can differ only by the disagreeing ones.
+    agreement = micro["argmax_agreement_with_litert"]
+    assert agreement >= 0.95, micro
+    assert abs(micro["accuracy"] - micro["litert_accuracy_same_sequences"]) <= 1 - agreement + 1e-9
 
 
 @pytest.mark.slow
