@@ -61,6 +61,22 @@ def card_markdown(card: dict) -> str:
                   "x_t is quantized with scale "
                   f"{sq['x']['scale']:.6g}, zero point {sq['x']['zero_point']}.", "",
                   "`main.cc` is the TFLite Micro streaming loop (with `model_data.h/.cc`).", ""]
+        stream = card.get("stream")
+        if stream:
+            lines += [f"`{stream['file']}` ({stream['bytes']:,} bytes) is the same pair as one "
+                      "model with signatures `step` (inputs `x_t`, `h_prev`) and `head` (input "
+                      "`h`), for LiteRT's signature runners; over the test split its logits "
+                      f"differ from the two files' by at most {stream['max_abs_logit_diff_vs_step_head']:.3g} "
+                      f"(argmax agreement {_pct(stream['argmax_agreement_with_step_head'])}):", "",
+                      "```python",
+                      "from ai_edge_litert.interpreter import Interpreter",
+                      "m = Interpreter(model_path=\"stream.tflite\")",
+                      "step, head = m.get_signature_runner(\"step\"), m.get_signature_runner(\"head\")",
+                      "h = h0                                   # quantized zeros",
+                      "for x_t in xq:                           # quantized, normalised samples",
+                      "    h = step(x_t=x_t[None], h_prev=h)[\"output_0\"]   # requantize if not tied",
+                      "logits = head(h=h)[\"output_0\"]",
+                      "```", ""]
     lines += ["```bash", "python export/device_bench.py EXPORT_DIR            # latency, accuracy",
               "python export/device_bench.py EXPORT_DIR --runtime tflite-micro", "```", ""]
     return "\n".join(lines)

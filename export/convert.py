@@ -91,18 +91,25 @@ def _input_signature(model):
     return [tf.TensorSpec(x.shape, dtype=x.dtype, name=x.name) for x in inputs]
 
 
-def write_saved_model(model: keras.Model, path, *, unroll: bool = False) -> None:
+def write_saved_model(model, path, *, unroll: bool = False) -> None:
     """Export ``model`` (called with ``training=False``) as a SavedModel with one ``serve``
-    signature whose inputs are named as the model's inputs. ``unroll``: of `unrolled_copy`."""
-    if unroll:
-        model = unrolled_copy(model)
-    signature = _input_signature(model)
+    signature whose inputs are named as the model's inputs. ``unroll``: of `unrolled_copy`.
+
+    ``model`` may also be a dict ``{signature_key: keras.Model}``: one SavedModel (and so one
+    TFLite file) with a signature per model, e.g. ``{"step": ..., "head": ...}``."""
+    models = model if isinstance(model, dict) else {"serve": model}
     archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.add_endpoint(
-        "serve", lambda *args: model(args[0] if len(args) == 1 else list(args), training=False),
-        signature)
+    for key, m in models.items():
+        if unroll:
+            m = unrolled_copy(m)
+        archive.track(m)
+        archive.add_endpoint(key, _serve(m), _input_signature(m))
     archive.write_out(str(path), verbose=False)
+
+
+def _serve(model):
+    # A closure, not a default argument: the SavedModel signature must hold the inputs only.
+    return lambda *args: model(args[0] if len(args) == 1 else list(args), training=False)
 
 
 @contextlib.contextmanager

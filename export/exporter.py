@@ -4,6 +4,8 @@ Export directory (the contract `export/device_bench.py` reads)::
 
     model.tflite                 form "sequence": x [1, T, d] -> logits [1, C]
     step.tflite, head.tflite     form "step": (x_t, h_prev) -> h_t and h_T -> logits
+    stream.tflite                form "step": the same pair as one model with signatures
+                                 "step" and "head" (LiteRT signature runners)
     normalization.json           per-feature mean / std: device code applies (x - mean) / std
     testset.npz                  the task's test split, x already normalised (float32), y (int)
     model_card.json / .md        task, data, accuracy (Keras float vs TFLite, argmax agreement),
@@ -137,6 +139,30 @@ def _single_step_agreement(step_bytes, io, arena, pairs_x, pairs_h):
             "pairs": len(pairs_x)}
 
 
+def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
+    """Logits of the two-signature ``stream.tflite`` over sequences ``x`` (N, T, d), run the
+    way a LiteRT user would: signature runners, the state fed back (requantized only when the
+    output and input quantizations differ)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_content=stream_bytes)
+    step, head = interp.get_signature_runner("step"), interp.get_signature_runner("head")
+    (x_in, h_in), (h_out,) = ([step.get_input_details()[k] for k in ("x_t", "h_prev")],
+                              step.get_output_details().values())
+    head_in, (logits_out,) = head.get_input_details()["h"], head.get_output_details().values()
+    q = lambda v, d: device_bench.quantize(v, d["dtype"], d["quantization"])
+    dq = lambda v, d: device_bench.dequantize(v, d["dtype"], d["quantization"])
+    out = []
+    for seq in x:
+        h = q(np.zeros(h_in["shape"], np.float32), h_in)
+        for x_t in seq:
+            h_t = step(x_t=q(x_t[None], x_in), h_prev=h)["output_0"]
+            h = h_t if _quant(h_out) == _quant(h_in) else q(dq(h_t, h_out), h_in)
+        h = h if _quant(h_in) == _quant(head_in) else q(dq(h, h_in), head_in)
+        out.append(dq(head(h=h)["output_0"], logits_out)[0])
+    return np.stack(out)
+
+
 def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequence",
                unroll: bool = False, data_dir=None, max_drop: float = 1.0,
                allow_drop: bool = False, overwrite: bool = False, per_tensor: bool = True,
@@ -210,6 +236,12 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
         head_calib = {"h": h_final} if quantize in CALIBRATED else None
         models = {"step": convert(step, quantize, step_calib, per_tensor=per_tensor, form=form),
                   "head": convert(head, quantize, head_calib, per_tensor=per_tensor, form=form)}
+        # The same pair as one file with `step` and `head` signatures, for LiteRT users
+        # (TFLite Micro runs a model's first subgraph only, so it keeps the two files).
+        stream = convert({"step": step, "head": head}, quantize,
+                         {"step": step_calib, "head": head_calib} if step_calib else None,
+                         per_tensor=per_tensor, form=form)
+        check_builtin_only(stream)
     ops = {}
     for name, tflite in models.items():
         check_builtin_only(tflite)  # raises NonBuiltinOpError naming the ops
@@ -223,6 +255,8 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
         files = {name: f"{name}.tflite" for name in models}
         for name, tflite in models.items():
             (stage / files[name]).write_bytes(tflite)
+        if form == "step":
+            (stage / "stream.tflite").write_bytes(stream)
         norm.save(stage / "normalization.json")
         np.savez_compressed(stage / "testset.npz", x=x_test, y=y_test.astype(np.int64))
         card = {
@@ -259,6 +293,16 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
             "runtime": "ai-edge-litert", "test_sequences": len(x_test),
             "max_drop_points": max_drop, "passed": bool(drop <= max_drop),
             "eval_seconds": round(time.perf_counter() - t0, 1)}
+        if form == "step":
+            t0 = time.perf_counter()
+            stream_out = stream_logits(stream, x_test)
+            card["stream"] = {
+                "file": "stream.tflite", "bytes": len(stream), "signatures": ["step", "head"],
+                "argmax_agreement_with_step_head": float(np.mean(stream_out.argmax(-1)
+                                                                 == lite_pred)),
+                "max_abs_logit_diff_vs_step_head": float(np.abs(stream_out - lite_logits).max()),
+                "accuracy": float(np.mean(stream_out.argmax(-1) == y_test)),
+                "eval_seconds": round(time.perf_counter() - t0, 1)}
         print_fn(f"  TFLite ({quantize}, {form}): accuracy {100 * lite_acc:.2f}% "
                  f"(drop {drop:+.2f} points), argmax agreement with Keras "
                  f"{100 * card['accuracy']['argmax_agreement']:.2f}%, "

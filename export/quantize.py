@@ -50,7 +50,8 @@ def configure(converter, mode: str, calibration: dict[str, np.ndarray] | None = 
     ``calibration`` maps each signature input name to an array whose first axis indexes the
     samples (each fed with a leading batch axis of 1); required for int8 and int16x8. Inputs are
     fed by name (the signature-based representative dataset), since the converter orders
-    signature inputs alphabetically.
+    signature inputs alphabetically. For a model with several signatures, ``calibration`` maps
+    each signature key to such a dict, and samples are fed as ``(signature_key, inputs)``.
     """
     import tensorflow as tf
 
@@ -66,11 +67,14 @@ def configure(converter, mode: str, calibration: dict[str, np.ndarray] | None = 
         return
     if not calibration:
         raise ValueError(f"--quantize {mode} needs calibration data")
-    n = len(next(iter(calibration.values())))
+    per_signature = isinstance(next(iter(calibration.values())), dict)
+    signatures = calibration if per_signature else {None: calibration}
 
     def representative_dataset():
-        for i in range(n):
-            yield {name: np.asarray(a[i:i + 1], np.float32) for name, a in calibration.items()}
+        for key, arrays in signatures.items():
+            for i in range(len(next(iter(arrays.values())))):
+                sample = {name: np.asarray(a[i:i + 1], np.float32) for name, a in arrays.items()}
+                yield (key, sample) if per_signature else sample
 
     converter.representative_dataset = representative_dataset
     if mode == "int8":
@@ -88,10 +92,14 @@ def configure(converter, mode: str, calibration: dict[str, np.ndarray] | None = 
 
 def convert_saved_model(saved_model_dir, mode: str, calibration=None, *,
                         per_tensor: bool = True) -> bytes:
-    """Convert a SavedModel in this process (see `convert` for the crash-safe entry point)."""
+    """Convert a SavedModel in this process (see `convert` for the crash-safe entry point).
+    With per-signature ``calibration`` (see `configure`) the signatures it names are converted
+    into one model."""
     import tensorflow as tf
 
-    converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model_dir))
+    keys = list(calibration) if calibration and isinstance(
+        next(iter(calibration.values())), dict) else None
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model_dir), signature_keys=keys)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     configure(converter, mode, calibration, per_tensor=per_tensor)
     return converter.convert()
@@ -108,24 +116,32 @@ def convert(model, mode: str, calibration=None, *, unroll: bool = False, per_ten
             form: str = "sequence", child: bool | None = None, timeout: float = 900) -> bytes:
     """Convert a Keras ``model`` to TFLite in ``mode``; calibrated modes run in a child process.
 
+    ``model`` may be a dict ``{signature_key: keras.Model}`` (one TFLite file with a signature
+    each); ``calibration`` is then ``{signature_key: {input name: array}}``.
     Raises `ConversionCrashed` when the child dies or fails, with the mode and an alternative.
     """
     from export.convert import to_tflite, write_saved_model
 
     if mode not in MODES:
         raise ValueError(f"unknown quantization mode {mode!r}; valid: {', '.join(MODES)}")
-    if mode == "none" and not child:
+    multi = isinstance(model, dict)
+    if multi and mode in CALIBRATED and set(calibration or {}) != set(model):
+        raise ValueError(f"calibration must name every signature {sorted(model)}")
+    if mode == "none" and not child and not multi:
         return to_tflite(model, unroll=unroll)
     if child is None:
         child = mode in CALIBRATED
     with tempfile.TemporaryDirectory(prefix="zoo_export_") as tmp:
         tmp = Path(tmp)
         write_saved_model(model, tmp / "saved_model", unroll=unroll)
+        if multi and not calibration:
+            # Uncalibrated modes still need the signature keys: empty dicts name them.
+            calibration = {key: {} for key in model}
         if not child:
             return convert_saved_model(tmp / "saved_model", mode, calibration,
                                        per_tensor=per_tensor)
         if calibration:
-            np.savez(tmp / "calibration.npz", **calibration)
+            np.savez(tmp / "calibration.npz", **_flatten(calibration))
         spec = {"saved_model": str(tmp / "saved_model"), "mode": mode,
                 "calibration": str(tmp / "calibration.npz") if calibration else None,
                 "per_tensor": per_tensor, "out": str(tmp / "model.tflite")}
@@ -153,6 +169,29 @@ def convert(model, mode: str, calibration=None, *, unroll: bool = False, per_ten
         return (tmp / "model.tflite").read_bytes()
 
 
+def _flatten(calibration: dict) -> dict:
+    """Per-signature calibration as flat npz keys ``signature/input`` (and ``signature/`` for a
+    signature named with no data)."""
+    if not isinstance(next(iter(calibration.values())), dict):
+        return calibration
+    flat = {}
+    for key, arrays in calibration.items():
+        flat.update({f"{key}/{name}": a for name, a in arrays.items()} or {f"{key}/": np.zeros(0)})
+    return flat
+
+
+def _unflatten(flat: dict) -> dict:
+    if not any("/" in k for k in flat):
+        return flat
+    nested: dict = {}
+    for k, a in flat.items():
+        key, name = k.split("/", 1)
+        nested.setdefault(key, {})
+        if name:
+            nested[key][name] = a
+    return nested
+
+
 def _child_main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     if os.environ.get(CRASH_HOOK_ENV):
@@ -160,7 +199,7 @@ def _child_main(spec_path: str) -> int:
     calibration = None
     if spec["calibration"]:
         with np.load(spec["calibration"]) as data:
-            calibration = {k: data[k] for k in data.files}
+            calibration = _unflatten({k: data[k] for k in data.files})
     tflite = convert_saved_model(spec["saved_model"], spec["mode"], calibration,
                                  per_tensor=spec["per_tensor"])
     Path(spec["out"]).write_bytes(tflite)

@@ -42,6 +42,44 @@ def test_int8_step_export_is_builtin_and_accuracy_checked(int8_step):
 
 
 @pytest.mark.slow
+def test_stream_model_has_step_and_head_signatures_equal_to_the_pair(int8_step):
+    """stream.tflite (one file, signatures "step" and "head") computes what step.tflite and
+    head.tflite compute, checked here with plain interpreters, independently of the exporter."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    out, card = int8_step
+    stream = Interpreter(model_path=str(out / "stream.tflite"))
+    assert stream.get_signature_list() == {"step": {"inputs": ["h_prev", "x_t"],
+                                                    "outputs": ["output_0"]},
+                                           "head": {"inputs": ["h"], "outputs": ["output_0"]}}
+    step_sig, head_sig = stream.get_signature_runner("step"), stream.get_signature_runner("head")
+    step, head = (Interpreter(model_path=str(out / f)) for f in ("step.tflite", "head.tflite"))
+    step.allocate_tensors()
+    head.allocate_tensors()
+    ins = {("x_t" if "x_t" in d["name"] else "h_prev"): d for d in step.get_input_details()}
+    for name, d in step_sig.get_input_details().items():
+        assert d["quantization"] == ins[name]["quantization"] and d["dtype"] == ins[name]["dtype"]
+    x = np.load(out / "testset.npz")["x"][:5]
+    xs, xz = ins["x_t"]["quantization"]
+    for seq in x:
+        q = np.clip(np.round(seq / xs) + xz, -128, 127).astype(np.int8)
+        h_pair = h_sig = np.full(ins["h_prev"]["shape"], ins["h_prev"]["quantization"][1], np.int8)
+        for x_t in q:  # the state is tied (tested below): feed the int8 output straight back
+            step.set_tensor(ins["x_t"]["index"], x_t[None])
+            step.set_tensor(ins["h_prev"]["index"], h_pair)
+            step.invoke()
+            h_pair = step.get_tensor(step.get_output_details()[0]["index"])
+            h_sig = step_sig(x_t=x_t[None], h_prev=h_sig)["output_0"]
+            np.testing.assert_array_equal(h_sig, h_pair)
+        head.set_tensor(head.get_input_details()[0]["index"], h_pair)
+        head.invoke()
+        np.testing.assert_array_equal(head_sig(h=h_sig)["output_0"],
+                                      head.get_tensor(head.get_output_details()[0]["index"]))
+    assert card["stream"]["argmax_agreement_with_step_head"] == 1.0
+    assert card["stream"]["bytes"] == (out / "stream.tflite").stat().st_size < card["total_bytes"]
+
+
+@pytest.mark.slow
 def test_int8_step_state_quantization_is_tied(int8_step):
     """With the state clipped to [0, 1], h_prev and h_t share scale and zero point, so device
     code feeds the int8 output straight back."""
