@@ -14,7 +14,7 @@ import yaml
 _TRAIN_FLAGS = {
     "epochs": int, "batch_size": int, "lr": float, "optimizer": str, "seed": int,
     "clipnorm": float, "lr_decay_epochs": int, "lr_decay_factor": float, "monitor": str,
-    "sparsity_w": float, "sparsity_u": float, "distribute": str,
+    "sparsity_w": float, "sparsity_u": float, "distribute": str, "init_from": str,
 }
 # Model options with their own flags (any other goes through --option KEY=VALUE).
 _MODEL_FLAGS = {"units": int, "k": int, "rank": int}

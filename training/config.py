@@ -31,6 +31,9 @@ class TrainConfig:
     sparsity_w: float | None = None
     sparsity_u: float | None = None
     seed: int = 0
+    # Warm start: a run directory whose trained weights initialise this model (same weight
+    # shapes), e.g. quantization-aware fine-tuning of a float run with state_quant_bits set.
+    init_from: str | None = None
     mixed_precision: bool = False
     distribute: str = "none"  # none | mirrored
     backend: str = "tensorflow"

@@ -106,6 +106,26 @@ def build_model(config: TrainConfig, task) -> keras.Model:
     return model
 
 
+def warm_start(model: keras.Model, run_dir) -> None:
+    """Set ``model``'s weights to those of the trained run in ``run_dir`` (``init_from``)."""
+    path = Path(run_dir) / "model.keras"
+    if not path.is_file():
+        raise FileNotFoundError(f"init_from: {path} does not exist (a finished `zoo train` run "
+                                "directory holds model.keras)")
+    source = keras.saving.load_model(path)
+    ours, theirs = model.weights, source.weights
+    mismatch = [(a.path, tuple(a.shape), b.path, tuple(b.shape))
+                for a, b in zip(ours, theirs) if tuple(a.shape) != tuple(b.shape)]
+    if len(ours) != len(theirs) or mismatch:
+        detail = (f"first mismatch: ours {mismatch[0][0]} {mismatch[0][1]} vs theirs "
+                  f"{mismatch[0][2]} {mismatch[0][3]}" if mismatch else
+                  f"{len(ours)} weights here vs {len(theirs)} there")
+        raise ValueError(f"init_from {run_dir}: its weights do not match this model's "
+                         f"({detail}); the same model and shape options are needed "
+                         "(state_clip, state_quant_bits and constraints may differ)")
+    model.set_weights(source.get_weights())
+
+
 def recurrent_cell(model: keras.Model):
     for layer in model.layers:
         if isinstance(layer, keras.layers.RNN):
@@ -183,6 +203,12 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
         raise RuntimeError(f"this process runs Keras on {keras.backend.backend()!r}, the config "
                            f"asks for {config.backend!r}; set KERAS_BACKEND before importing keras")
     task = get_task(config.task, **config.task_options)
+    # Invalid model options (or init_from) fail here, before the run directory exists: a failed
+    # first try must not leave an "unfinished run" that refuses the corrected command.
+    probe = build_model(config, task)
+    if config.init_from:
+        warm_start(probe, config.init_from)
+    del probe
     saved_state = prepare_run_dir(run_dir, config, overwrite)
     keras.utils.set_random_seed(config.seed)
     if config.mixed_precision:
@@ -206,6 +232,9 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
             print_fn(f"resuming {run_dir} after epoch {initial_epoch}/{config.epochs}")
         else:
             model = build_model(config, task)
+            if config.init_from:
+                warm_start(model, config.init_from)
+                print_fn(f"initialised from {config.init_from}")
             initial_epoch, history = 0, []
     print_fn(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
              f"{len(x_train)} train / {len(x_val)} val / {len(x_test)} test sequences, "

@@ -229,3 +229,32 @@ def test_mixed_precision_trains_in_float16_and_saves_the_policy(tmp_path, env):
     assert policy == "mixed_float16" and variable_dtype == "float32"
     history = np.genfromtxt(out / "history.csv", delimiter=",", names=True)
     assert np.all(np.isfinite(history["loss"]))  # loss scaling kept float16 from overflowing
+
+
+def test_init_from_starts_from_the_trained_weights(finished_run, tmp_path, env):
+    """Warm start (e.g. quantization-aware fine-tuning): with a vanishing learning rate the new
+    run is the old model, whose test accuracy it reproduces; a shape mismatch is refused."""
+    src, _ = finished_run
+    out = tmp_path / "warm"
+    proc = zoo([*TRAIN[:-6], "--epochs", "1", "--lr", "1e-12", "--patience", "0",
+                "--init-from", str(src), "--out", str(out)], env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"initialised from {src}" in proc.stdout
+    before = json.loads((src / "metrics.json").read_text())["test"]
+    after = json.loads((out / "metrics.json").read_text())["test"]
+    assert after["accuracy"] == before["accuracy"]
+    assert after["loss"] == pytest.approx(before["loss"], rel=1e-5)
+    assert yaml.safe_load((out / "config.yaml").read_text())["init_from"] == str(src)
+
+    proc = zoo([*TRAIN[:-6], "--units", "8", "--epochs", "1", "--init-from", str(src),
+                "--out", str(tmp_path / "bad")], env, timeout=600)
+    assert proc.returncode != 0
+    assert "init_from" in proc.stderr and "do not match" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_invalid_model_options_leave_no_run_directory(tmp_path, env):
+    """A failed first try must not leave an 'unfinished run' that refuses the corrected one."""
+    out = tmp_path / "typo"
+    proc = zoo([*TRAIN, "--rank", "99", "--out", str(out)], env, timeout=300)
+    assert proc.returncode == 2 and "rank" in proc.stderr, proc.stderr[-2000:]
+    assert not out.exists()
