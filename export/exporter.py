@@ -86,6 +86,13 @@ def _quant(details):
     return {"scale": float(scale), "zero_point": int(zp), "dtype": np.dtype(details["dtype"]).name}
 
 
+def _same_quantization(a: dict, b: dict) -> bool:
+    """Whether two tensors (interpreter details) share dtype, scale and zero point, so one's
+    values can be fed to the other unchanged."""
+    return a["dtype"] == b["dtype"] and device_bench._same_quant(a["quantization"],
+                                                                b["quantization"])
+
+
 def _step_io(step_bytes: bytes) -> tuple[dict, dict]:
     from ai_edge_litert.interpreter import Interpreter
 
@@ -99,10 +106,9 @@ def _step_io(step_bytes: bytes) -> tuple[dict, dict]:
             raise RuntimeError(f"unexpected step input {d['name']!r}")
         by_name[key] = i
     io = {"x": by_name["x"], "h": by_name["h"], "h_out": 0}
-    h_in, h_out = _quant(inputs[io["h"]]), _quant(out)
-    tied = (h_in["dtype"] == h_out["dtype"] and h_in["zero_point"] == h_out["zero_point"]
-            and abs(h_in["scale"] - h_out["scale"]) <= 1e-12 * max(1.0, h_in["scale"]))
-    state = {"x": _quant(inputs[io["x"]]), "h_in": h_in, "h_out": h_out, "tied": bool(tied),
+    tied = _same_quantization(inputs[io["h"]], out)
+    state = {"x": _quant(inputs[io["x"]]), "h_in": _quant(inputs[io["h"]]), "h_out": _quant(out),
+             "tied": bool(tied),
              "feedback": ("direct: copy h_t's bytes into h_prev" if tied else
                           "requantize: h_prev = quantize(dequantize(h_t, h_out), h_in)")}
     return io, state
@@ -152,13 +158,15 @@ def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
     head_in, (logits_out,) = head.get_input_details()["h"], head.get_output_details().values()
     q = lambda v, d: device_bench.quantize(v, d["dtype"], d["quantization"])
     dq = lambda v, d: device_bench.dequantize(v, d["dtype"], d["quantization"])
+    direct_feedback, direct_head = _same_quantization(h_out, h_in), _same_quantization(h_in,
+                                                                                       head_in)
     out = []
     for seq in x:
         h = q(np.zeros(h_in["shape"], np.float32), h_in)
         for x_t in seq:
             h_t = step(x_t=q(x_t[None], x_in), h_prev=h)["output_0"]
-            h = h_t if _quant(h_out) == _quant(h_in) else q(dq(h_t, h_out), h_in)
-        h = h if _quant(h_in) == _quant(head_in) else q(dq(h, h_in), head_in)
+            h = h_t if direct_feedback else q(dq(h_t, h_out), h_in)
+        h = h if direct_head else q(dq(h, h_in), head_in)
         out.append(dq(head(h=h)["output_0"], logits_out)[0])
     return np.stack(out)
 

@@ -91,15 +91,14 @@ def configure(converter, mode: str, calibration: dict[str, np.ndarray] | None = 
 
 
 def convert_saved_model(saved_model_dir, mode: str, calibration=None, *,
-                        per_tensor: bool = True) -> bytes:
+                        per_tensor: bool = True, signature_keys=None) -> bytes:
     """Convert a SavedModel in this process (see `convert` for the crash-safe entry point).
-    With per-signature ``calibration`` (see `configure`) the signatures it names are converted
-    into one model."""
+    ``signature_keys``: the signatures to convert into one model (default: the only one); their
+    ``calibration`` is then per signature (see `configure`)."""
     import tensorflow as tf
 
-    keys = list(calibration) if calibration and isinstance(
-        next(iter(calibration.values())), dict) else None
-    converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model_dir), signature_keys=keys)
+    converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model_dir),
+                                                         signature_keys=signature_keys)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     configure(converter, mode, calibration, per_tensor=per_tensor)
     return converter.convert()
@@ -124,27 +123,25 @@ def convert(model, mode: str, calibration=None, *, unroll: bool = False, per_ten
 
     if mode not in MODES:
         raise ValueError(f"unknown quantization mode {mode!r}; valid: {', '.join(MODES)}")
-    multi = isinstance(model, dict)
-    if multi and mode in CALIBRATED and set(calibration or {}) != set(model):
-        raise ValueError(f"calibration must name every signature {sorted(model)}")
-    if mode == "none" and not child and not multi:
+    signature_keys = list(model) if isinstance(model, dict) else None
+    if signature_keys and mode in CALIBRATED and set(calibration or {}) != set(signature_keys):
+        raise ValueError(f"calibration must name every signature {signature_keys}")
+    if mode == "none" and not child and not signature_keys:
         return to_tflite(model, unroll=unroll)
     if child is None:
         child = mode in CALIBRATED
     with tempfile.TemporaryDirectory(prefix="zoo_export_") as tmp:
         tmp = Path(tmp)
         write_saved_model(model, tmp / "saved_model", unroll=unroll)
-        if multi and not calibration:
-            # Uncalibrated modes still need the signature keys: empty dicts name them.
-            calibration = {key: {} for key in model}
         if not child:
             return convert_saved_model(tmp / "saved_model", mode, calibration,
-                                       per_tensor=per_tensor)
+                                       per_tensor=per_tensor, signature_keys=signature_keys)
         if calibration:
             np.savez(tmp / "calibration.npz", **_flatten(calibration))
         spec = {"saved_model": str(tmp / "saved_model"), "mode": mode,
                 "calibration": str(tmp / "calibration.npz") if calibration else None,
-                "per_tensor": per_tensor, "out": str(tmp / "model.tflite")}
+                "per_tensor": per_tensor, "signature_keys": signature_keys,
+                "out": str(tmp / "model.tflite")}
         (tmp / "spec.json").write_text(json.dumps(spec))
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")}
         what = f"--quantize {mode} --form {form}{' --unroll' if unroll else ''}"
@@ -170,14 +167,11 @@ def convert(model, mode: str, calibration=None, *, unroll: bool = False, per_ten
 
 
 def _flatten(calibration: dict) -> dict:
-    """Per-signature calibration as flat npz keys ``signature/input`` (and ``signature/`` for a
-    signature named with no data)."""
+    """Per-signature calibration as flat npz keys ``signature/input``."""
     if not isinstance(next(iter(calibration.values())), dict):
         return calibration
-    flat = {}
-    for key, arrays in calibration.items():
-        flat.update({f"{key}/{name}": a for name, a in arrays.items()} or {f"{key}/": np.zeros(0)})
-    return flat
+    return {f"{key}/{name}": a for key, arrays in calibration.items()
+            for name, a in arrays.items()}
 
 
 def _unflatten(flat: dict) -> dict:
@@ -186,9 +180,7 @@ def _unflatten(flat: dict) -> dict:
     nested: dict = {}
     for k, a in flat.items():
         key, name = k.split("/", 1)
-        nested.setdefault(key, {})
-        if name:
-            nested[key][name] = a
+        nested.setdefault(key, {})[name] = a
     return nested
 
 
@@ -201,7 +193,8 @@ def _child_main(spec_path: str) -> int:
         with np.load(spec["calibration"]) as data:
             calibration = _unflatten({k: data[k] for k in data.files})
     tflite = convert_saved_model(spec["saved_model"], spec["mode"], calibration,
-                                 per_tensor=spec["per_tensor"])
+                                 per_tensor=spec["per_tensor"],
+                                 signature_keys=spec["signature_keys"])
     Path(spec["out"]).write_bytes(tflite)
     return 0
 

@@ -106,8 +106,8 @@ def build_model(config: TrainConfig, task) -> keras.Model:
     return model
 
 
-def warm_start(model: keras.Model, run_dir) -> None:
-    """Set ``model``'s weights to those of the trained run in ``run_dir`` (``init_from``)."""
+def warm_start_weights(model: keras.Model, run_dir) -> list:
+    """The trained weights of the run in ``run_dir`` (``init_from``), checked to fit ``model``."""
     path = Path(run_dir) / "model.keras"
     if not path.is_file():
         raise FileNotFoundError(f"init_from: {path} does not exist (a finished `zoo train` run "
@@ -123,7 +123,7 @@ def warm_start(model: keras.Model, run_dir) -> None:
         raise ValueError(f"init_from {run_dir}: its weights do not match this model's "
                          f"({detail}); the same model and shape options are needed "
                          "(state_clip, state_quant_bits and constraints may differ)")
-    model.set_weights(source.get_weights())
+    return source.get_weights()
 
 
 def recurrent_cell(model: keras.Model):
@@ -206,8 +206,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     # Invalid model options (or init_from) fail here, before the run directory exists: a failed
     # first try must not leave an "unfinished run" that refuses the corrected command.
     probe = build_model(config, task)
-    if config.init_from:
-        warm_start(probe, config.init_from)
+    init_weights = warm_start_weights(probe, config.init_from) if config.init_from else None
     del probe
     saved_state = prepare_run_dir(run_dir, config, overwrite)
     keras.utils.set_random_seed(config.seed)
@@ -232,8 +231,8 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
             print_fn(f"resuming {run_dir} after epoch {initial_epoch}/{config.epochs}")
         else:
             model = build_model(config, task)
-            if config.init_from:
-                warm_start(model, config.init_from)
+            if init_weights is not None:
+                model.set_weights(init_weights)
                 print_fn(f"initialised from {config.init_from}")
             initial_epoch, history = 0, []
     print_fn(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
