@@ -66,7 +66,11 @@ def test_clip_and_fake_quant_match_numpy(k, clip, bits):
         assert np.max(np.abs(got - want)) <= s + 1e-5
 
 
-def test_fake_quant_gradient_is_straight_through():
+@pytest.mark.parametrize("make_layer", [
+    lambda bits: zoo.IRNN(D, state_clip=100.0, state_quant_bits=bits, eta_init=0.2),
+    lambda bits: zoo.AntisymmetricRNN(D, epsilon=0.1, state_clip=4.0, state_quant_bits=bits),
+], ids=["irnn", "antisymmetric"])
+def test_fake_quant_gradient_is_straight_through(make_layer):
     """d(loss)/d(weights) with fake quant equals the clip-only cell's gradient at the same point
     when no state lies on the clip (STE: the rounding is the identity backwards)."""
     import tensorflow as tf
@@ -76,14 +80,14 @@ def test_fake_quant_gradient_is_straight_through():
     grads = []
     for bits in (None, 16):
         keras.utils.set_random_seed(0)
-        layer = zoo.IRNN(D, state_clip=100.0, state_quant_bits=bits, eta_init=0.2)
+        layer = make_layer(bits)
         layer.build((B, 2, d))
         h0 = np.full((B, D), 0.5, "float32")
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(layer(x, initial_state=[h0]) ** 2)
         grads.append(tape.gradient(loss, layer.cell.kernel).numpy())
-    # The forward values differ by < one grid step (100 / 65535), so the gradients nearly agree;
-    # a zero gradient through round() would make them differ completely.
+    # The forward values differ by < one 16-bit grid step, so the gradients nearly agree; a zero
+    # gradient through round() would make them differ completely.
     assert np.abs(grads[1]).max() > 0
     np.testing.assert_allclose(grads[1], grads[0], rtol=0.02, atol=1e-4)
 
@@ -159,24 +163,6 @@ def test_antisymmetric_clip_and_fake_quant_match_numpy(gated, clip, bits):
         assert np.abs(got).max() <= clip + 1e-6
         assert np.mean(np.abs(got - want) < 1e-5) > 0.98
         assert np.max(np.abs(got - want)) <= s + 1e-5
-
-
-def test_antisymmetric_fake_quant_gradient_is_straight_through():
-    import tensorflow as tf
-
-    rng = np.random.default_rng(3)
-    x = rng.normal(0, 0.3, (B, 2, d)).astype("float32")
-    grads = []
-    for bits in (None, 16):
-        keras.utils.set_random_seed(0)
-        layer = zoo.AntisymmetricRNN(D, epsilon=0.1, state_clip=4.0, state_quant_bits=bits)
-        layer.build((B, 2, d))
-        h0 = np.full((B, D), 0.5, "float32")
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(layer(x, initial_state=[h0]) ** 2)
-        grads.append(tape.gradient(loss, layer.cell.kernel).numpy())
-    assert np.abs(grads[1]).max() > 0
-    np.testing.assert_allclose(grads[1], grads[0], rtol=0.02, atol=1e-4)
 
 
 def test_antisymmetric_defaults_off_config_roundtrip_and_export_drop():
