@@ -31,12 +31,19 @@ def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -
     return cm
 
 
-def evaluate_run(run_dir: str | Path, data_dir=None) -> dict:
+def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | None = None) -> dict:
+    """Score a finished run; ``task_options`` override the run's (e.g. ``evaluate_on="all"``)."""
     from training.tasks import get_task
 
     config, model, norm = load_run(run_dir)
-    task = get_task(config["task"], **config.get("task_options", {}))
-    test = task.load(data_dir, seed=config.get("seed", 0)).test
+    task = get_task(config["task"], **{**config.get("task_options", {}), **(task_options or {})})
+    # A task may score a different layout than its own test split (google12 on the official
+    # Speech Commands test-set archive); the others score their test split.
+    evaluation_split = getattr(task, "evaluation_split", None)
+    if evaluation_split is not None:
+        test = evaluation_split(data_dir, seed=config.get("seed", 0))
+    else:
+        test = task.load(data_dir, seed=config.get("seed", 0)).test
     outputs = model.predict(norm.apply(test.x).astype("float32"), batch_size=256, verbose=0)
     report = {"run_dir": str(run_dir), "task": task.name, "model": config["model"],
               "test_sequences": len(test.x)}

@@ -8,7 +8,7 @@ from training.tasks import (STD_FLOOR, Normalization, Task, describe_tasks, get_
 from training.tasks import mnist as mnist_module
 
 EXPECTED = {"har2": ((128, 9), 2), "har6": ((128, 9), 6), "google30": ((99, 32), 30),
-            "google12": ((99, 32), 12), "dsa19": ((125, 45), 19), "adding": ((200, 2), 1),
+            "google12": ((99, 32), 12), "google12_testset": ((99, 32), 12), "dsa19": ((125, 45), 19), "adding": ((200, 2), 1),
             "copy": ((220, 10), 10), "pixel_mnist": ((784, 1), 10),
             "permuted_mnist": ((784, 1), 10)}
 

@@ -283,6 +283,17 @@ class Google12(SpeechTask):
         arrays, _ = cached_arrays("speech_silence", key, compute)
         return arrays
 
+    def evaluation_split(self, data_dir, *, seed: int = 0) -> Split:
+        """What ``zoo eval`` scores: every clip when ``data_dir`` is the official test-set layout
+        (``speech_commands_test_set_v0.02``: its ``_silence_`` and ``_unknown_`` folders are the
+        classes as they are), else this task's own test split."""
+        from training.tasks.speech_testset import find_layout, load_layout  # it imports this module
+
+        if find_layout(data_dir):
+            a, _ = load_layout(data_dir, self.frontend, self._options["pad"])
+            return Split(a["x"], a["y"])
+        return self.load(data_dir, seed=seed).test
+
     def _load(self, data_dir, *, seed: int) -> TaskData:
         o = self._options
         a, located, hit, words_key = self._word_features(data_dir)
