@@ -35,15 +35,19 @@ ROWS = [
     # A clipped K = 5 state collapses on HAR-2 unless eta stays positive: at lr 1e-2 eta went
     # to -0.038 within two epochs, the Euler step then runs away from the equilibrium and the
     # clip pins the state at 0 (48.4 % = chance). Props. 1-2 assume eta > 0.
-    ("iRNN K=5 clip[0,1]", "irnn", {"k": 5, "state_clip": 1.0}, None),
+    ("iRNN K=5 clip[0,1]", "irnn", {"k": 5, "state_clip": 1.0, "eta_parametrization": "raw"},
+     None),
     ("iRNN K=5 clip[0,1] eta>=0", "irnn",
-     {"k": 5, "state_clip": 1.0, "eta_constraint": "non_neg"}, None),
+     {"k": 5, "state_clip": 1.0, "eta_constraint": "non_neg",
+      "eta_parametrization": "raw"}, None),
     ("iRNN K=5 clip[0,1]+QAT8 eta>=0", "irnn",
-     {"k": 5, "state_clip": 1.0, "state_quant_bits": 8, "eta_constraint": "non_neg"}, None),
+     {"k": 5, "state_clip": 1.0, "state_quant_bits": 8, "eta_constraint": "non_neg",
+      "eta_parametrization": "raw"}, None),
     # REFERENCE 6.1's schedule: the float clipped model first, then fake quant for the last
     # epochs only (here: a fine-tune of that run at a tenth of the learning rate).
     ("iRNN K=5 clip[0,1] eta>=0, QAT8 fine-tune", "irnn",
-     {"k": 5, "state_clip": 1.0, "state_quant_bits": 8, "eta_constraint": "non_neg"}, None,
+     {"k": 5, "state_clip": 1.0, "state_quant_bits": 8, "eta_constraint": "non_neg",
+      "eta_parametrization": "raw"}, None,
      {"init_from": "iRNN K=5 clip[0,1] eta>=0", "epochs": 20, "lr": 1e-3,
       "early_stopping_patience": 5}),
     ("FastRNN", "fastrnn", {}, "fastrnn"),

@@ -1,6 +1,8 @@
 """iRNN and SiRNN: RNNs incrementally evolving on an equilibrium manifold (Kag, Zhang, Saligrama,
 ICLR 2020; ``shared/papers/004``)."""
 
+import math
+
 import keras
 from keras import initializers, ops, regularizers, constraints
 
@@ -41,13 +43,19 @@ class IRNNCell(keras.layers.Layer):
         k: number of recursions K per time step (default 1 = SiRNN).
         alpha: the ODE's decay alpha > 0 (paper: 1, fixed).
         trainable_alpha: learn alpha, kept positive as ``softplus(raw)``, initialised to ``alpha``.
-        eta_init: initial step size eta (paper and TARNN: 1e-2). eta is a raw weight,
-            unconstrained by default (as the paper's code learns it).
-        eta_constraint: optional Keras constraint on eta, e.g. ``"non_neg"``. Props. 1-2 need
-            eta > 0 (with eta < 0 the Euler step moves away from the equilibrium); an unbounded
-            state tolerates a negative excursion, but a clipped one (``state_clip``) is pushed onto
-            its bound and stays there (seen on HAR-2 with K = 5: eta -> -0.038 within two epochs at
-            lr 1e-2, then a constant state). Use ``"non_neg"`` with ``state_clip``.
+        eta_init: initial step size eta (paper and TARNN: 1e-2).
+        eta_parametrization: how the learned step size is stored. ``"sigmoid"`` (default):
+            ``eta = sigmoid(eta_logit)``, so eta stays in (0, 1), inside Props. 1-2 (eta > 0, and
+            eta * alpha <= 1 for alpha <= 1), and an optimizer step changes eta by a *relative*
+            amount (d eta / d logit = eta (1 - eta)). ``"raw"``: eta is the weight itself, as the
+            paper's code (TARNN) learns it. Why the default is not raw: Adam moves every weight by
+            about its learning rate per step whatever the gradient's size, and at lr 1e-2 that is
+            the whole of eta = 1e-2, so one epoch can carry a raw eta below zero; a clipped state
+            (``state_clip``) is then driven onto 0, where the clip's gradient is zero for every
+            weight and training never recovers (full HAR-2, K = 1, epoch 8: eta 0.022 -> -0.009,
+            every state 0, loss ln 2 for the rest of the run).
+        eta_constraint: optional Keras constraint on a ``"raw"`` eta, e.g. ``"non_neg"`` (a
+            sigmoid eta needs none; combining the two is an error).
         eta_timesteps: ``None`` (default) shares one eta per recursion over time (shape ``[K]``, the
             cell then streams and takes any sequence length); an integer T gives the TARNN table
             ``eta[k, m]`` of shape ``[K, T]``, which fixes the sequence length: the cell then carries
@@ -86,7 +94,7 @@ class IRNNCell(keras.layers.Layer):
                  recurrent_initializer=None, bias_initializer="zeros", kernel_regularizer=None,
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
                  recurrent_constraint=None, bias_constraint=None, eta_constraint=None,
-                 state_clip=None, state_quant_bits=None, **kwargs):
+                 eta_parametrization="sigmoid", state_clip=None, state_quant_bits=None, **kwargs):
         super().__init__(**kwargs)
         if units <= 0 or k <= 0:
             raise ValueError(f"units and k must be positive, got units={units}, k={k}")
@@ -100,6 +108,7 @@ class IRNNCell(keras.layers.Layer):
             raise ValueError(f"rank must be None or in 1..units={units}, got {rank}")
         if eta_timesteps is not None and eta_timesteps <= 0:
             raise ValueError(f"eta_timesteps must be None or positive, got {eta_timesteps}")
+        _check_eta(eta_parametrization, eta_init, eta_constraint)
         self.state_clip, self.state_quant_bits = check_state_bound(
             state_clip, state_quant_bits, "[0, state_clip]")
         self.units = units
@@ -124,6 +133,7 @@ class IRNNCell(keras.layers.Layer):
         self.recurrent_constraint = constraints.get(recurrent_constraint)
         self.bias_constraint = constraints.get(bias_constraint)
         self.eta_constraint = constraints.get(eta_constraint)
+        self.eta_parametrization = eta_parametrization
         self.state_size = units if eta_timesteps is None else [units, 1]
         self.output_size = units
 
@@ -147,14 +157,26 @@ class IRNNCell(keras.layers.Layer):
                                      constraint=self.bias_constraint)
                      if self.use_bias else None)
         eta_shape = (self.k,) if self.eta_timesteps is None else (self.k, self.eta_timesteps)
-        self.eta = self.add_weight(shape=eta_shape, name="eta",
-                                   initializer=initializers.Constant(self.eta_init),
-                                   constraint=self.eta_constraint)
+        # self.eta is the stored weight: eta itself ("raw") or its logit ("sigmoid");
+        # eta_value() is the step size the recursion uses.
+        if self.eta_parametrization == "sigmoid":
+            self.eta = self.add_weight(shape=eta_shape, name="eta_logit",
+                                       initializer=initializers.Constant(_logit(self.eta_init)))
+        else:
+            self.eta = self.add_weight(shape=eta_shape, name="eta",
+                                       initializer=initializers.Constant(self.eta_init),
+                                       constraint=self.eta_constraint)
         if self.trainable_alpha:
             # Inverse softplus, so that softplus(raw) == alpha at initialisation.
             raw = self.alpha + float(ops.convert_to_numpy(ops.log(-ops.expm1(-self.alpha))))
             self.alpha_raw = self.add_weight(shape=(), name="alpha_raw",
                                              initializer=initializers.Constant(raw))
+
+    def eta_value(self):
+        """The step sizes eta (shape ``[K]`` or ``[K, T]``) the recursion uses."""
+        if self.eta_parametrization == "sigmoid":
+            return ops.sigmoid(self.eta)
+        return self.eta
 
     def alpha_value(self):
         if self.trainable_alpha:
@@ -183,13 +205,14 @@ class IRNNCell(keras.layers.Layer):
         drive = ops.matmul(inputs, self.kernel)  # W x_m (+ b), shared by all K recursions
         if self.use_bias:
             drive = drive + self.bias
+        eta = ops.cast(self.eta_value(), dtype)
         if self.eta_timesteps is None:
-            etas = [self.eta[i] for i in range(self.k)]
+            etas = [eta[i] for i in range(self.k)]
         else:
             step = states[1]  # (batch, 1), the time index m
             onehot = ops.one_hot(ops.cast(ops.minimum(step[:, 0], self.eta_timesteps - 1), "int32"),
                                  self.eta_timesteps, dtype=dtype)
-            eta_m = ops.matmul(onehot, ops.transpose(ops.cast(self.eta, dtype)))  # (batch, K)
+            eta_m = ops.matmul(onehot, ops.transpose(eta))  # (batch, K)
             etas = [eta_m[:, i:i + 1] for i in range(self.k)]
         g = h_prev if self.g0 == "previous" else ops.zeros_like(h_prev)
         shift = h_prev if self.state_sign == 1 else -h_prev
@@ -220,9 +243,36 @@ class IRNNCell(keras.layers.Layer):
             "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
             "bias_constraint": constraints.serialize(self.bias_constraint),
             "eta_constraint": constraints.serialize(self.eta_constraint),
+            "eta_parametrization": self.eta_parametrization,
             "state_clip": self.state_clip, "state_quant_bits": self.state_quant_bits,
         }
         return {**super().get_config(), **config}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**_with_saved_eta_default(config))
+
+
+def _check_eta(parametrization, eta_init, eta_constraint):
+    if parametrization not in ("sigmoid", "raw"):
+        raise ValueError(f"eta_parametrization must be 'sigmoid' or 'raw', got {parametrization!r}")
+    if parametrization == "sigmoid":
+        if not 0.0 < float(eta_init) < 1.0:
+            raise ValueError(f"eta_init must be in (0, 1) with eta_parametrization='sigmoid', got "
+                             f"{eta_init}; use eta_parametrization='raw' for other values")
+        if eta_constraint is not None:
+            raise ValueError("eta_constraint constrains a raw eta; with eta_parametrization="
+                             "'sigmoid' eta is in (0, 1) already. Drop eta_constraint, or pass "
+                             "eta_parametrization='raw'")
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
+
+
+def _with_saved_eta_default(config: dict) -> dict:
+    # Models saved before eta_parametrization existed stored a raw eta.
+    return {"eta_parametrization": "raw", **config}
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
@@ -230,6 +280,10 @@ class IRNN(CellRNN):
     """Incremental RNN layer: `keras.layers.RNN` over `IRNNCell` (see it for every argument)."""
 
     cell_class = IRNNCell
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**_with_saved_eta_default(config))
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")

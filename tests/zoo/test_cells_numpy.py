@@ -167,7 +167,23 @@ IRNN_CASES = {
     "trainable_alpha_k3": dict(k=3, trainable_alpha=True),
     "trainable_alpha_lowrank_eq9": dict(k=3, trainable_alpha=True, rank=3, premultiply=True),
     "no_bias_k3": dict(k=3, use_bias=False),
+    "raw_eta_k3": dict(k=3, eta_parametrization="raw"),
+    "raw_eta_table_lowrank_eq9": dict(k=3, eta_timesteps=T, rank=3, premultiply=True,
+                                      eta_parametrization="raw"),
 }
+
+
+def logit(p):
+    return np.log(p / (1.0 - p))
+
+
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def step_sizes(p):
+    """eta as the oracle uses it: the raw weight, or the sigmoid of the stored logit."""
+    return sigmoid(p["eta_logit"]) if "eta_logit" in p else p["eta"]
 
 
 @pytest.mark.parametrize("case", sorted(IRNN_CASES))
@@ -177,6 +193,7 @@ def test_irnn_matches_numpy(case, rng, data):
     layer = build(zoo.IRNN(D, return_sequences=True, **opts))
     k = opts.get("k", 1)
     special = {"eta": lambda s: rng.uniform(0.1, 0.5, size=s),
+               "eta_logit": lambda s: logit(rng.uniform(0.1, 0.5, size=s)),
                "alpha_raw": lambda s: rng.uniform(0.0, 1.0, size=s)}
     if opts.get("premultiply") and not opts.get("rank"):
         # Full-rank P = U applies U twice: keep ||U|| moderate so the state stays O(1).
@@ -189,6 +206,7 @@ def test_irnn_matches_numpy(case, rng, data):
         special["recurrent_h"] = lambda s: rng.normal(0.0, 0.2, size=s)
         if opts.get("premultiply"):
             special["eta"] = lambda s: rng.uniform(0.1, 0.3, size=s)
+            special["eta_logit"] = lambda s: logit(rng.uniform(0.1, 0.3, size=s))
     randomise(layer, rng, special)
     p = weights(layer)
 
@@ -204,7 +222,7 @@ def test_irnn_matches_numpy(case, rng, data):
     else:
         U = p["recurrent_kernel"].T
     P = U if opts.get("premultiply") else None
-    eta = p["eta"].reshape(k, -1)
+    eta = step_sizes(p).reshape(k, -1)
     assert eta.shape == (k, opts.get("eta_timesteps") or 1)
     want = irnn_oracle(x, h0, W, U, b, eta, alpha, NP_ACT[opts.get("activation", "relu")],
                        opts.get("g0", "previous"), opts.get("state_sign", 1), P)
@@ -217,10 +235,10 @@ def test_irnn_eta_table_counter_defaults_to_zero(rng, data):
     """Without an explicit initial state the per-time-step eta table starts at column 0."""
     x, _ = data
     layer = build(zoo.IRNN(D, k=2, eta_timesteps=T, return_sequences=True))
-    randomise(layer, rng, {"eta": lambda s: rng.uniform(0.1, 0.5, size=s)})
+    randomise(layer, rng, {"eta_logit": lambda s: logit(rng.uniform(0.1, 0.5, size=s))})
     p = weights(layer)
     want = irnn_oracle(x, np.zeros((B, D)), p["kernel"].T, p["recurrent_kernel"].T, p["bias"],
-                       p["eta"], 1.0, relu, "previous", 1)
+                       step_sizes(p), 1.0, relu, "previous", 1)
     got = np.asarray(keras.ops.convert_to_numpy(layer(x.astype("float32"))), dtype=np.float64)
     assert_close(got, want)
 
@@ -243,10 +261,11 @@ def sirnn_oracle(x, h0, W, U, b, eta, alpha):
 def test_sirnn_matches_eq6(rng, data):
     x, h0 = data
     layer = build(zoo.SiRNN(D, return_sequences=True))
-    randomise(layer, rng, {"eta": lambda s: rng.uniform(0.1, 0.5, size=s)})
+    randomise(layer, rng, {"eta_logit": lambda s: logit(rng.uniform(0.1, 0.5, size=s))})
     p = weights(layer)
-    assert p["eta"].shape == (1,)
-    want = sirnn_oracle(x, h0, p["kernel"].T, p["recurrent_kernel"].T, p["bias"], p["eta"][0], 1.0)
+    eta = step_sizes(p)
+    assert eta.shape == (1,)
+    want = sirnn_oracle(x, h0, p["kernel"].T, p["recurrent_kernel"].T, p["bias"], eta[0], 1.0)
     assert_close(run(layer, x, h0), want)
 
 
@@ -257,13 +276,13 @@ def test_sirnn_registry_default_is_eq9_lowrank(rng, data):
     h0 = rng.normal(0.0, 0.5, size=(B, units))
     layer = build(zoo.create_layer("sirnn", return_sequences=True))
     # ||V H|| ~ 0.2 for D = 80, r = 16; eta as small as the paper's regime allows for O(1) states.
-    randomise(layer, rng, {"eta": lambda s: rng.uniform(0.1, 0.3, size=s),
+    randomise(layer, rng, {"eta_logit": lambda s: logit(rng.uniform(0.1, 0.3, size=s)),
                            "recurrent_v": lambda s: rng.normal(0.0, 0.05, size=s),
                            "recurrent_h": lambda s: rng.normal(0.0, 0.05, size=s)})
     p = weights(layer)
     assert p["recurrent_v"].shape == (units, 16)
     U = np.eye(units) + (p["recurrent_v"] @ p["recurrent_h"]).T
-    want = irnn_oracle(x, h0, p["kernel"].T, U, p["bias"], p["eta"].reshape(1, 1), 1.0, relu,
+    want = irnn_oracle(x, h0, p["kernel"].T, U, p["bias"], step_sizes(p).reshape(1, 1), 1.0, relu,
                        "previous", 1, P=U)
     assert_close(run(layer, x, h0), want)
 

@@ -37,10 +37,15 @@ def oracle(x, h0, W, U, b, eta, alpha, clip, bits):
 def layer_and_weights(rng, **opts):
     layer = zoo.IRNN(D, return_sequences=True, **opts)
     layer.build((B, T, d))
+    p = {}
     for w in layer.weights:
-        value = rng.uniform(0.3, 0.6, w.shape) if w.name == "eta" else rng.normal(0, 0.5, w.shape)
-        w.assign(np.asarray(value, "float32"))
-    p = {w.name: np.asarray(w.numpy(), np.float64) for w in layer.weights}
+        if w.name == "eta_logit":  # the default sigmoid parametrization: eta = sigmoid(logit)
+            eta = rng.uniform(0.3, 0.6, w.shape)
+            w.assign(np.asarray(np.log(eta / (1 - eta)), "float32"))
+            p["eta"] = 1.0 / (1.0 + np.exp(-np.asarray(w.numpy(), np.float64)))
+        else:
+            w.assign(np.asarray(rng.normal(0, 0.5, w.shape), "float32"))
+            p[w.name] = np.asarray(w.numpy(), np.float64)
     return layer, p
 
 
@@ -205,7 +210,8 @@ def _fit_towards_negative_eta(eta_constraint):
     x = np.random.default_rng(0).normal(size=(16, T, d)).astype("float32")
     model = keras.Sequential([
         keras.Input((T, d)),
-        zoo.IRNN(D, k=2, state_clip=1.0, eta_init=0.05, eta_constraint=eta_constraint)])
+        zoo.IRNN(D, k=2, state_clip=1.0, eta_init=0.05, eta_constraint=eta_constraint,
+                 eta_parametrization="raw")])
     model.compile(optimizer=keras.optimizers.SGD(1.0), loss=lambda y, h: keras.ops.mean(h))
     model.fit(x, np.zeros((16, D), "float32"), epochs=5, batch_size=16, verbose=0)
     return np.asarray(model.layers[0].cell.eta)
@@ -217,10 +223,11 @@ def test_eta_constraint_keeps_eta_non_negative():
 
 
 def test_eta_constraint_config_roundtrip_and_registry():
-    layer = zoo.IRNN(D, eta_constraint="non_neg")
+    layer = zoo.IRNN(D, eta_constraint="non_neg", eta_parametrization="raw")
     clone = zoo.IRNN.from_config(layer.get_config())
     assert isinstance(clone.cell.eta_constraint, keras.constraints.NonNeg)
     assert zoo.get_model_entry("irnn").options()["eta_constraint"] is None
-    model = zoo.create_model("irnn", (T, d), 2, k=5, state_clip=1.0, eta_constraint="non_neg")
+    model = zoo.create_model("irnn", (T, d), 2, k=5, state_clip=1.0, eta_constraint="non_neg",
+                             eta_parametrization="raw")
     cell = next(layer.cell for layer in model.layers if hasattr(layer, "cell"))
     assert isinstance(cell.eta_constraint, keras.constraints.NonNeg)

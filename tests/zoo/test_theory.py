@@ -57,8 +57,9 @@ def np_weights(layer):
 
 
 def irnn_cell(rng, D, d, k, eta, u_norm, alpha=1.0, **opts):
-    """A float64 full-rank IRNNCell with ||U||_2 = u_norm exactly, W, b ~ N(0, 0.3^2)."""
-    cell = zoo.IRNNCell(D, k=k, alpha=alpha, dtype=F64, **opts)
+    """A float64 full-rank IRNNCell with ||U||_2 = u_norm exactly, W, b ~ N(0, 0.3^2), and the
+    step sizes set directly (a raw eta, so that tests can also set a step to exactly 0)."""
+    cell = zoo.IRNNCell(D, k=k, alpha=alpha, dtype=F64, eta_parametrization="raw", **opts)
     cell.build((None, d))
     U = rng.normal(size=(D, D))
     cell.recurrent_kernel.assign(u_norm * U / spectral_norm(U))
@@ -133,7 +134,7 @@ def test_irnn_identity_gradient_over_200_steps_where_simple_rnn_vanishes():
 
     # ReLU (the paper's phi), alpha = 1, eta = 0.8, ||U|| = 0.4: contraction 1 - 0.8 + 0.32 = 0.52,
     # so K = 20 recursions land within ~0.52^20 ~ 2e-6 of the equilibrium at every step.
-    irnn = zoo.IRNN(D, k=K, dtype=F64)
+    irnn = zoo.IRNN(D, k=K, dtype=F64, eta_parametrization="raw")
     irnn.build((None, T, d))
     fresh = irnn_cell(rng, D, d, K, 0.8, 0.4)
     irnn.cell.set_weights(fresh.get_weights())
@@ -242,7 +243,7 @@ def test_irnn_large_k_evolves_on_equilibrium_manifold():
     ([derived] in REFERENCE.md 1.1), over a whole sequence run by the IRNN layer."""
     rng = np.random.default_rng(3)
     D, d, T, K = 8, 3, 12, 40
-    layer = zoo.IRNN(D, k=K, return_sequences=True, dtype=F64)
+    layer = zoo.IRNN(D, k=K, return_sequences=True, dtype=F64, eta_parametrization="raw")
     layer.build((None, T, d))
     layer.cell.set_weights(irnn_cell(rng, D, d, K, 0.8, 0.4).get_weights())
     p = np_weights(layer)
