@@ -1,0 +1,189 @@
+"""Real-scale accuracy: every model on the full HAR-2 / DSA-19 training data, several seeds, one table.
+
+    python -m training.benchmarks.realscale --har ../shared/data/archives/uci_har_train_full.zip \
+        --dsa ../shared/data/archives/dsa19_train_full.zip --out bench/realscale --shard 0/2 &
+    python -m training.benchmarks.realscale ... --shard 1/2 &      # the other half, in parallel
+    python -m training.benchmarks.realscale ... --report           # the table, once both are done
+
+Seed ``s`` trains on all training subjects but the ``s``-th validation fold (a fixed partition of
+the training subjects: 5 folds of 4-5 subjects on HAR-2, one subject per fold on DSA-19), so the
+seeds are also a subject-wise cross-validation: the validation accuracy of the selected epoch,
+averaged over seeds, estimates accuracy on unseen subjects without touching the test split. Early
+stopping selects the epoch on validation loss; the test split is read once per run, at the end.
+
+Each run is an ordinary resumable ``zoo train`` run directory
+(``<out>/<task>/<label>/seed<s>``): a killed benchmark continues where it stopped, finished runs
+are reused. A run whose validation accuracy falls to chance after having been above it is
+reported as collapsed (with the epoch), never silently averaged in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+from pathlib import Path
+
+# label -> (model, model options). Hidden 80 everywhere (004 Table 5); the iRNN family with the
+# bounded, 8-bit fake-quantized state that integer export needs (docs/export.md).
+BOUNDED = {"state_clip": 1.0, "state_quant_bits": 8}
+# In training order: the candidates for the shipped models first, the slow K = 5 cell last.
+MODELS = {
+    "sirnn clip+q8": ("sirnn", BOUNDED),
+    "lstm": ("lstm", {}),
+    "gru": ("gru", {}),
+    "fastgrnn": ("fastgrnn", {}),
+    "fastrnn": ("fastrnn", {}),
+    "antisymmetric": ("antisymmetric", {}),
+    "stablernn": ("stablernn", {}),
+    "simple_rnn": ("simple_rnn", {}),
+    "gated_antisymmetric": ("gated_antisymmetric", {}),
+    "sirnn (paper, unbounded)": ("sirnn", {}),
+    "irnn K=5 clip+q8": ("irnn", {"k": 5, **BOUNDED}),
+}
+# The training subjects of each task (UCI HAR's 21 official training subjects; DSA-19's p1-p4)
+# and the number of validation folds they are dealt into.
+TRAIN_SUBJECTS = {
+    "har2": [1, 3, 5, 6, 7, 8, 11, 14, 15, 16, 17, 19, 21, 22, 23, 25, 26, 27, 28, 29, 30],
+    "dsa19": [1, 2, 3, 4],
+}
+FOLDS = {"har2": 5, "dsa19": 4}
+
+
+def validation_fold(task: str, fold: int) -> list[int]:
+    """The training subjects held out for validation in ``fold``: every n-th subject."""
+    n = FOLDS[task]
+    return TRAIN_SUBJECTS[task][fold % n::n]
+
+
+def run_config(task: str, label: str, seed: int, args):
+    from training.config import TrainConfig
+
+    model, options = MODELS[label]
+    return TrainConfig(task=task, model=model, seed=seed,
+                       model_options={"units": args.units, **options},
+                       task_options={"val_subjects": validation_fold(task, seed)},
+                       epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                       lr_decay_epochs=args.lr_decay_epochs, lr_decay_factor=0.1,
+                       early_stopping_patience=args.patience, clipnorm=args.clipnorm)
+
+
+def grid(args) -> list[tuple[str, str, int]]:
+    return [(task, label, seed) for label in args.models for seed in range(args.seeds)
+            for task in args.tasks]
+
+
+def run_dir_of(out: Path, task: str, label: str, seed: int) -> Path:
+    slug = label.replace(" ", "_").replace("=", "").replace("+", "_").replace("(", "").replace(
+        ")", "").replace(",", "")
+    return out / task / slug / f"seed{seed}"
+
+
+def collapse_epoch(history: list[dict], chance: float) -> int | None:
+    """The first epoch whose validation accuracy is within 2 points of chance after an earlier
+    epoch was 10 points above it (None when the run never collapsed)."""
+    above = False
+    for row in history:
+        acc = float(row["val_accuracy"])
+        above = above or acc > chance + 0.10
+        if above and acc < chance + 0.02:
+            return int(float(row["epoch"]))
+    return None
+
+
+def summarise(run_dir: Path, task: str) -> dict:
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    history = list(csv.DictReader(open(run_dir / "history.csv")))
+    classes = {"har2": 2, "dsa19": 19}[task]
+    best = history[metrics["best_epoch"] - 1]
+    return {"val": 100 * float(best["val_accuracy"]), "test": 100 * metrics["test"]["accuracy"],
+            "parameters": metrics["parameters"], "seconds": metrics["training_seconds"],
+            "epochs": metrics["epochs_run"], "best_epoch": metrics["best_epoch"],
+            "collapsed": collapse_epoch(history, 1.0 / classes)}
+
+
+def train_shard(args) -> None:
+    from training.trainer import train
+
+    out = Path(args.out)
+    index, count = (int(v) for v in args.shard.split("/"))
+    for i, (task, label, seed) in enumerate(grid(args)):
+        run_dir = run_dir_of(out, task, label, seed)
+        if i % count != index or (run_dir / "metrics.json").is_file():
+            continue
+        print(f"== {task} / {label} / seed {seed} -> {run_dir}", flush=True)
+        data = args.har if task == "har2" else args.dsa
+        train(run_config(task, label, seed, args), run_dir, data_dir=data)
+
+
+def _mean_spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def report(args) -> str:
+    out = Path(args.out)
+    lines = ["| task | model | params | val % (subject CV) | test % | seeds | collapsed | "
+             "epochs (best) | train s / run |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = []
+    for task in args.tasks:
+        for label in args.models:
+            runs = [summarise(run_dir_of(out, task, label, s), task) for s in range(args.seeds)
+                    if (run_dir_of(out, task, label, s) / "metrics.json").is_file()]
+            if not runs:
+                continue
+            collapsed = [f"seed {i}: epoch {r['collapsed']}" for i, r in enumerate(runs)
+                         if r["collapsed"]]
+            rows.append({"task": task, "model": label, **{k: [r[k] for r in runs] for k in runs[0]}})
+            lines.append(
+                f"| {task} | {label} | {runs[0]['parameters']:,} | "
+                f"{_mean_spread([r['val'] for r in runs])} | "
+                f"{_mean_spread([r['test'] for r in runs])} | {len(runs)} | "
+                f"{'; '.join(collapsed) or 'none'} | "
+                f"{'/'.join(str(r['epochs']) for r in runs)} "
+                f"({'/'.join(str(r['best_epoch']) for r in runs)}) | "
+                f"{statistics.mean(r['seconds'] for r in runs):.0f} |")
+    (out / "results.json").write_text(json.dumps(rows, indent=2))
+    table = "\n".join(lines) + "\n"
+    (out / "results.md").write_text(table)
+    return table
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--har", help="UCI HAR folder or zip (the full training split)")
+    parser.add_argument("--dsa", help="DSA-19 folder or zip")
+    parser.add_argument("--tasks", nargs="+", default=["har2", "dsa19"], choices=list(TRAIN_SUBJECTS))
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--units", type=int, default=80)
+    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=1e-2)
+    parser.add_argument("--lr-decay-epochs", type=int, default=20,
+                        help="learning rate x0.1 every this many epochs")
+    parser.add_argument("--patience", type=int, default=15)
+    parser.add_argument("--clipnorm", type=float, default=1.0)
+    parser.add_argument("--shard", default="0/1", help="I/N: train every N-th run from the I-th")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="TensorFlow intra-op threads per process (0: TensorFlow's choice); "
+                             "1 with one process per core trains small RNNs fastest")
+    parser.add_argument("--report", action="store_true", help="only print the table")
+    parser.add_argument("--out", default="bench/realscale")
+    args = parser.parse_args(argv)
+    if not args.report:
+        if args.threads:
+            os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(args.threads))
+            os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
+        train_shard(args)
+    print(report(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
