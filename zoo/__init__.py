@@ -13,6 +13,7 @@ from zoo.fastrnn import FastGRNN, FastGRNNCell, FastRNN, FastRNNCell
 from zoo.antisymmetric import AntisymmetricRNN, AntisymmetricRNNCell
 from zoo.stable import SpectralNormBall, StableRNN, StableRNNCell
 from zoo import baselines  # noqa: F401  (Keras SimpleRNN / LSTM / GRU)
+from zoo import dscnn  # noqa: F401  (DS-CNN keyword-spotting reference)
 
 __version__ = "0.1.0"
 
