@@ -12,6 +12,7 @@ from zoo.irnn import IRNN, IRNNCell, SiRNN
 from zoo.fastrnn import FastGRNN, FastGRNNCell, FastRNN, FastRNNCell
 from zoo.antisymmetric import AntisymmetricRNN, AntisymmetricRNNCell
 from zoo.stable import SpectralNormBall, StableRNN, StableRNNCell
+from zoo.diagonal import DiagonalRNN, DiagonalRNNCell, MaxNormBall, SymmetricInit
 from zoo import baselines  # noqa: F401  (Keras SimpleRNN / LSTM / GRU)
 from zoo import dscnn  # noqa: F401  (DS-CNN keyword-spotting reference)
 

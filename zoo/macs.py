@@ -6,6 +6,7 @@ from __future__ import annotations
 import keras
 
 from zoo.antisymmetric import AntisymmetricRNNCell
+from zoo.diagonal import DiagonalRNNCell
 from zoo.fastrnn import _FastCellBase
 from zoo.irnn import IRNNCell
 from zoo.stable import StableRNNCell
@@ -25,6 +26,8 @@ def cell_macs_per_step(cell, input_dim: int) -> int:
         return _chain_macs(d, cell.w_rank, D) + _chain_macs(D, cell.u_rank, D)
     if isinstance(cell, AntisymmetricRNNCell):
         return D * D + d * D * (2 if cell.gated else 1)
+    if isinstance(cell, DiagonalRNNCell):
+        return d * D  # the diagonal recurrence is element-wise
     if isinstance(cell, (StableRNNCell, keras.layers.SimpleRNNCell)):
         return D * D + d * D
     if isinstance(cell, keras.layers.GRUCell):
