@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-RECIPES_DIR = Path(__file__).resolve().parents[1] / "models" / "recipes"
+# The shipped recipes: models/recipes in a checkout, installed as the zoo.models package.
+RECIPES_DIR = Path(str(importlib.resources.files("zoo.models"))) / "recipes"
 
 
 @dataclasses.dataclass

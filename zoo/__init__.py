@@ -6,6 +6,7 @@
 """
 
 from zoo.registry import create_layer, create_model, get_model_entry, list_models, register_model
+from zoo.pretrained import get_pretrained_cfg, list_pretrained
 
 # Importing a family module registers its models: one line per family.
 from zoo.irnn import IRNN, IRNNCell, SiRNN
@@ -20,6 +21,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "create_layer", "create_model", "get_model_entry", "list_models", "register_model",
+    "get_pretrained_cfg", "list_pretrained",
     "IRNN", "IRNNCell", "SiRNN", "FastRNN", "FastRNNCell", "FastGRNN", "FastGRNNCell",
     "AntisymmetricRNN", "AntisymmetricRNNCell", "StableRNN", "StableRNNCell", "SpectralNormBall",
 ]

@@ -113,15 +113,20 @@ def create_layer(name: str, **overrides) -> keras.layers.Layer:
     return entry.layer_class(units, **kwargs)
 
 
-def create_model(name: str, input_shape, num_classes: int, *, batch_size: int | None = None,
-                 head: str = "last", head_activation: str | None = None,
-                 **overrides) -> keras.Model:
-    """Build ``input -> recurrent layer -> Dense(num_classes)``.
+def create_model(name: str, input_shape=None, num_classes: int | None = None, *,
+                 pretrained=False, batch_size: int | None = None, head: str = "last",
+                 head_activation: str | None = None, **overrides) -> keras.Model:
+    """Build ``input -> recurrent layer -> Dense(num_classes)``, or load a pretrained model.
 
     Args:
-        name: a name from `list_models()`.
-        input_shape: ``(timesteps, features)``; ``timesteps`` may be ``None``.
-        num_classes: width of the Dense head (1 for a regression target).
+        name: a name from `list_models()` (or a pretrained tag such as ``"sirnn.har2"``).
+        input_shape: ``(timesteps, features)``; ``timesteps`` may be ``None``. Not needed with
+            ``pretrained`` (checked against the pretrained model's when given).
+        num_classes: width of the Dense head (1 for a regression target); as ``input_shape``.
+        pretrained: ``False`` (default) for a fresh model; a task (``"har2"``), a tag
+            (``"sirnn.har2"``) or ``True`` (``name`` is a tag) for the trained model shipped
+            with the zoo (`zoo.list_pretrained()`), sha256-checked, taking raw features (its
+            first layer is the training split's normalisation).
         batch_size: a static batch size (1 for TFLite export and for ``stateful=True``).
         head: ``"last"`` classifies the final state h_T (as both papers do); ``"sequence"`` applies
             the head at every step (copy-memory task).
@@ -129,6 +134,10 @@ def create_model(name: str, input_shape, num_classes: int, *, batch_size: int | 
         **overrides: options of the recurrent layer (``units``, ``k``, ``rank``...), see
             ``zoo list``.
     """
+    if pretrained:
+        return _pretrained_model(name, pretrained, input_shape, num_classes, overrides)
+    if input_shape is None or num_classes is None:
+        raise ValueError("create_model needs input_shape and num_classes (or pretrained=...)")
     if head not in ("last", "sequence"):
         raise ValueError(f"head must be 'last' or 'sequence', got {head!r}")
     if len(tuple(input_shape)) != 2:
@@ -140,3 +149,19 @@ def create_model(name: str, input_shape, num_classes: int, *, batch_size: int | 
         hidden = hidden[0]
     outputs = keras.layers.Dense(num_classes, activation=head_activation, name="head")(hidden)
     return keras.Model(inputs, outputs, name=name)
+
+
+def _pretrained_model(name, pretrained, input_shape, num_classes, overrides) -> keras.Model:
+    from zoo import pretrained as shipped
+
+    tag = shipped.resolve_tag(name, pretrained)
+    cfg = shipped.get_pretrained_cfg(tag)
+    if overrides:
+        raise ValueError(f"pretrained model {tag} is trained as it is: options "
+                         f"{sorted(overrides)} cannot change it (train a new model instead)")
+    if input_shape is not None and tuple(input_shape) != tuple(cfg.input_shape):
+        raise ValueError(f"pretrained model {tag} takes input_shape {tuple(cfg.input_shape)}, "
+                         f"not {tuple(input_shape)}")
+    if num_classes is not None and num_classes != cfg.num_classes:
+        raise ValueError(f"pretrained model {tag} has {cfg.num_classes} classes, not {num_classes}")
+    return shipped.load_pretrained(tag)

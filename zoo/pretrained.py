@@ -1,0 +1,155 @@
+"""Pretrained models, timm style: ``zoo.create_model("sirnn", pretrained="har2")``.
+
+A pretrained model is tagged ``<model>.<task>`` (timm's ``model.tag``) and ships as a folder
+``pretrained/<tag>/`` of the installed ``zoo.models`` package (``models/pretrained/`` in a source
+checkout)::
+
+    card.json            what it is, the data, split, seeds and command that made it, its
+                         accuracy, size and arena, and the sha256 of every file below
+    model.keras          the trained float model (input: normalised features)
+    config.yaml, normalization.json, metrics.json
+                         the rest of its `zoo train` run directory, so `zoo export` takes the
+                         folder as it takes any run
+    export-step-int8/    the checked int8 streaming export (step.tflite, head.tflite,
+                         stream.tflite, model card, C arrays); export/device_bench.py runs it
+
+Loading checks every file against its sha256 in ``card.json`` first, so a damaged or edited file
+is an error naming it, never a silently different model.
+
+Example:
+
+    >>> import zoo
+    >>> zoo.list_pretrained()                           # doctest: +SKIP
+    ['gru.har2', 'sirnn.dsa19', 'sirnn.har2', ...]
+    >>> model = zoo.create_model("sirnn", pretrained="har2")   # doctest: +SKIP
+    >>> model.predict(raw_windows)                      # (N, 128, 9) raw UCI HAR signals
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import importlib.resources
+import json
+from pathlib import Path
+from typing import Any
+
+CARD = "card.json"
+CARD_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainedCfg:
+    """The card of one pretrained model (``card.json``)."""
+
+    tag: str
+    model: str
+    task: str
+    input_shape: tuple
+    num_classes: int
+    class_names: list
+    parameters: int
+    metrics: dict  # accuracy (%) by split and form, e.g. {"val_cv": ..., "test": ..., "int8": ...}
+    export: dict  # bytes, arena, quantization of the shipped export
+    data: dict  # dataset, split, seeds
+    command: str  # what rebuilt it
+    files: dict  # relative path -> sha256
+    version: int = CARD_VERSION
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PretrainedCfg":
+        fields = {f.name for f in dataclasses.fields(cls)}
+        missing = sorted(fields - set(data) - {"version"})
+        if missing:
+            raise ValueError(f"pretrained card is missing {missing}")
+        return cls(**{k: (tuple(v) if k == "input_shape" else v)
+                      for k, v in data.items() if k in fields})
+
+
+def pretrained_root() -> Path:
+    """The folder holding one sub-folder per pretrained tag."""
+    return Path(str(importlib.resources.files("zoo.models"))) / "pretrained"
+
+
+def _cards() -> dict[str, PretrainedCfg]:
+    root = pretrained_root()
+    cards = {}
+    for path in sorted(root.glob(f"*/{CARD}")) if root.is_dir() else []:
+        cfg = PretrainedCfg.from_dict(json.loads(path.read_text()))
+        if cfg.tag != path.parent.name:
+            raise ValueError(f"{path}: tag {cfg.tag!r} differs from its folder name")
+        cards[cfg.tag] = cfg
+    return cards
+
+
+def list_pretrained(pattern: str | None = None) -> list[str]:
+    """Tags of the shipped pretrained models (``model.task``), sorted; ``pattern`` filters."""
+    return [t for t in sorted(_cards()) if pattern is None or pattern in t]
+
+
+def get_pretrained_cfg(tag: str) -> PretrainedCfg:
+    cards = _cards()
+    if tag not in cards:
+        close = difflib.get_close_matches(tag, cards, n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ValueError(f"no pretrained model {tag!r}.{hint} Shipped: "
+                         f"{', '.join(sorted(cards)) or 'none'}")
+    return cards[tag]
+
+
+def resolve_tag(name: str, pretrained) -> str:
+    """The tag that ``create_model(name, pretrained=...)`` asks for: ``pretrained`` is a task
+    (``"har2"``), a full tag, or True (``name`` is then a tag, or a model with one shipped tag)."""
+    if isinstance(pretrained, str):
+        return pretrained if "." in pretrained else f"{name}.{pretrained}"
+    if "." in name:
+        return name
+    tags = list_pretrained(f"{name}.")
+    tags = [t for t in tags if t.split(".")[0] == name]
+    if len(tags) != 1:
+        raise ValueError(f"model {name!r} has {len(tags)} pretrained tags ({', '.join(tags) or 'none'}); "
+                         "name one, e.g. pretrained='har2'")
+    return tags[0]
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verified_dir(tag: str) -> Path:
+    """The folder of ``tag`` after checking every file of its card against its sha256."""
+    cfg = get_pretrained_cfg(tag)
+    folder = pretrained_root() / tag
+    for rel, want in cfg.files.items():
+        path = folder / rel
+        if not path.is_file():
+            raise FileNotFoundError(f"pretrained {tag}: {path} is missing")
+        got = sha256(path)
+        if got != want:
+            raise ValueError(f"pretrained {tag}: {path} has sha256 {got}, its card says {want}; "
+                             "the file is damaged or was edited (reinstall edge-rnn-zoo)")
+    return folder
+
+
+def load_pretrained(tag: str, normalize: bool = True):
+    """The trained `keras.Model` of ``tag``. With ``normalize`` (default) its first layer applies
+    the training split's per-feature z-score, so it takes raw features; without it, the model
+    expects features normalised with ``normalization.json``."""
+    import keras
+    import numpy as np
+
+    cfg = get_pretrained_cfg(tag)
+    folder = verified_dir(tag)
+    trained = keras.saving.load_model(folder / "model.keras")
+    if not normalize:
+        return trained
+    stats = json.loads((folder / "normalization.json").read_text())
+    mean, std = np.asarray(stats["mean"], "float32"), np.asarray(stats["std"], "float32")
+    inputs = keras.Input(shape=cfg.input_shape, name="x")
+    scaled = keras.layers.Normalization(mean=mean, variance=std ** 2, name="normalization")(inputs)
+    return keras.Model(inputs, trained(scaled), name=tag.replace(".", "_"))
