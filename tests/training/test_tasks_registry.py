@@ -11,6 +11,8 @@ EXPECTED = {"har2": ((128, 9), 2), "har6": ((128, 9), 6), "google30": ((99, 32),
             "google12": ((99, 32), 12), "google12_testset": ((99, 32), 12), "dsa19": ((125, 45), 19), "adding": ((200, 2), 1),
             "copy": ((220, 10), 10), "pixel_mnist": ((784, 1), 10),
             "permuted_mnist": ((784, 1), 10)}
+EXPECTED.update({name: ((32, 3), 2) for name in [f"tomita{i}" for i in range(1, 8)] + [
+    "dl1", "parity", "pattern"]})  # 003's regular languages, default lengths 16 / test 32
 
 
 def test_list_and_describe():

@@ -9,6 +9,7 @@ from training.tasks.base import (STD_FLOOR, Normalization, Split, Task, TaskData
 
 # Importing a task module registers its tasks.
 from training.tasks import dsa, har, mnist, speech, synthetic  # noqa: E402,F401
+from training.tasks import regular  # noqa: E402,F401  (003's regular languages)
 from training.tasks import speech_testset  # noqa: E402,F401
 
 __all__ = ["STD_FLOOR", "Normalization", "Split", "Task", "TaskData", "describe_tasks", "get_task",
