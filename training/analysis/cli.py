@@ -1,0 +1,30 @@
+"""``zoo analyze RUN_DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", help="a run directory written by `zoo train`")
+    parser.add_argument("--out", help="report folder (default: RUN_DIR/analysis)")
+    parser.add_argument("--data-dir", help="dataset (default: the run's metrics.json data source)")
+    parser.add_argument("--jacobian-sequences", type=int, default=16,
+                        help="validation sequences whose every step gets a Jacobian (default 16)")
+    parser.add_argument("--max-sequences", type=int, default=2000,
+                        help="cap on sequences for truncation and the memory probe")
+    parser.add_argument("--seed", type=int, default=0, help="subsampling seed")
+
+
+def run_analyze(args) -> int:
+    from training.analysis import analyze_run
+
+    try:
+        analyze_run(args.run_dir, out_dir=args.out, data_dir=args.data_dir,
+                    jacobian_sequences=args.jacobian_sequences,
+                    max_sequences=args.max_sequences, seed=args.seed)
+    except (ValueError, FileNotFoundError, FileExistsError) as err:
+        print(f"zoo analyze: error: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,121 @@
+"""Stability of the recurrence (000 Sec. 6.2, 001 Thm 1 and Eq. 9, 004 Sec. 3.1, 002 Lemmas 1-2).
+
+Spectral norms are ``||.||_2`` (largest singular value) throughout.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from zoo.antisymmetric import AntisymmetricRNNCell
+from zoo.diagonal import DiagonalRNNCell
+from zoo.fastrnn import _FastCellBase
+from zoo.irnn import IRNNCell
+from zoo.stable import StableRNNCell
+
+# sup |sigma'| of the activations the cells use (002's sigma_1; 000's L_rho).
+_ACTIVATION_LIPSCHITZ = {"tanh": 1.0, "relu": 1.0, "linear": 1.0, "sigmoid": 0.25,
+                         "quant_tanh": 1.0, "quant_sigmoid": 0.5, "quant_sigmoid4": 0.25,
+                         "hard_tanh": 1.0}
+
+
+def activation_lipschitz(fn) -> float | None:
+    """sup |sigma'| of a cell activation, or None when it is not one of the known ones."""
+    return _ACTIVATION_LIPSCHITZ.get(getattr(fn, "__name__", ""))
+
+
+def spectral_norms(matrices: np.ndarray) -> np.ndarray:
+    """Largest singular value of each matrix of a stack (N, a, b)."""
+    return np.linalg.norm(matrices, ord=2, axis=(-2, -1))
+
+
+def recurrence_matrix(cell) -> tuple[np.ndarray | None, str]:
+    """The matrix acting on h_{t-1} in math orientation, and a note on what it is.
+
+    ``None`` for gated Keras cells (GRU, LSTM): they have one recurrent matrix per gate and no
+    single recurrence; their stability is the empirical contraction constant alone.
+    """
+    if isinstance(cell, DiagonalRNNCell):
+        return np.diag(np.asarray(cell.recurrent_kernel, dtype=np.float64)), "diag(w) (002 Eq. 2)"
+    if isinstance(cell, IRNNCell):
+        u = np.asarray(cell.recurrent_matrix(), dtype=np.float64).T
+        return u, "U (004; alpha I + V H when low-rank)"
+    if isinstance(cell, AntisymmetricRNNCell):
+        return np.asarray(cell.recurrence_matrix(), dtype=np.float64).T, "W - W^T - gamma I"
+    if isinstance(cell, _FastCellBase):
+        m = np.eye(cell.units)
+        for w in cell.recurrent_kernels:
+            m = m @ np.asarray(w, dtype=np.float64)
+        return m.T, "U (FastGRNN Eq. 2 / 6; U1 U2 when low-rank)"
+    if isinstance(cell, (StableRNNCell, keras.layers.SimpleRNNCell)):
+        return np.asarray(cell.recurrent_kernel, dtype=np.float64).T, "W (tanh RNN)"
+    return None, f"{type(cell).__name__} is gated: no single recurrence matrix"
+
+
+def regime(lam: float, tol: float) -> str:
+    """001 Thm 1's regime of a Lipschitz constant L_f: contractive (< 1 - tol), boundary
+    (within tol of 1) or unstable (> 1 + tol)."""
+    if lam < 1.0 - tol:
+        return "contractive"
+    if lam <= 1.0 + tol:
+        return "boundary"
+    return "unstable"
+
+
+def contraction_report(j_state: np.ndarray, tol: float = 0.01) -> dict:
+    """Empirical contraction constant from the step Jacobians ds_t/ds_{t-1} at visited states.
+
+    Returns max / p95 / mean of ``||J||_2``, 001's regime of the max, and 001 Eq. 9's
+    worst-case information-loss rate ``N_x log(lambda)`` in nats per step (N_x = state size;
+    negative: the state forgets).
+    """
+    norms = spectral_norms(j_state)
+    lam = float(norms.max())
+    return {"max": lam, "p95": float(np.percentile(norms, 95)), "mean": float(norms.mean()),
+            "samples": int(len(norms)), "regime": regime(lam, tol), "regime_tolerance": tol,
+            "information_loss_nats_per_step": float(j_state.shape[-1] * np.log(lam))}
+
+
+def memory_factor(z: float, steps: int) -> dict:
+    """002 Lemmas 1-2: ``mu_0 = sum_{k<T} z^k`` and ``mu_1 = sum_{k<T} (k + 1) z^k``; O(1) when
+    z < 1 and e^{Omega(T)} otherwise (the exploding-gradient cutoff)."""
+    k = np.arange(steps, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        powers = float(z) ** k
+        return {"z": float(z), "T": int(steps), "mu0": float(powers.sum()),
+                "mu1": float(((k + 1) * powers).sum()), "exploding": bool(z >= 1.0)}
+
+
+def recurrence_report(cell, steps: int) -> dict:
+    """sigma_max of the recurrence (000's L_rho sigma_max < 1 criterion where rho is known) and
+    002's memory factor for z = sigma_1 sigma_max (z = sigma_1 alpha_m for DiagonalRNN)."""
+    matrix, what = recurrence_matrix(cell)
+    out = {"matrix": what}
+    if matrix is None:
+        return out
+    sigma = float(np.linalg.norm(matrix, 2))
+    lip = activation_lipschitz(getattr(cell, "activation", None))
+    out.update({"sigma_max": sigma, "activation_lipschitz": lip})
+    if lip is not None:
+        out["lipschitz_times_sigma_max"] = lip * sigma
+        out["memory_factor"] = memory_factor(lip * sigma, steps)
+    if isinstance(cell, DiagonalRNNCell):
+        out["diagonal"] = diagonal_memory_report(cell, steps)
+    return out
+
+
+def diagonal_memory_report(cell: DiagonalRNNCell, steps: int) -> dict:
+    """002 Remark 5 for the DiagonalRNN: ``alpha_m = alpha + rho_w / sqrt(m)`` bounds max |w_i|
+    under the projection; z = sigma_1 alpha_m (and z measured from the trained w)."""
+    w = np.abs(np.asarray(cell.recurrent_kernel, dtype=np.float64))
+    sigma_1 = activation_lipschitz(cell.activation)
+    out = {"max_abs_w": float(w.max()), "sigma_1": sigma_1, "rho_w": cell.rho_w}
+    if sigma_1 is None:
+        return out
+    out["measured"] = memory_factor(sigma_1 * float(w.max()), steps)
+    if cell.rho_w is not None:
+        alpha_m = cell.alpha + cell.rho_w / np.sqrt(cell.units)
+        out["alpha_m"] = float(alpha_m)
+        out["bound"] = memory_factor(sigma_1 * alpha_m, steps)
+    return out
