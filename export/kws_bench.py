@@ -1,0 +1,199 @@
+"""The keyword-spotting table in one run: int8 exports of the ``google12_testset`` runs, their
+accuracy (float and int8), size, TFLite Micro arena and latency (LiteRT and TFLite Micro) next to
+the published TinyML KWS anchors, plus a Pareto plot.
+
+    python -m export.kws_bench runs/kws/selection.json --out bench/kws \\
+        --plot docs/img/kws_pareto.png
+
+``selection.json`` is written by ``training.benchmarks.kws``. Recurrent models are exported as
+streaming step models (``--form step``: one feature frame per invoke), the DS-CNN as a sequence
+model (one 99-frame window per invoke). Every run (seed) is exported and scored; latency is timed
+on the first run of each model. Per-second cost: a step model pays 99 step invokes per second of
+audio (the per-step median x 99 is printed next to the measured Python loop over 99 invokes,
+which adds interpreter round trips); the DS-CNN pays one window per second when it answers once a
+second and 100 windows when it answers every 10 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from export import device_bench
+
+FRAMES = 99
+# Published anchors (issue #15): name, int8 bytes, accuracy %, note.
+ANCHORS = [
+    ("FastGRNN, Google-12 (Kusupati et al. 2018)", 5.5 * 1024, 92.10, "5.5 KB model"),
+    ("MLPerf Tiny DS-CNN int8 (reference)", 53936, 90.0, "90 % is the target, not a score"),
+    ("Arm ML-zoo DS-CNN-S int8", 47616, 93.11, ""),
+    ("iRNN K=5, Google-12 (Kag et al. 2020)", None, 94.71, "float"),
+]
+
+# What a device must compute before the model: FbankFrontend's defaults, in words.
+FRONTEND = {
+    "input": "16 kHz mono PCM, int16 sample values used as they are (not scaled to [-1, 1]); a "
+             "clip shorter than 1 s is zero-padded at the end to 16,000 samples",
+    "pre_emphasis": "y[0] = x[0]; y[n] = x[n] - 0.97 x[n-1]",
+    "frames": "400-sample frames (25 ms) every 160 samples (10 ms): 1 + ceil((16000 - 400) / 160)"
+              " = 99 frames; the last frame is zero-padded past the signal",
+    "window": "Hamming, 400 points, symmetric: 0.54 - 0.46 cos(2 pi n / 399) (numpy.hamming)",
+    "fft": "512-point real FFT of the windowed frame (zero-padded from 400); power spectrum "
+           "|X[k]|^2 / 512 for k = 0..256",
+    "mel_filters": "32 triangular filters between 0 and 8000 Hz: 34 points equally spaced in mel "
+                   "(mel = 2595 log10(1 + f / 700)), mapped to FFT bins b = floor(513 f / 16000); "
+                   "filter j rises (k - b[j]) / (b[j+1] - b[j]) on b[j] <= k < b[j+1] and falls "
+                   "(b[j+2] - k) / (b[j+2] - b[j+1]) on b[j+1] <= k < b[j+2] "
+                   "(python_speech_features 0.6 get_filterbanks)",
+    "log": "e = filter energy; e = 2.220446e-16 where e == 0; feature = ln(e + 1e-10)",
+    "normalisation": "per filter: (feature - mean[j]) / std[j], mean and std in "
+                     "normalization.json (training split statistics; std < 1e-6 -> 1)",
+    "reference_code": "training/data/audio.py FbankFrontend (EdgeML process_google.py)",
+}
+
+
+def frontend_cost_us(repeats: int = 30) -> dict:
+    """Median host cost of the numpy front end per frame (one 1 s clip, divided by 99)."""
+    from training.data.audio import FbankFrontend
+
+    fe = FbankFrontend()
+    clip = np.random.default_rng(0).integers(-3000, 3000, (1, fe.clip_samples)).astype(np.int16)
+    fe(clip)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fe(clip)
+        times.append(time.perf_counter() - t0)
+    per_clip = statistics.median(times) * 1e6
+    return {"per_clip_us": per_clip, "per_frame_us": per_clip / fe.num_frames,
+            "runtime": "numpy (this host), batch of one 1 s clip"}
+
+
+def export_one(run_dir: str, out: Path, form: str) -> dict:
+    from export.exporter import export_run
+
+    card = export_run(run_dir, out, quantize="int8", form=form, allow_drop=True, overwrite=True,
+                      print_fn=lambda *a: None)
+    card["frontend"] = FRONTEND
+    from export.card import write_card
+
+    write_card(out, card)
+    return card
+
+
+def time_export(out: Path, card: dict, runs: int) -> dict:
+    """Median latency (us) per invoke on LiteRT and TFLite Micro, 1 thread."""
+    with np.load(out / "testset.npz") as data:
+        example = data["x"][0]
+    timings = {}
+    for runtime in ("litert", "tflite-micro"):
+        cls = device_bench.StepModel if card["form"] == "step" else device_bench.SequenceModel
+        model = cls(str(out), card, runtime, 1)
+        r = device_bench.benchmark(model, card["form"], example, runs, warmup=10)
+        per_seq = r["per_sequence"]["median_us"]
+        if card["form"] == "step":
+            step = r["per_step"]["median_us"]
+            timings[runtime] = {"per_frame_us": step, "per_second_us": step * FRAMES,
+                                "python_loop_99_us": per_seq}
+        else:
+            timings[runtime] = {"per_window_us": per_seq, "per_second_us": per_seq,
+                                "every_10ms_per_second_us": 100 * per_seq}
+    return timings
+
+
+def _mean_sd(values):
+    vals = [100 * v for v in values]
+    sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
+    return f"{statistics.mean(vals):.2f} ± {sd:.2f} (n={len(vals)})"
+
+
+def table(rows: dict, fe: dict) -> str:
+    head = ("| model | params | float acc % | int8 acc % (LiteRT) | int8 bytes | TFLM arena B | "
+            "per frame us LiteRT / TFLM | per second us LiteRT / TFLM |")
+    lines = [head, "|" + "---|" * 8]
+    for name, r in rows.items():
+        t = r["timing"]
+        if r["form"] == "step":
+            frame = f"{t['litert']['per_frame_us']:.1f} / {t['tflite-micro']['per_frame_us']:.1f}"
+            arena = f"{r['arena']:,} + head {r['head_arena']:,}"
+        else:
+            frame = (f"window {t['litert']['per_window_us']:.0f} / "
+                     f"{t['tflite-micro']['per_window_us']:.0f}")
+            arena = f"{r['arena']:,}"
+        sec = f"{t['litert']['per_second_us']:.0f} / {t['tflite-micro']['per_second_us']:.0f}"
+        lines.append(f"| {name} | {r['params']:,} | {_mean_sd(r['float'])} | {_mean_sd(r['int8'])}"
+                     f" | {r['bytes']:,} | {arena} | {frame} | {sec} |")
+    for name, size, acc, note in ANCHORS:
+        size_txt = f"{size:,.0f}" if size else "-"
+        lines.append(f"| *{name}* (published{'; ' + note if note else ''}) | - | "
+                     f"{acc:.2f} | - | {size_txt} | - | - | - |")
+    lines.append(f"\nFront end (numpy on this host): {fe['per_frame_us']:.1f} us per frame "
+                 f"({fe['per_clip_us']:.0f} us per 1 s clip of 99 frames).")
+    return "\n".join(lines)
+
+
+def pareto_plot(rows: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, r in rows.items():
+        acc = [100 * v for v in r["int8"]]
+        ax.errorbar(r["bytes"], statistics.mean(acc), yerr=statistics.stdev(acc) if len(acc) > 1
+                    else 0, fmt="o", capsize=3, label=f"{name} (ours, int8)")
+    for name, size, acc, _ in ANCHORS:
+        if size:
+            ax.plot(size, acc, "x", markersize=9, label=f"{name} (published)")
+    ax.set_xscale("log")
+    ax.set_xlabel("int8 model bytes (log)")
+    ax.set_ylabel("Google-12 test accuracy %")
+    ax.set_title("KWS: accuracy vs bytes (ours: ~1,566 training clips; published: 22,246)")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="KWS table: int8 exports, accuracy, bytes, arena, "
+                                            "latency, next to the published anchors")
+    p.add_argument("selection", help="selection.json from training.benchmarks.kws")
+    p.add_argument("--out", default="bench/kws")
+    p.add_argument("--plot", default=None, help="write the Pareto plot (png) here")
+    p.add_argument("--runs", type=int, default=200, help="timed invokes per runtime")
+    args = p.parse_args(argv)
+    selection = json.loads(Path(args.selection).read_text())
+    out = Path(args.out)
+    rows = {}
+    for name, sel in selection.items():
+        form = "sequence" if sel["model"] == "dscnn" else "step"
+        cards = [export_one(run, out / f"{name}-{i}", form) for i, run in enumerate(sel["runs"])]
+        first = cards[0]
+        rows[name] = {
+            "form": form, "params": first["parameters"], "bytes": first["total_bytes"],
+            "arena": first["arena_bytes"], "head_arena": first.get("head_arena_bytes"),
+            "float": [c["accuracy"]["keras_float"] for c in cards],
+            "int8": [c["accuracy"]["tflite"] for c in cards],
+            "int8_tflm": [c["tflite_micro"]["accuracy"] for c in cards],
+            "timing": time_export(out / f"{name}-0", first, args.runs), "lr": sel["lr"]}
+        print(f"{name}: {json.dumps({k: v for k, v in rows[name].items() if k != 'timing'})}",
+              flush=True)
+    fe = frontend_cost_us()
+    (out / "results.json").write_text(json.dumps({"rows": rows, "frontend": fe}, indent=1))
+    print(table(rows, fe))
+    if args.plot:
+        pareto_plot(rows, Path(args.plot))
+        print(f"wrote {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

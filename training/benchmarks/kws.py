@@ -1,0 +1,119 @@
+"""Keyword-spotting sweep on ``google12_testset``: learning rate chosen on the validation speakers,
+then 3 seeds of each model at that rate.
+
+    python -m training.benchmarks.kws --data-dir ARCHIVE --out runs/kws [--epochs 40] [--jobs 6]
+
+Phase 1 trains every model of `MODELS` at every ``--lrs`` value with seed 0; the rate with the best
+validation accuracy (at the restored best epoch) is kept; phase 2 trains seeds 1 and 2 at that rate
+(seed 0 is the phase-1 run). ``OUT/selection.json`` lists, per model, the validation accuracy of
+each rate and the three run directories; ``export/kws_bench.py`` reads it.
+
+Runs go through `training.trainer.train`, one process per run (``--jobs`` at a time). Where
+TensorFlow is not installed (a JAX-only accelerator machine), the TensorBoard callback is replaced
+by a no-op: it is the only part of training that needs TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+TASK = "google12_testset"
+_BOUNDED = {"state_clip": 1.0, "state_quant_bits": 8, "eta_constraint": "non_neg"}
+# name -> (registry model, model options). Sizes: the papers' Google-12 sizes where they give one
+# (FastGRNN Table 11, iRNN Table 5), the zoo default 80 for the Keras baselines, DS-CNN-S.
+MODELS = {
+    "sirnn": ("sirnn", {"units": 80, "rank": 16, **_BOUNDED}),
+    "irnn_k5": ("irnn", {"units": 80, "rank": 16, "k": 5, **_BOUNDED}),
+    "fastgrnn": ("fastgrnn", {"units": 100, "w_rank": 16, "u_rank": 25}),
+    "lstm": ("lstm", {"units": 80}),
+    "gru": ("gru", {"units": 80}),
+    "dscnn": ("dscnn", {"units": 64}),
+}
+
+
+def _train_one(job: dict) -> dict:
+    """Train one run in this (fresh) process; returns the job with its validation accuracy."""
+    import keras
+
+    if importlib.util.find_spec("tensorflow") is None:
+        keras.callbacks.TensorBoard = lambda **kwargs: keras.callbacks.Callback()
+    from training.config import resolve
+    from training.trainer import train
+
+    overrides = {"epochs": job["epochs"], "batch_size": 100, "lr": job["lr"], "optimizer": "adam",
+                 "seed": job["seed"], "early_stopping_patience": job["patience"],
+                 "backend": keras.backend.backend(), "model_options": job["options"],
+                 "task_options": {}}
+    config = resolve(TASK, job["model"], "none", overrides)
+    out = Path(job["out"])
+    if not (out / "metrics.json").is_file():
+        t0 = time.time()
+        train(config, out, data_dir=job["data_dir"])
+        job["seconds"] = round(time.time() - t0, 1)
+    job["val_accuracy"] = best_val_accuracy(out)
+    print(f"done {out.name}: val {job['val_accuracy']:.4f}", flush=True)
+    return job
+
+
+def best_val_accuracy(run_dir: Path) -> float:
+    """Validation accuracy at the run's best (restored) epoch."""
+    best = json.loads((run_dir / "metrics.json").read_text())["best_epoch"]
+    rows = list(csv.DictReader(open(run_dir / "history.csv")))
+    return float(rows[best - 1]["val_accuracy"])
+
+
+def _pool_map(jobs: list[dict], workers: int) -> list[dict]:
+    with mp.get_context("spawn").Pool(workers) as pool:
+        return pool.map(_train_one, jobs, chunksize=1)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--out", default="runs/kws")
+    p.add_argument("--epochs", type=int, default=40)
+    p.add_argument("--patience", type=int, default=10)
+    p.add_argument("--lrs", type=float, nargs="+", default=[1e-3, 3e-3])
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--models", nargs="+", default=list(MODELS))
+    p.add_argument("--jobs", type=int, default=6)
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    from training.tasks import get_task
+
+    get_task(TASK).load(args.data_dir)  # featurise once, before the workers read the cache
+
+    def job(name, lr, seed, folder):
+        model, options = MODELS[name]
+        return {"name": name, "model": model, "options": options, "lr": lr, "seed": seed,
+                "epochs": args.epochs, "patience": args.patience, "data_dir": args.data_dir,
+                "out": str(out / folder)}
+
+    sweep = _pool_map([job(n, lr, 0, f"sweep/{n}-lr{lr:g}") for n in args.models
+                       for lr in args.lrs], args.jobs)
+    selection = {}
+    for name in args.models:
+        rows = [r for r in sweep if r["name"] == name]
+        best = max(rows, key=lambda r: r["val_accuracy"])
+        selection[name] = {"model": best["model"], "options": best["options"], "lr": best["lr"],
+                           "val_accuracy_by_lr": {f"{r['lr']:g}": r["val_accuracy"] for r in rows},
+                           "runs": [best["out"]]}
+    seeds = _pool_map([job(n, selection[n]["lr"], s, f"{n}-s{s}") for n in args.models
+                       for s in range(1, args.seeds)], args.jobs)
+    for r in seeds:
+        selection[r["name"]]["runs"].append(r["out"])
+    (out / "selection.json").write_text(json.dumps(selection, indent=1))
+    print(json.dumps({n: (s["lr"], s["val_accuracy_by_lr"]) for n, s in selection.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
