@@ -42,6 +42,7 @@ def run_export(args) -> int:
     from export.convert import NonBuiltinOpError
     from export.exporter import AccuracyDropError, ExportDirError, export_run
     from export.quantize import ConversionCrashed
+    from training.rundir import RunDirError
 
     try:
         export_run(args.run_dir, args.out, quantize=args.quantize, form=args.form,
@@ -52,7 +53,7 @@ def run_export(args) -> int:
     except AccuracyDropError as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 3
-    except (ValueError, FileNotFoundError, ExportDirError, ConversionCrashed,
+    except (ValueError, FileNotFoundError, ExportDirError, RunDirError, ConversionCrashed,
             NonBuiltinOpError) as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 2

@@ -30,6 +30,7 @@ import numpy as np
 
 from export import device_bench
 from export.quantize import CALIBRATED, MODES
+from training import rundir
 
 __all__ = ["export_run", "ExportDirError", "AccuracyDropError", "FORMS"]
 
@@ -45,13 +46,18 @@ class AccuracyDropError(RuntimeError):
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    """Refuse an ``out`` that may not be replaced. Nothing is deleted here: the new export is
+    built beside ``out`` and swapped in only once it is complete (`rundir.swap_in`)."""
+    rundir.recover_swap(out)
+    if out.exists() and not out.is_dir():
+        raise ExportDirError(f"--out {out} is a file, not a directory; choose another --out")
+    if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise ExportDirError(f"{out} already exists; choose another --out or pass --overwrite")
-        if not (out / "model_card.json").is_file():
-            raise ExportDirError(f"{out} is not empty and holds no export (no model_card.json); "
-                                 "refusing to delete it. Choose another --out.")
-        shutil.rmtree(out)
+        if not rundir.has_marker(out, rundir.EXPORT_MARKER):
+            raise ExportDirError(f"{out} was not written by `zoo export` (no "
+                                 f"{rundir.EXPORT_MARKER} marker); --overwrite replaces only the "
+                                 "zoo's own export directories. Choose another --out.")
 
 
 def _task_data(config: dict, run_dir: Path, data_dir):
@@ -61,7 +67,7 @@ def _task_data(config: dict, run_dir: Path, data_dir):
     if data_dir is None:
         metrics = run_dir / "metrics.json"  # where the run found its data, else $ZOO_DATA_DIR
         if metrics.is_file():
-            source = json.loads(metrics.read_text()).get("data", {}).get("source")
+            source = rundir.read_json(metrics, "metrics file").get("data", {}).get("source")
             if source and Path(source).exists():
                 data_dir = source
     return task, task.load(data_dir, seed=config.get("seed", 0))
@@ -172,10 +178,22 @@ def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
 
 
 def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequence",
-               unroll: bool = False, data_dir=None, max_drop: float = 1.0,
-               allow_drop: bool = False, overwrite: bool = False, per_tensor: bool = True,
-               calibration_sequences: int = 200, calibration_pairs: int = 1000,
-               micro: bool = True, micro_sequences: int | None = 200, print_fn=print) -> dict:
+               unroll: bool = False, **options) -> dict:
+    """Export the run in ``run_dir`` to ``out`` (default ``RUN_DIR/export-FORM-QUANTIZE``),
+    holding a lock on ``out``; returns the model card (a dict). An existing export in ``out``
+    is replaced (``overwrite=True``) only once the new one is complete. Options: see
+    `_export_run`."""
+    out = Path(out) if out else Path(run_dir) / (f"export-{form}-{quantize}"
+                                                 f"{'-unroll' if unroll else ''}")
+    with rundir.exclusive(out, "export directory"):
+        return _export_run(run_dir, out, quantize=quantize, form=form, unroll=unroll, **options)
+
+
+def _export_run(run_dir, out, *, quantize: str = "none", form: str = "sequence",
+                unroll: bool = False, data_dir=None, max_drop: float = 1.0,
+                allow_drop: bool = False, overwrite: bool = False, per_tensor: bool = True,
+                calibration_sequences: int = 200, calibration_pairs: int = 1000,
+                micro: bool = True, micro_sequences: int | None = 200, print_fn=print) -> dict:
     """Export the run in ``run_dir`` to ``out``; returns the model card (a dict).
 
     Raises `ExportDirError`, `export.quantize.ConversionCrashed`, or `AccuracyDropError` (after
@@ -196,12 +214,13 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
     if unroll and form == "step":
         raise ValueError("--unroll applies to --form sequence (a step model has no loop)")
     run_dir = Path(run_dir)
-    out = Path(out) if out else run_dir / f"export-{form}-{quantize}{'-unroll' if unroll else ''}"
+    out = Path(out)
     _prepare_out(out, overwrite)
     t_start = time.perf_counter()
 
     config, model, norm = load_run(run_dir)
     task, data = _task_data(config, run_dir, data_dir)
+    rundir.check_model_fits_task(model, task, run_dir)
     if task.kind != "classification":
         raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
                          f"{task.kind}")
@@ -364,7 +383,8 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
         from export.card import write_card
         card["export_seconds"] = round(time.perf_counter() - t_start, 1)
         write_card(stage, card)
-        stage.rename(out)
+        rundir.write_marker(stage, rundir.EXPORT_MARKER, atomic=False)
+        rundir.swap_in(stage, out)  # the old export (if any) goes only now
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

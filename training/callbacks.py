@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
 import keras
 import numpy as np
 
+from training import rundir
+
 
 class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
     """`keras.callbacks.EarlyStopping` whose state survives a kill: the counters go to
-    ``state()`` / ``load_state()`` and the best weights to a file, so that a resumed run stops (and
-    restores) exactly where an uninterrupted one would."""
+    ``state()`` and the best weights to ``save_files(folder)``, both inside the epoch's
+    checkpoint (see `RunCheckpoint`), and ``load_state(state, folder)`` brings them back, so that
+    a resumed run stops (and restores) exactly where an uninterrupted one would."""
 
-    def __init__(self, best_weights_path: Path, **kwargs):
+    def __init__(self, **kwargs):
         super().__init__(restore_best_weights=True, **kwargs)
-        self.best_weights_path = Path(best_weights_path)
         self._resumed = None
 
     def on_train_begin(self, logs=None):
@@ -27,42 +30,54 @@ class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
             self.wait = self._resumed["wait"]
             self.best = self._resumed["best"]
             self.best_epoch = self._resumed["best_epoch"]
-            if self.best_weights_path.is_file():
-                self.best_weights = read_weights(self.best_weights_path)
+            self.best_weights = self._resumed["best_weights"]
 
-    def on_epoch_end(self, epoch, logs=None):
-        previous_best = self.best
-        super().on_epoch_end(epoch, logs)
-        if self.best_weights is not None and self.best is not previous_best:
-            _write_weights(self.best_weights, self.best_weights_path)
+    @property
+    def resumed_best_weights(self):
+        """The best weights of the checkpoint resumed from (None when not resumed)."""
+        return self._resumed["best_weights"] if self._resumed else None
 
     def state(self) -> dict:
         best = None if self.best is None else float(self.best)
         return {"wait": self.wait, "best": best, "best_epoch": self.best_epoch}
 
-    def load_state(self, state: dict) -> None:
-        self._resumed = state
+    def save_files(self, folder: Path) -> None:
+        if self.best_weights is not None:
+            write_weights(self.best_weights, Path(folder) / "best_weights.npz")
+
+    def load_state(self, state: dict, folder: Path) -> None:
+        path = Path(folder) / "best_weights.npz"
+        self._resumed = {**state, "best_weights": read_weights(path) if path.is_file() else None}
+        # Also in place now, for a resumed run that has no epoch left to fit.
+        self.wait, self.best, self.best_epoch = state["wait"], state["best"], state["best_epoch"]
+        self.best_weights = self._resumed["best_weights"]
 
 
-def _write_weights(weights, path: Path) -> None:
+def write_weights(weights, path: Path) -> None:
     # A plain array file: Keras's save_weights/load_weights also carry the optimizer's variables,
     # and loading those would roll the optimizer back to the best epoch on resume.
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, *weights)
-    os.replace(tmp, path)
+    np.savez(path, *weights)
 
 
 def read_weights(path: Path) -> list:
-    with np.load(path) as saved:
+    with np.load(path, allow_pickle=False) as saved:
         return [saved[f"arr_{i}"] for i in range(len(saved.files))]
 
 
+CHECKPOINTS = "checkpoints"
+
+
 class RunCheckpoint(keras.callbacks.Callback):
-    """After every epoch, atomically save what a resume needs: the model with its optimizer state
-    (``checkpoint.keras``), the history so far (``history.csv``) and the callbacks' state
-    (``state.json``). `keras.callbacks.BackupAndRestore` keeps weights and epoch only, not the
-    early-stopping counters or the history, so a resumed run would diverge from an uninterrupted
-    one; `keras.callbacks.CSVLogger` would duplicate rows written after the last checkpoint."""
+    """After every epoch, commit what a resume needs as one unit: the model with its optimizer
+    state (``model.keras``), the history so far and the callbacks' state (``state.json``) and
+    their files (the early-stopping best weights) go into ``checkpoints/.epoch-NNNN.partial/``,
+    which is then renamed to ``checkpoints/epoch-NNNN/``: that rename is the commit, so a kill
+    leaves the previous epoch's checkpoint or this one, never a mix (`latest_checkpoint`).
+    ``history.csv`` is rewritten afterwards from the committed history.
+
+    `keras.callbacks.BackupAndRestore` keeps weights and epoch only, not the early-stopping
+    counters or the history, so a resumed run would diverge from an uninterrupted one;
+    `keras.callbacks.CSVLogger` would duplicate rows written after the last checkpoint."""
 
     def __init__(self, run_dir: Path, history: list[dict], stateful_callbacks: dict):
         super().__init__()
@@ -78,14 +93,57 @@ class RunCheckpoint(keras.callbacks.Callback):
         row = {"epoch": epoch + 1, **{k: float(v) for k, v in (logs or {}).items()},
                "seconds": time.perf_counter() - self._epoch_start}
         self.history.append(row)
-        write_history_csv(self.history, self.run_dir / "history.csv")
-        tmp = self.run_dir / "checkpoint.tmp.keras"
-        self.model.save(tmp)
         state = {"epochs_done": epoch + 1, "stopped": bool(self.model.stop_training),
                  "callbacks": {name: cb.state() for name, cb in self.stateful_callbacks.items()},
                  "history": self.history}
-        os.replace(tmp, self.run_dir / "checkpoint.keras")
-        _write_json_atomic(self.run_dir / "state.json", state)
+        commit_checkpoint(self.run_dir, epoch + 1, self.model, state, self.stateful_callbacks)
+        write_history_csv(self.history, self.run_dir / "history.csv")
+
+
+def commit_checkpoint(run_dir: Path, epochs_done: int, model, state: dict,
+                      stateful_callbacks: dict) -> Path:
+    """Write epoch ``epochs_done``'s checkpoint and commit it with one rename; older ones go."""
+    root = Path(run_dir) / CHECKPOINTS
+    root.mkdir(exist_ok=True)
+    final = root / f"epoch-{epochs_done:04d}"
+    partial = root / f".{final.name}.partial"
+    shutil.rmtree(partial, ignore_errors=True)  # left by a kill during an earlier try
+    partial.mkdir()
+    model.save(partial / "model.keras")
+    for cb in stateful_callbacks.values():
+        if hasattr(cb, "save_files"):
+            cb.save_files(partial)
+    (partial / "state.json").write_text(json.dumps(state, indent=2))
+    _fsync_tree(partial)
+    rundir.crash_point(f"checkpoint {final.name}: written, not committed")
+    os.rename(partial, final)
+    rundir.crash_point(f"checkpoint {final.name}: committed")
+    for old in root.iterdir():
+        if old != final:
+            shutil.rmtree(old, ignore_errors=True)
+    rundir.crash_point(f"checkpoint {final.name}: older ones removed")
+    return final
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in [*folder.iterdir(), folder]:
+        if path.is_file() or path == folder:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def latest_checkpoint(run_dir: Path) -> tuple[Path, dict] | None:
+    """The newest committed checkpoint of ``run_dir`` and its ``state.json``, or None."""
+    root = Path(run_dir) / CHECKPOINTS
+    committed = sorted(p for p in root.glob("epoch-[0-9][0-9][0-9][0-9]") if p.is_dir()) \
+        if root.is_dir() else []
+    if not committed:
+        return None
+    folder = committed[-1]
+    return folder, rundir.read_json(folder / "state.json", "checkpoint state")
 
 
 def write_history_csv(history: list[dict], path: Path) -> None:
@@ -93,15 +151,7 @@ def write_history_csv(history: list[dict], path: Path) -> None:
     lines = [",".join(keys)]
     lines += [",".join("" if row.get(k) is None else f"{row[k]:.8g}" for k in keys)
               for row in history]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, path)
-
-
-def _write_json_atomic(path: Path, data) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    os.replace(tmp, path)
+    rundir.write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 class EpochProgress(keras.callbacks.Callback):

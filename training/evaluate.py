@@ -5,24 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 
 def load_run(run_dir: str | Path):
-    """(config dict, keras model, Normalization) of a finished run."""
-    import keras
+    """(config dict, keras model, Normalization) of a finished run (see
+    `training.rundir.read_finished_run`: each file checked, damage named)."""
+    from training.rundir import read_finished_run
 
-    import zoo  # noqa: F401  (registers the zoo layers with Keras serialization)
-    from training.tasks import Normalization
-
-    run_dir = Path(run_dir)
-    missing = [n for n in ("config.yaml", "model.keras", "normalization.json")
-               if not (run_dir / n).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{run_dir} is not a finished run: missing {', '.join(missing)}")
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    model = keras.saving.load_model(run_dir / "model.keras")
-    return config, model, Normalization.load(run_dir / "normalization.json")
+    return read_finished_run(Path(run_dir))
 
 
 def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -> np.ndarray:
@@ -33,10 +23,12 @@ def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -
 
 def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | None = None) -> dict:
     """Score a finished run; ``task_options`` override the run's (e.g. ``evaluate_on="all"``)."""
+    from training.rundir import check_model_fits_task
     from training.tasks import get_task
 
     config, model, norm = load_run(run_dir)
     task = get_task(config["task"], **{**config.get("task_options", {}), **(task_options or {})})
+    check_model_fits_task(model, task, run_dir)
     # A task may score a different layout than its own test split (google12 on the official
     # Speech Commands test-set archive); the others score their test split.
     evaluation_split = getattr(task, "evaluation_split", None)

@@ -8,7 +8,13 @@ Run directory::
     model.keras          the final model (best validation epoch when early stopping is on)
     metrics.json         test accuracy and loss, parameters, time, epochs, hardware, versions
     tensorboard/         TensorBoard logs
-    checkpoint.keras, state.json, best_weights.npz   only while the run is unfinished (resume)
+    checkpoints/epoch-NNNN/   only while the run is unfinished: the newest committed epoch
+                         (model.keras with optimizer state, state.json, best_weights.npz)
+    .zoo-run             the zoo's marker: only such a directory is replaced by --overwrite
+
+Guarantees (docs/reliability.md): one process at a time (a lock beside the directory), every
+file replaced atomically, one atomic commit per epoch, and --overwrite swaps the new run in
+only once it has finished.
 """
 
 from __future__ import annotations
@@ -27,50 +33,101 @@ import yaml
 
 import zoo
 from training import callbacks as cb
+from training import rundir
 from training.config import TrainConfig
+from training.rundir import RunDirError  # noqa: F401  (re-exported)
 
 FINAL_FILES = ("config.yaml", "normalization.json", "history.csv", "model.keras", "metrics.json")
 
 
-class RunDirError(RuntimeError):
-    """The run directory cannot be used as asked (finished, different settings, not a run)."""
+def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool
+                    ) -> tuple[Path, tuple[Path, dict] | None]:
+    """Where to train and what to resume: ``(work_dir, checkpoint)``. Call it holding the lock.
 
-
-def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> dict | None:
-    """Create ``run_dir``, or return the saved state of an unfinished run with the same settings.
-
-    Never deletes anything unless ``overwrite`` is set, and then only a directory that holds a
-    run (a ``config.yaml``).
+    ``work_dir`` is ``run_dir`` itself, or with ``overwrite`` a staging directory beside it that
+    replaces ``run_dir`` only once the new run has finished (`rundir.swap_in`). ``checkpoint`` is
+    the newest committed checkpoint (folder, state) of an unfinished run with the same settings,
+    or None. Nothing is deleted here; ``overwrite`` is refused for a directory without the zoo's
+    marker (``.zoo-run``), whatever files it holds.
     """
     run_dir = Path(run_dir)
-    if run_dir.exists() and any(run_dir.iterdir()):
-        is_run = (run_dir / "config.yaml").is_file()
-        if overwrite:
-            if not is_run:
-                raise RunDirError(f"{run_dir} is not empty and holds no run (no config.yaml); "
-                                  "refusing to delete it. Choose another --out.")
-            shutil.rmtree(run_dir)
-        elif not is_run:
-            raise RunDirError(f"{run_dir} is not empty and holds no run; choose another --out.")
-        elif (run_dir / "metrics.json").is_file():
-            raise RunDirError(f"{run_dir} holds a finished run; choose another --out, or pass "
-                              "--overwrite to replace it.")
-        else:
-            saved = yaml.safe_load((run_dir / "config.yaml").read_text())
-            previous = TrainConfig.from_dict({k: v for k, v in saved.items()
-                                              if not k.endswith("_resolved")})
-            if previous.training_identity() != config.training_identity():
-                diff = {k: (v, config.training_identity()[k])
-                        for k, v in previous.training_identity().items()
-                        if config.training_identity()[k] != v}
-                raise RunDirError(f"{run_dir} holds an unfinished run with other settings "
-                                  f"(saved vs asked: {diff}); resume it with the same command, "
-                                  "choose another --out, or pass --overwrite.")
-            if (run_dir / "state.json").is_file() and (run_dir / "checkpoint.keras").is_file():
-                return json.loads((run_dir / "state.json").read_text())
-            return None  # killed before its first epoch ended: start afresh in place
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return None
+    rundir.recover_swap(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"--out {run_dir} is a file, not a directory; choose another --out")
+    if not run_dir.exists() or not any(run_dir.iterdir()):
+        return _fresh(run_dir), None
+    ours = rundir.has_marker(run_dir, rundir.RUN_MARKER)
+    legacy = not ours and (run_dir / "config.yaml").is_file()  # a run from before the marker
+    if overwrite:
+        if not ours:
+            raise RunDirError(f"{run_dir} was not written by `zoo train` (no {rundir.RUN_MARKER} "
+                              "marker); --overwrite replaces only the zoo's own run directories. "
+                              "Choose another --out, or move it away yourself.")
+        return _staging(run_dir, config)
+    if not (ours or legacy):
+        raise RunDirError(f"{run_dir} is not empty and holds no run; choose another --out.")
+    if (run_dir / "metrics.json").is_file():
+        raise RunDirError(f"{run_dir} holds a finished run; choose another --out, or pass "
+                          "--overwrite to replace it (only once the new run has finished).")
+    if not _same_settings(run_dir, config, refuse=True):
+        return run_dir, None  # killed before its config was written: start afresh in place
+    return run_dir, cb.latest_checkpoint(run_dir)
+
+
+def _fresh(folder: Path) -> Path:
+    """``folder`` created with the zoo's marker in it, atomically: built under a temporary name
+    beside it and renamed (over an empty ``folder`` if one exists)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    creating = rundir.staging_path(folder, "creating")
+    shutil.rmtree(creating, ignore_errors=True)  # ours, left by a kill: we hold the lock
+    creating.mkdir()
+    rundir.write_marker(creating, rundir.RUN_MARKER, atomic=False)  # the rename is the commit
+    os.rename(creating, folder)
+    rundir.crash_point("run directory created")
+    return folder
+
+
+def _staging(run_dir: Path, config: TrainConfig) -> tuple[Path, tuple[Path, dict] | None]:
+    """The replacement's directory: an unfinished one of the same settings is resumed, any
+    other (the zoo's own, by its marker) is started afresh."""
+    stage = rundir.staging_path(run_dir)
+    if stage.exists():
+        if (rundir.has_marker(stage, rundir.RUN_MARKER)
+                and not (stage / "metrics.json").is_file()
+                and _same_settings(stage, config, refuse=False)):
+            return stage, cb.latest_checkpoint(stage)
+        if not rundir.has_marker(stage, rundir.RUN_MARKER):
+            raise RunDirError(f"{stage} exists and was not written by `zoo train`; move it away")
+        shutil.rmtree(stage)
+    return _fresh(stage), None
+
+
+def _same_settings(folder: Path, config: TrainConfig, refuse: bool) -> bool:
+    """Whether ``folder/config.yaml`` has ``config``'s training identity (False: no config
+    yet). A different one raises RunDirError when ``refuse``, else returns False."""
+    path = folder / "config.yaml"
+    if not path.is_file():
+        return False
+    try:
+        saved = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise RunDirError(f"{path} is not valid YAML ({err}); choose another --out") from None
+    if not isinstance(saved, dict):
+        raise RunDirError(f"{path} is not a zoo run config (a YAML {type(saved).__name__}, not a "
+                          "mapping); choose another --out")
+    try:
+        previous = TrainConfig.from_dict({k: v for k, v in saved.items()
+                                          if not k.endswith("_resolved")})
+    except (TypeError, ValueError) as err:
+        raise RunDirError(f"{path} is not a valid zoo run config ({err}); choose another --out"
+                          ) from None
+    ours, theirs = config.training_identity(), previous.training_identity()
+    diff = {k: (v, ours[k]) for k, v in theirs.items() if ours[k] != v}
+    if diff and refuse:
+        raise RunDirError(f"{folder} holds an unfinished run with other settings "
+                          f"(saved vs asked: {diff}); resume it with the same command, "
+                          "choose another --out, or pass --overwrite.")
+    return not diff
 
 
 def epoch_batches(x, y, batch_size: int, seed: int, first_epoch: int, last_epoch: int):
@@ -194,8 +251,13 @@ def resolved_config(config: TrainConfig, task) -> dict:
 
 def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite: bool = False,
           verbose: int | None = None, print_fn=print) -> dict:
-    """Train ``config`` into ``run_dir`` (resuming it when it holds an unfinished run of the same
-    settings) and return the metrics written to ``metrics.json``."""
+    """Train ``config`` into ``run_dir`` and return the metrics written to ``metrics.json``.
+
+    ``run_dir`` is locked for the whole run (a second process fails naming this one). When it
+    holds an unfinished run of the same settings, training resumes from its newest committed
+    checkpoint. With ``overwrite``, a finished run of the zoo's is replaced, but only once the
+    new run has finished: until then it is built beside it (see ``docs/reliability.md``).
+    """
     from training.tasks import get_task
 
     run_dir = Path(run_dir)
@@ -203,29 +265,56 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
         raise RuntimeError(f"this process runs Keras on {keras.backend.backend()!r}, the config "
                            f"asks for {config.backend!r}; set KERAS_BACKEND before importing keras")
     task = get_task(config.task, **config.task_options)
+    check_monitor(config, task)
     # Invalid model options (or init_from) fail here, before the run directory exists: a failed
     # first try must not leave an "unfinished run" that refuses the corrected command.
-    probe = build_model(config, task)
+    try:
+        probe = build_model(config, task)
+    except TypeError as err:  # a layer argument of the wrong type (e.g. a string for a number)
+        raise ValueError(f"model {config.model} cannot be built with options "
+                         f"{config.model_options}: {err}") from None
     init_weights = warm_start_weights(probe, config.init_from) if config.init_from else None
     del probe
-    saved_state = prepare_run_dir(run_dir, config, overwrite)
+    with rundir.exclusive(run_dir):
+        work_dir, checkpoint = prepare_run_dir(run_dir, config, overwrite)
+        metrics = _train_in(work_dir, config, task, checkpoint, init_weights, data_dir,
+                            verbose, print_fn)
+        if work_dir != run_dir:
+            rundir.swap_in(work_dir, run_dir)
+    summary = ", ".join(f"{k} {v:.4f}" for k, v in metrics["test"].items())
+    print_fn(f"test: {summary}  ({metrics['parameters']:,} parameters, "
+             f"{metrics['training_seconds']:.0f}s training) -> {run_dir}")
+    return metrics
+
+
+def check_monitor(config: TrainConfig, task) -> None:
+    """``config.monitor`` must be a quantity this task's training logs (checked before a run)."""
+    metric = "mae" if task.kind == "regression" else "accuracy"
+    valid = ["loss", metric, "val_loss", f"val_{metric}"]
+    if config.monitor not in valid:
+        raise ValueError(f"--monitor {config.monitor!r} is not logged for task {task.name}; "
+                         f"valid: {', '.join(valid)}")
+
+
+def _train_in(run_dir: Path, config: TrainConfig, task, checkpoint, init_weights, data_dir,
+              verbose, print_fn) -> dict:
     keras.utils.set_random_seed(config.seed)
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
-
     data = task.load(data_dir, seed=config.seed)
     norm = data.normalization
     x_train, y_train = norm.apply(data.train.x).astype("float32"), data.train.y
     x_val, y_val = norm.apply(data.val.x).astype("float32"), data.val.y
     x_test, y_test = norm.apply(data.test.x).astype("float32"), data.test.y
     steps_per_epoch = int(np.ceil(len(x_train) / config.batch_size))
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(resolved_config(config, task),
-                                                        sort_keys=False))
-    norm.save(run_dir / "normalization.json")
+    rundir.write_text_atomic(run_dir / "config.yaml",
+                             yaml.safe_dump(resolved_config(config, task), sort_keys=False))
+    rundir.write_text_atomic(run_dir / "normalization.json", json.dumps(norm.to_dict(), indent=1))
 
+    saved_state = checkpoint[1] if checkpoint else None
     with distribution_scope(config):
-        if saved_state:
-            model = keras.saving.load_model(run_dir / "checkpoint.keras")
+        if checkpoint:
+            model = keras.saving.load_model(checkpoint[0] / "model.keras")
             initial_epoch = saved_state["epochs_done"]
             history = saved_state["history"]
             print_fn(f"resuming {run_dir} after epoch {initial_epoch}/{config.epochs}")
@@ -248,7 +337,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
         callbacks.insert(0, keras.callbacks.LearningRateScheduler(
             lambda epoch: config.lr * config.lr_decay_factor ** (epoch // config.lr_decay_epochs)))
     if config.early_stopping_patience and len(x_val):
-        stopper = cb.ResumableEarlyStopping(run_dir / "best_weights.npz", monitor=config.monitor,
+        stopper = cb.ResumableEarlyStopping(monitor=config.monitor,
                                             patience=config.early_stopping_patience)
         stateful["early_stopping"] = stopper
         callbacks.append(stopper)
@@ -259,10 +348,10 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
             initial_batch=initial_epoch * steps_per_epoch)
         stateful["hard_thresholding"] = thresholding
         callbacks.append(thresholding)
-    if saved_state:
+    if checkpoint:
         for name, state in saved_state["callbacks"].items():
             if name in stateful and hasattr(stateful[name], "load_state"):
-                stateful[name].load_state(state)
+                stateful[name].load_state(state, checkpoint[0])
     callbacks += [keras.callbacks.TensorBoard(log_dir=str(run_dir / "tensorboard")),
                   cb.RunCheckpoint(run_dir, history, stateful)]
 
@@ -276,15 +365,22 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
                   validation_data=(x_val, y_val) if len(x_val) else None,
                   callbacks=callbacks,
                   verbose=(1 if sys.stdout.isatty() else 0) if verbose is None else verbose)
-    elif "early_stopping" in stateful and (run_dir / "best_weights.npz").is_file():
-        # Killed after early stopping fired but before the run was written: finish it.
-        model.set_weights(cb.read_weights(run_dir / "best_weights.npz"))
+    elif "early_stopping" in stateful and stateful["early_stopping"].resumed_best_weights:
+        # Killed after the last epoch's checkpoint but before the run was written: finish it
+        # the way EarlyStopping.on_train_end would have (restore the best epoch).
+        model.set_weights(stateful["early_stopping"].resumed_best_weights)
     train_seconds = time.perf_counter() - start + sum(
         row.get("seconds", 0.0) for row in history[:initial_epoch])
+    if not history:
+        raise RuntimeError(f"no epoch was trained into {run_dir}; nothing to save")
+    if not all(np.all(np.isfinite(w)) for w in model.get_weights()):
+        # TerminateOnNaN stopped it and no finite best epoch could be restored.
+        raise ValueError(f"training diverged: the model's weights are not finite after epoch "
+                         f"{len(history)} (loss {history[-1].get('loss')}); lower --lr or set "
+                         f"--clipnorm. Nothing was saved as finished in {run_dir}.")
 
     test = model.evaluate(x_test, y_test, batch_size=max(config.batch_size, 256), verbose=0,
                           return_dict=True)
-    model.save(run_dir / "model.keras")
     metrics = {
         "task": config.task, "model": config.model,
         "test": {k: float(v) for k, v in test.items()},
@@ -297,10 +393,19 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
                  "source": str(data.source)},
         "hardware": hardware(), "versions": versions(),
     }
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    for name in ("checkpoint.keras", "state.json", "best_weights.npz"):
-        (run_dir / name).unlink(missing_ok=True)
-    summary = ", ".join(f"{k} {v:.4f}" for k, v in metrics["test"].items())
-    print_fn(f"test: {summary}  ({metrics['parameters']:,} parameters, "
-             f"{train_seconds:.0f}s training) -> {run_dir}")
+    _write_final(run_dir, model, history, metrics)
     return metrics
+
+
+def _write_final(run_dir: Path, model: keras.Model, history: list, metrics: dict) -> None:
+    """model.keras, history.csv, then metrics.json (whose rename marks the run finished), then
+    the checkpoints go."""
+    tmp = run_dir / ".model.tmp.keras"
+    model.save(tmp)
+    rundir.crash_point("model.keras: written, not renamed")
+    os.replace(tmp, run_dir / "model.keras")
+    rundir.crash_point("model.keras: renamed")
+    cb.write_history_csv(history, run_dir / "history.csv")
+    rundir.write_json_atomic(run_dir / "metrics.json", metrics)
+    shutil.rmtree(run_dir / cb.CHECKPOINTS, ignore_errors=True)
+    rundir.crash_point("checkpoints removed")

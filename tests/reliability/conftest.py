@@ -1,0 +1,32 @@
+"""Fixtures for the reliability tests: caches in a temporary folder, never a download, and a
+tiny synthetic training configuration (seconds per run) shared by the run-directory tests."""
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_cache(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("zoo-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ZOO_CACHE_DIR", str(cache))
+        mp.setenv("ZOO_DATA_DIR", str(tmp_path_factory.mktemp("empty-data-root")))
+        mp.setenv("ZOO_OFFLINE", "1")
+        yield cache
+
+
+@pytest.fixture(scope="session")
+def tiny_config():
+    return make_tiny_config
+
+
+def make_tiny_config(**changes):
+    """The adding task (regression, early stopping on val_loss) with a 3-unit LSTM, 2 epochs: every
+    piece of resumable state (optimizer moments, early-stopping counters and best weights,
+    history) is exercised in a few seconds."""
+    from training.config import TrainConfig
+
+    settings = dict(task="adding", model="lstm", model_options={"units": 3},
+                    task_options={"timesteps": 4, "n_train": 32, "n_val": 16, "n_test": 16},
+                    epochs=2, batch_size=16, lr=0.02, early_stopping_patience=2, seed=5)
+    settings.update(changes)
+    return TrainConfig(**settings)
