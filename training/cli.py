@@ -5,26 +5,53 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
 import yaml
 
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|nan)", re.I)
+
+
+def strict_int(text: str) -> int:
+    """An integer flag value: digits only (Python's ``int`` also takes ``1_000`` and spaces)."""
+    if not _INT.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    return int(text)
+
+
+def strict_float(text: str) -> float:
+    """A number flag value: decimal or exponent notation (no ``1_000``)."""
+    if not _FLOAT.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return float(text)
+
+
 # Flags that map one to one onto TrainConfig fields (flag -> field); None means "not given".
 _TRAIN_FLAGS = {
-    "epochs": int, "batch_size": int, "lr": float, "optimizer": str, "seed": int,
-    "clipnorm": float, "lr_decay_epochs": int, "lr_decay_factor": float, "monitor": str,
-    "sparsity_w": float, "sparsity_u": float, "distribute": str, "init_from": str,
+    "epochs": strict_int, "batch_size": strict_int, "lr": strict_float, "optimizer": str,
+    "seed": strict_int, "clipnorm": strict_float, "lr_decay_epochs": strict_int,
+    "lr_decay_factor": strict_float, "monitor": str, "sparsity_w": strict_float,
+    "sparsity_u": strict_float, "distribute": str, "init_from": str,
 }
 # Model options with their own flags (any other goes through --option KEY=VALUE).
-_MODEL_FLAGS = {"units": int, "k": int, "rank": int}
+_MODEL_FLAGS = {"units": strict_int, "k": strict_int, "rank": strict_int}
 
 
 def _key_value(text: str):
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     key, value = text.split("=", 1)
-    return key.strip(), yaml.safe_load(value)  # YAML typing: 3 -> int, 0.1 -> float, none -> None
+    try:
+        parsed = yaml.safe_load(value)  # YAML typing: 3 -> int, 0.1 -> float, none -> None
+    except yaml.YAMLError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: the value is not valid YAML ({err})")
+    if isinstance(parsed, (int, float)) and not isinstance(parsed, bool) and "_" in value:
+        # YAML 1.1 reads 1_000 as 1000; a typo there should not silently become a number.
+        raise argparse.ArgumentTypeError(f"{text!r}: write numbers without '_' separators")
+    return key.strip(), parsed
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +65,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="KEY=VALUE", help="a task option, e.g. --task-option timesteps=200")
     for flag, kind in _TRAIN_FLAGS.items():
         parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind)
-    parser.add_argument("--patience", type=int, dest="early_stopping_patience",
+    parser.add_argument("--patience", type=strict_int, dest="early_stopping_patience",
                         help="early-stopping patience in epochs (0 disables)")
     parser.add_argument("--mixed-precision", action="store_true", default=None,
                         help="train in mixed_float16")

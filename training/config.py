@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import math
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,9 @@ class TrainConfig:
     backend: str = "tensorflow"
     recipe: str | None = None
 
+    def __post_init__(self):
+        validate(self)
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -57,6 +61,103 @@ class TrainConfig:
         identity = self.to_dict()
         identity.pop("epochs")
         return identity
+
+
+# ----------------------------------------------------------------------------- validation
+# Every value is checked here, so a recipe (YAML) and a command-line flag get the same errors.
+
+MONITORS = ("val_loss", "val_accuracy", "val_mae", "loss", "accuracy", "mae")
+_FLAGS = {"early_stopping_patience": "--patience"}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return (_is_int(v) or isinstance(v, float)) and math.isfinite(v)
+
+
+_RULES = {  # field -> (accepts, what is valid)
+    "task": (lambda v: isinstance(v, str) and v != "", "a task name"),
+    "model": (lambda v: isinstance(v, str) and v != "", "a model name"),
+    "model_options": (lambda v: isinstance(v, dict), "a mapping of model options"),
+    "task_options": (lambda v: isinstance(v, dict), "a mapping of task options"),
+    "epochs": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+    "batch_size": (lambda v: _is_int(v) and v >= 1, "an integer >= 1"),
+    "lr": (lambda v: _is_number(v) and v > 0, "a number > 0"),
+    "optimizer": (lambda v: v in ("adam", "sgd", "momentum", "rmsprop"),
+                  "one of adam, sgd, momentum, rmsprop"),
+    "lr_decay_epochs": (lambda v: v is None or (_is_int(v) and v >= 1),
+                        "an integer >= 1 (or unset: no decay)"),
+    "lr_decay_factor": (lambda v: _is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "clipnorm": (lambda v: v is None or (_is_number(v) and v > 0),
+                 "a number > 0 (or unset: no clipping)"),
+    "early_stopping_patience": (lambda v: v is None or (_is_int(v) and v >= 0),
+                                "an integer >= 0 (0 disables early stopping)"),
+    "monitor": (lambda v: v in MONITORS, "one of " + ", ".join(MONITORS)),
+    "sparsity_w": (lambda v: v is None or (_is_number(v) and 0 < v <= 1), "a number in (0, 1]"),
+    "sparsity_u": (lambda v: v is None or (_is_number(v) and 0 < v <= 1), "a number in (0, 1]"),
+    "seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "init_from": (lambda v: v is None or isinstance(v, str), "a run directory"),
+    "mixed_precision": (lambda v: isinstance(v, bool), "true or false"),
+    "distribute": (lambda v: v in ("none", "mirrored"), "none or mirrored"),
+    "backend": (lambda v: v in ("tensorflow", "jax"), "tensorflow or jax"),
+    "recipe": (lambda v: v is None or isinstance(v, str), "a recipe path"),
+}
+
+# Model options whose registry default is None, so their type cannot be read off the default.
+_NUMERIC_OPTIONS = {"state_clip": (lambda v: _is_number(v) and v > 0, "a number > 0"),
+                    "state_quant_bits": (lambda v: _is_int(v) and 2 <= v <= 16,
+                                         "an integer in 2..16"),
+                    "eta_timesteps": (lambda v: _is_int(v) and v >= 1, "an integer >= 1")}
+
+
+def validate(config: "TrainConfig") -> None:
+    """Raise ValueError naming the first invalid setting (recipe key and flag) and what is
+    valid; model options are checked against the types of the registry's defaults."""
+    for name, (accepts, valid) in _RULES.items():
+        value = getattr(config, name)
+        if not accepts(value):
+            flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
+            raise ValueError(f"invalid {name} ({flag}): {value!r}; valid: {valid}")
+    _validate_model_options(config.model, config.model_options)
+
+
+def _validate_model_options(model: str, options: dict) -> None:
+    import zoo
+
+    try:
+        defaults = zoo.get_model_entry(model).options()
+    except ValueError:
+        return  # an unknown model is reported, with the valid names, where it is looked up
+    for key, value in options.items():
+        if key in _NUMERIC_OPTIONS:
+            accepts, valid = _NUMERIC_OPTIONS[key]
+            if value is None or accepts(value):
+                continue
+        elif key not in defaults or defaults[key] is None:
+            continue
+        elif isinstance(defaults[key], bool):
+            valid = "true or false"
+            if isinstance(value, bool):
+                continue
+        elif _is_int(defaults[key]):
+            valid = "an integer"
+            if _is_int(value):
+                continue
+        elif isinstance(defaults[key], float):
+            valid = "a number"
+            if _is_number(value):
+                continue
+        elif isinstance(defaults[key], str):
+            valid = "a string"
+            if value is None or isinstance(value, str):
+                continue
+        else:
+            continue
+        raise ValueError(f"invalid model option {key} (--option {key}=...): {value!r}; "
+                         f"valid: {valid}")
 
 
 def recipe_path(task: str, model: str) -> Path:
@@ -93,6 +194,10 @@ def resolve(task: str, model: str, recipe: str | None, overrides: dict[str, Any]
                                      f"{settings[key]!r}")
             settings.update(data)
             settings["recipe"] = str(path)
+    for key in ("model_options", "task_options"):
+        if not isinstance(settings.get(key, {}), dict):
+            raise ValueError(f"recipe {settings.get('recipe')}: {key} must be a mapping, got "
+                             f"{settings[key]!r}")
     model_options = {**settings.pop("model_options", {}), **overrides.pop("model_options", {})}
     task_options = {**settings.pop("task_options", {}), **overrides.pop("task_options", {})}
     settings.update({k: v for k, v in overrides.items() if v is not None})

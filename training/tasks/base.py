@@ -251,3 +251,17 @@ def pick_val_subjects(subjects, val_fraction: float, seed: int) -> list[int]:
 def check_fraction(name: str, value) -> None:
     if not isinstance(value, (int, float)) or not 0 <= value < 1:
         raise ValueError(f"option {name} must be a number in [0, 1), got {value!r}")
+
+
+def check_subjects(name: str, value) -> list[int]:
+    """``value`` as a sorted list of subject ids: a list (or tuple) of integers."""
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"option {name} must be a list of subject numbers, e.g. [1, 2], got "
+                         f"{value!r}")
+    return sorted(int(v) for v in value)
+
+
+def check_seed(name: str, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"option {name} must be an integer >= 0, got {value!r}")

@@ -19,7 +19,7 @@ from training.data.errors import DataError
 from training.data.sources import Archive, DatasetSpec, fingerprint, locate
 from training.data.textio import parse_table
 from training.tasks.base import (Normalization, Split, Task, TaskData, check_fraction,
-                                 pick_val_subjects, register_task)
+                                 check_seed, check_subjects, pick_val_subjects, register_task)
 
 SPEC = DatasetSpec(
     key="dsa19",
@@ -98,10 +98,12 @@ class DSA19(Task):
             i.e. 1 of 4 subjects; 0 = none).
         val_subjects: explicit validation subjects (overrides ``val_fraction``).
         split_seed: seed of the validation-subject draw.
+        allow_partial: accept a folder with whole subjects or activities missing (default:
+            refused, naming them).
     """
 
     DEFAULTS = {"train_subjects": (1, 2, 3, 4), "val_fraction": 0.2, "val_subjects": None,
-                "split_seed": 0}
+                "split_seed": 0, "allow_partial": False}
     description = "UCI Daily and Sports Activities, 19 activities, 5 IMUs x 9 channels (125 x 45)"
     paper_split = ("subjects p1-p4 train / p5-p8 test (4,560 / 4,560 windows on the full data); "
                    "validation = whole training subjects held out (val_fraction, split_seed)")
@@ -110,19 +112,42 @@ class DSA19(Task):
 
     def _validate(self):
         check_fraction("val_fraction", self._options["val_fraction"])
-        ts = tuple(sorted(int(s) for s in self._options["train_subjects"]))
+        check_seed("split_seed", self._options["split_seed"])
+        if not isinstance(self._options["allow_partial"], bool):
+            raise ValueError(f"option allow_partial must be true or false, got "
+                             f"{self._options['allow_partial']!r}")
+        ts = tuple(check_subjects("train_subjects", self._options["train_subjects"]))
         if not ts or not set(ts) < set(range(1, 9)):
             raise ValueError(f"option train_subjects must be a non-empty proper subset of 1..8, got {ts}")
         self._options["train_subjects"] = ts
         vs = self._options["val_subjects"]
         if vs is not None:
-            vs = sorted(int(s) for s in vs)
+            vs = check_subjects("val_subjects", vs)
             if not set(vs) < set(ts):
                 raise ValueError(f"option val_subjects={vs} must be a proper subset of train_subjects {ts}")
             self._options["val_subjects"] = vs
 
+    def _check_complete(self, arrays: dict, source: str) -> None:
+        """Refuse a folder with a whole subject or activity missing (each would silently shrink
+        or empty a split) unless ``allow_partial``. Missing segments within a subject's
+        activity are accepted: the official data has 60 each, small test subsets fewer."""
+        if self._options["allow_partial"]:
+            return
+        gone_subjects = sorted(set(range(1, 9)) - set(arrays["subject"].tolist()))
+        gone_activities = sorted(set(range(1, 20)) - set(arrays["activity"].tolist()))
+        if gone_subjects or gone_activities:
+            what = ([f"subject folder(s) {', '.join(f'p{s}' for s in gone_subjects)}"]
+                    if gone_subjects else []) + (
+                [f"activity folder(s) {', '.join(f'a{a:02d}' for a in gone_activities)}"]
+                if gone_activities else [])
+            raise DataError(f"{source}: DSA-19 is incomplete, no segment file for "
+                            f"{' and '.join(what)} (expected a01-a19 x p1-p8). Restore them, or "
+                            "pass --task-option allow_partial=true if a partial dataset is "
+                            "intended (the splits then lack those subjects / classes).")
+
     def _load(self, data_dir, *, seed: int) -> TaskData:
         a, source, hit = load_dsa_arrays(data_dir)
+        self._check_complete(a, source)
         ts = list(self._options["train_subjects"])
         vs = self._options["val_subjects"]
         if vs is None:

@@ -19,7 +19,7 @@ from training.data.errors import DataError
 from training.data.sources import Archive, DatasetSpec, fingerprint, locate
 from training.data.textio import parse_int_column, parse_table
 from training.tasks.base import (Normalization, Split, Task, TaskData, check_fraction,
-                                 pick_val_subjects, register_task)
+                                 check_seed, check_subjects, pick_val_subjects, register_task)
 
 SPEC = DatasetSpec(
     key="uci_har",
@@ -110,9 +110,10 @@ class HARTask(Task):
 
     def _validate(self):
         check_fraction("val_fraction", self._options["val_fraction"])
+        check_seed("split_seed", self._options["split_seed"])
         vs = self._options["val_subjects"]
         if vs is not None:
-            self._options["val_subjects"] = sorted(int(s) for s in vs)
+            self._options["val_subjects"] = check_subjects("val_subjects", vs)
 
     def _labels(self, y6: np.ndarray) -> np.ndarray:
         return (y6 - 1).astype(np.int64)
