@@ -136,21 +136,32 @@ def _archive_kind(path: Path) -> str:
     raise DataError(f"{path}: not a supported archive (expected .zip, .tar.gz, .tgz or .tar)")
 
 
+def _check_member_path(archive: Path, name: str) -> None:
+    """One rule for zip and tar members: an absolute path or a ".." component is refused."""
+    parts = Path(name.replace("\\", "/")).parts
+    if name.startswith(("/", "\\")) or (parts and parts[0].endswith(":")) or ".." in parts:
+        raise DataError(f"{archive}: unsafe member path {name!r} (absolute or with '..'); "
+                        "refusing to extract the archive")
+
+
 def _extract_one(archive: Path, dest: Path) -> None:
     kind = _archive_kind(archive)
     try:
         if kind == "zip":
             with zipfile.ZipFile(archive) as zf:
-                for info in zf.infolist():  # refuse absolute paths and ".." (zip-slip)
-                    parts = Path(info.filename).parts
-                    if info.filename.startswith(("/", "\\")) or ".." in parts:
-                        raise DataError(f"{archive}: unsafe member path {info.filename!r}")
+                for info in zf.infolist():  # zip-slip
+                    _check_member_path(archive, info.filename)
                 zf.extractall(dest)  # checks each member's CRC
         else:
             with tarfile.open(archive, "r:*") as tf:
-                tf.extractall(dest, filter="data")  # "data" refuses links/paths out of dest
+                for member in tf.getmembers():
+                    _check_member_path(archive, member.name)
+                tf.extractall(dest, filter="data")  # "data" refuses links out of dest, devices
     except DataError:
         raise
+    except tarfile.FilterError as exc:  # a refusal, not damage: say which member and why
+        raise DataError(f"{archive}: unsafe member refused ({type(exc).__name__}: {exc}); "
+                        "refusing to extract the archive") from None
     except _CORRUPT as exc:
         raise DataError(f"{archive}: corrupt or truncated archive ({type(exc).__name__}: {exc})") from None
 
@@ -196,12 +207,15 @@ def extract(archive: Path, spec: DatasetSpec) -> Path:
 
 
 def fingerprint(files: list[Path], base: Path) -> str:
-    """Hash of the source files' relative paths, sizes and mtimes (cheap on 65k files).
+    """Hash of the folder's absolute path and the source files' relative paths, sizes and
+    mtimes (cheap on 65k files).
 
     Editing a file changes its mtime, so the featurised cache is rebuilt; a change that keeps
-    both size and mtime would not be noticed.
+    both size and mtime would not be noticed. The folder's own path is part of the hash: a
+    second copy of a dataset (same relative paths, sizes and mtimes, other labels) must not
+    reuse the first copy's cache.
     """
-    h = hashlib.sha256()
+    h = hashlib.sha256(f"{Path(base).resolve()}\n".encode())
     for f in files:
         st = f.stat()
         h.update(f"{f.relative_to(base).as_posix()}|{st.st_size}|{st.st_mtime_ns}\n".encode())

@@ -68,7 +68,10 @@ def parse_table(path: Path, ncols: int, *, delimiter: str | None = None,
                         f"{tokens[k].strip()!r} is not finite ({bad.size} non-finite values in the file)")
     table = values.reshape(len(lines), ncols)
     if nrows is not None and table.shape[0] != nrows:
-        raise DataError(f"{path}: expected {nrows} lines, found {table.shape[0]} (truncated file?)")
+        why = ("truncated file?" if table.shape[0] < nrows else
+               f"{table.shape[0] - nrows} extra line(s) after line {nrows}: a damaged or "
+               "concatenated file?")
+        raise DataError(f"{path}: expected {nrows} lines, found {table.shape[0]} ({why})")
     return table
 
 
