@@ -5,7 +5,7 @@ then 3 seeds of each model at that rate.
 
 Phase 1 trains every model of `MODELS` at every ``--lrs`` value with seed 0; the rate with the best
 validation accuracy (at the restored best epoch) is kept; phase 2 trains seeds 1 and 2 at that rate
-(seed 0 is the phase-1 run). ``OUT/selection.json`` lists, per model, the validation accuracy of
+(seed 0 is the phase-1 run); finished runs are not retrained. ``OUT/selection.json`` lists, per model, the validation accuracy of
 each rate and the three run directories; ``export/kws_bench.py`` reads it.
 
 Runs go through `training.trainer.train`, one process per run (``--jobs`` at a time). Where
@@ -26,7 +26,9 @@ import time
 from pathlib import Path
 
 TASK = "google12_testset"
-_BOUNDED = {"state_clip": 1.0, "state_quant_bits": 8, "eta_constraint": "non_neg"}
+# The bounded state of the int8 recipe. eta needs no eta_constraint="non_neg": the iRNN's default
+# eta_parametrization "sigmoid" keeps it in (0, 1), and the cell refuses the constraint with it.
+_BOUNDED = {"state_clip": 1.0, "state_quant_bits": 8}
 # name -> (registry model, model options). Sizes: the papers' Google-12 sizes where they give one
 # (FastGRNN Table 11, iRNN Table 5), the zoo default 80 for the Keras baselines, DS-CNN-S.
 MODELS = {
@@ -85,6 +87,8 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--models", nargs="+", default=list(MODELS))
     p.add_argument("--jobs", type=int, default=6)
+    p.add_argument("--selection", default="selection.json",
+                   help="file name (in --out) for the selection; export/kws_bench.py reads it")
     args = p.parse_args(argv)
     out = Path(args.out)
     from training.tasks import get_task
@@ -110,7 +114,7 @@ def main(argv=None) -> int:
                        for s in range(1, args.seeds)], args.jobs)
     for r in seeds:
         selection[r["name"]]["runs"].append(r["out"])
-    (out / "selection.json").write_text(json.dumps(selection, indent=1))
+    (out / args.selection).write_text(json.dumps(selection, indent=1))
     print(json.dumps({n: (s["lr"], s["val_accuracy_by_lr"]) for n, s in selection.items()}))
     return 0
 
