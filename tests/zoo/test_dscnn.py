@@ -81,6 +81,7 @@ def test_reference_parameter_count_and_round_trip(tmp_path):
     again = keras.saving.load_model(tmp_path / "m.keras")
     np.testing.assert_array_equal(again.predict(x, verbose=0), model.predict(x, verbose=0))
     assert again.layers[1].get_config()["units"] == 64
+    assert again.layers[1].get_config()["bn_momentum"] == 0.99
 
 
 def test_options_and_errors():

@@ -37,7 +37,7 @@ MODELS = {
     "fastgrnn": ("fastgrnn", {"units": 100, "w_rank": 16, "u_rank": 25}),
     "lstm": ("lstm", {"units": 80}),
     "gru": ("gru", {"units": 80}),
-    "dscnn": ("dscnn", {"units": 64}),
+    "dscnn": ("dscnn", {"units": 64, "bn_momentum": 0.9}),  # see DSCNN's bn_momentum
 }
 
 
