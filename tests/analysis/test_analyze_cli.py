@@ -58,3 +58,15 @@ def test_bad_input_gives_clear_errors(run_dir, tmp_path, capsys):
     assert (foreign / "notes.txt").read_text() == "keep me"
     assert main(["analyze", str(tmp_path / "nothing")]) == 2
     assert "not a finished run" in capsys.readouterr().err
+
+
+def test_length_generalisation_row(run_dir, capsys):
+    from training.analysis.lengths import length_accuracy, main as lengths_main
+
+    row = length_accuracy(run_dir, n=200)
+    assert (row["task"], row["L"], row["test_length"]) == ("parity", 6, 12)
+    # 200 strings, half accepted: the accuracy is a multiple of 1/200.
+    assert all(0 <= row[k] <= 1 and abs(200 * row[k] - round(200 * row[k])) < 1e-9
+               for k in ("acc_L", "acc_test"))
+    assert lengths_main([str(run_dir), "--n", "50"]) == 0
+    assert "| parity | lstm |" in capsys.readouterr().out
