@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         selection[name] = {"model": best["model"], "options": best["options"], "lr": best["lr"],
                            "val_accuracy_by_lr": {f"{r['lr']:g}": r["val_accuracy"] for r in rows},
                            "runs": [best["out"]]}
-    seeds = _pool_map([job(n, selection[n]["lr"], s, f"{n}-s{s}") for n in args.models
+    seeds = _pool_map([job(n, selection[n]["lr"], s, f"{n}-lr{selection[n]['lr']:g}-s{s}") for n in args.models
                        for s in range(1, args.seeds)], args.jobs)
     for r in seeds:
         selection[r["name"]]["runs"].append(r["out"])
