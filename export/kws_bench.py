@@ -2,8 +2,8 @@
 accuracy (float and int8), size, TFLite Micro arena and latency (LiteRT and TFLite Micro) next to
 the published TinyML KWS anchors, plus a Pareto plot.
 
-    python -m export.kws_bench runs/kws/selection.json --out bench/kws \\
-        --plot docs/img/kws_pareto.png
+    python -m export.kws_bench runs/kws/selection_rnn.json runs/kws/selection_dscnn.json \\
+        --out bench/kws --plot docs/img/kws_pareto.png
 
 ``selection.json`` is written by ``training.benchmarks.kws``. Recurrent models are exported as
 streaming step models (``--form step``: one feature frame per invoke), the DS-CNN as a sequence
@@ -126,7 +126,10 @@ def table(rows: dict, fe: dict) -> str:
                      f"{t['tflite-micro']['per_window_us']:.0f}")
             arena = f"{r['arena']:,}"
         sec = f"{t['litert']['per_second_us']:.0f} / {t['tflite-micro']['per_second_us']:.0f}"
-        lines.append(f"| {name} | {r['params']:,} | {_mean_sd(r['float'])} | {_mean_sd(r['int8'])}"
+        if r["form"] == "sequence":
+            sec += (f" (every 10 ms: {t['litert']['every_10ms_per_second_us']:.0f} / "
+                    f"{t['tflite-micro']['every_10ms_per_second_us']:.0f})")
+        lines.append(f"| {name} (lr {r['lr']:g}) | {r['params']:,} | {_mean_sd(r['float'])} | {_mean_sd(r['int8'])}"
                      f" | {r['bytes']:,} | {arena} | {frame} | {sec} |")
     for name, size, acc, note in ANCHORS:
         size_txt = f"{size:,.0f}" if size else "-"
@@ -165,12 +168,16 @@ def pareto_plot(rows: dict, path: Path) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="KWS table: int8 exports, accuracy, bytes, arena, "
                                             "latency, next to the published anchors")
-    p.add_argument("selection", help="selection.json from training.benchmarks.kws")
+    p.add_argument("selection", nargs="+",
+                   help="selection files from training.benchmarks.kws (a later file's models "
+                        "replace an earlier one's)")
     p.add_argument("--out", default="bench/kws")
     p.add_argument("--plot", default=None, help="write the Pareto plot (png) here")
     p.add_argument("--runs", type=int, default=200, help="timed invokes per runtime")
     args = p.parse_args(argv)
-    selection = json.loads(Path(args.selection).read_text())
+    selection = {}
+    for path in args.selection:
+        selection.update(json.loads(Path(path).read_text()))
     out = Path(args.out)
     rows = {}
     for name, sel in selection.items():
