@@ -30,13 +30,119 @@ import argparse
 import json
 import os
 import resource
+import signal
 import statistics
+import struct
 import sys
 import time
 
 import numpy as np
 
 RUNTIMES = ("litert", "tflite-runtime", "tflite-micro")
+
+
+class BenchError(Exception):
+    """A bad export folder, card, model or test set: reported as one line, exit status 2."""
+
+
+# -------------------------------------------------------------------------------- validation
+def _u32(data, pos, path, what):
+    if pos < 0 or pos + 4 > len(data):
+        raise BenchError(f"{path}: damaged TFLite model ({what} at byte {pos} is outside the "
+                         f"{len(data)}-byte file)")
+    return struct.unpack_from("<I", data, pos)[0]
+
+
+def _table_fields(data, pos, path, what):
+    """Absolute positions of a FlatBuffer table's present fields (None when absent)."""
+    vtable = pos - struct.unpack("<i", struct.pack("<I", _u32(data, pos, path, what)))[0]
+    if vtable < 0 or vtable + 4 > len(data):
+        raise BenchError(f"{path}: damaged TFLite model ({what}'s vtable is outside the file)")
+    vt_size, table_size = struct.unpack_from("<HH", data, vtable)
+    if vt_size < 4 or vt_size % 2 or vtable + vt_size > len(data) or pos + table_size > len(data):
+        raise BenchError(f"{path}: damaged TFLite model ({what}'s vtable or table is outside the "
+                         "file)")
+    offsets = struct.unpack_from(f"<{(vt_size - 4) // 2}H", data, vtable + 4)
+    return [pos + o if o else None for o in offsets]
+
+
+def _vector(data, field, path, what, elem_size=4):
+    """(start, length) of the vector a table field points to, checked to lie inside the file."""
+    if field is None:
+        return 0, 0
+    start = field + _u32(data, field, path, what)
+    n = _u32(data, start, path, what)
+    if start + 4 + n * elem_size > len(data):
+        raise BenchError(f"{path}: damaged TFLite model ({what}: {n} entries run past the end "
+                         "of the file)")
+    return start + 4, n
+
+
+def _tables(data, field, path, what):
+    start, n = _vector(data, field, path, what)
+    out = []
+    for i in range(n):
+        pos = start + 4 * i + _u32(data, start + 4 * i, path, what)
+        out.append(_table_fields(data, pos, path, f"{what}[{i}]"))
+    return out
+
+
+def _field(fields, i):
+    return fields[i] if i < len(fields) else None
+
+
+def _indices(data, field, path, what, limit):
+    start, n = _vector(data, field, path, what)
+    for i in range(n):
+        v = struct.unpack_from("<i", data, start + 4 * i)[0]
+        if not -1 <= v < limit:
+            raise BenchError(f"{path}: damaged TFLite model ({what} refers to tensor {v}; the "
+                             f"subgraph has {limit})")
+
+
+def check_tflite(path):
+    """A minimal structural check of a TFLite FlatBuffer before any runtime reads it: size, the
+    ``TFL3`` identifier, the root table, and (schema field numbers of ``Model``, ``SubGraph``,
+    ``Tensor``, ``Operator``) the operator-code, subgraph, buffer, tensor and operator vectors
+    inside the file, tensor buffer, operator code and tensor indices in range. It is not a full
+    verifier: a damaged value inside a valid structure is caught by the trial run in a child
+    process (`probe_model`)."""
+    size = os.path.getsize(path)
+    if size == 0:
+        raise BenchError(f"{path}: empty file, not a TFLite model")
+    if size < 16:
+        raise BenchError(f"{path}: {size} bytes, too small to be a TFLite model")
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[4:8] != b"TFL3":
+        raise BenchError(f"{path}: not a TFLite model (FlatBuffer identifier {data[4:8]!r}, "
+                         "expected b'TFL3')")
+    model = _table_fields(data, _u32(data, 0, path, "root offset"), path, "Model")
+    n_codes = _vector(data, _field(model, 1), path, "operator_codes")[1]
+    subgraphs = _tables(data, _field(model, 2), path, "subgraphs")
+    if not subgraphs:
+        raise BenchError(f"{path}: damaged TFLite model (no subgraph)")
+    buffers = _tables(data, _field(model, 4), path, "buffers")
+    for b, buffer in enumerate(buffers):
+        _vector(data, _field(buffer, 0), path, f"buffer {b} data", elem_size=1)
+    n_buffers = len(buffers)
+    for g, sub in enumerate(subgraphs):
+        tensors = _tables(data, _field(sub, 0), path, f"subgraph {g} tensors")
+        for t, tensor in enumerate(tensors):
+            _vector(data, _field(tensor, 0), path, f"subgraph {g} tensor {t} shape")
+            buffer = _field(tensor, 2)
+            if buffer is not None and _u32(data, buffer, path, "buffer index") >= max(n_buffers, 1):
+                raise BenchError(f"{path}: damaged TFLite model (tensor {t} refers to buffer "
+                                 f"{_u32(data, buffer, path, 'buffer index')} of {n_buffers})")
+        _indices(data, _field(sub, 1), path, f"subgraph {g} inputs", len(tensors))
+        _indices(data, _field(sub, 2), path, f"subgraph {g} outputs", len(tensors))
+        for o, op in enumerate(_tables(data, _field(sub, 3), path, f"subgraph {g} operators")):
+            code = _field(op, 0)
+            if code is not None and _u32(data, code, path, "opcode index") >= n_codes:
+                raise BenchError(f"{path}: damaged TFLite model (operator {o} uses operator "
+                                 f"code {_u32(data, code, path, 'opcode index')} of {n_codes})")
+            _indices(data, _field(op, 1), path, f"operator {o} inputs", len(tensors))
+            _indices(data, _field(op, 2), path, f"operator {o} outputs", len(tensors))
 
 
 # ---------------------------------------------------------------------------------------- runtimes
@@ -133,7 +239,7 @@ def detect_runtime() -> str:
             return name
         except ImportError:
             continue
-    raise SystemExit("no TFLite runtime found: pip install ai-edge-litert (or tflite-runtime, or "
+    raise BenchError("no TFLite runtime found: pip install ai-edge-litert (or tflite-runtime, or "
                      "tflite-micro)")
 
 
@@ -141,6 +247,49 @@ def open_model(path, runtime, threads, arena_bytes):
     if runtime == "tflite-micro":
         return _MicroInterpreter(path, arena_bytes or max(10 * os.path.getsize(path), 16384))
     return _LiteInterpreter(path, runtime, threads)
+
+
+def probe_model(path, runtime, arena_bytes, timeout=120):
+    """Open ``path`` and invoke it once on zeros in a child process; a crash there (TFLite
+    Micro does not verify the FlatBuffer, and a damaged value can make it read out of bounds)
+    becomes a `BenchError` instead of killing this process."""
+    if not hasattr(os, "fork"):
+        return  # no cheap child process here; the structural check has run
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child: no cleanup handlers, no output, just the exit status
+        code = 1
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            model = open_model(path, runtime, 1, arena_bytes)
+            for i in range(len(model.inputs)):
+                _, _, shape = model.input_quant(i)
+                dtype = model.input_quant(i)[0]
+                model.set(i, np.zeros(shape, dtype))
+            model.invoke()
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.time() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.time() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise BenchError(f"{path}: {runtime} did not finish one invoke in {timeout} s")
+        time.sleep(0.01)
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        raise BenchError(f"{path}: the {runtime} runtime crashed ({name}) opening or running the "
+                         "model once: the file is damaged")
+    if os.WEXITSTATUS(status):
+        raise BenchError(f"{path}: the {runtime} runtime cannot open or run this model (it "
+                         "rejected the file: damaged, or not a model it supports)")
 
 
 # ------------------------------------------------------------------------------------ quantization
@@ -282,6 +431,122 @@ def peak_rss_mb():
 
 
 # -------------------------------------------------------------------------------------------- main
+def read_card(export_dir):
+    """``model_card.json`` of ``export_dir``, checked: form, model files inside the folder."""
+    card_path = os.path.join(export_dir, "model_card.json")
+    if not os.path.isfile(card_path):
+        raise BenchError(f"{card_path} not found: pass a folder written by `zoo export`")
+    try:
+        with open(card_path) as f:
+            card = json.load(f)
+    except (UnicodeDecodeError, ValueError) as err:
+        raise BenchError(f"{card_path}: not valid JSON ({err})") from None
+    if not isinstance(card, dict):
+        raise BenchError(f"{card_path}: expected a JSON object")
+    form = card.get("form")
+    if form not in ("sequence", "step"):
+        raise BenchError(f"{card_path}: unknown form {form!r}; expected 'sequence' or 'step'")
+    needed = ("model",) if form == "sequence" else ("step", "head")
+    files = card.get("files")
+    if not isinstance(files, dict) or any(not isinstance(files.get(k), str) for k in needed):
+        raise BenchError(f"{card_path}: 'files' must name {', '.join(needed)}")
+    for key in needed:
+        inside_folder(export_dir, files[key], card_path)
+    for key in ("timesteps", "features"):
+        if not isinstance(card.get(key), int) or card[key] < 1:
+            raise BenchError(f"{card_path}: {key} must be a positive integer, got "
+                             f"{card.get(key)!r}")
+    if form == "step" and not (isinstance(card.get("step_io"), dict) and all(
+            isinstance(card["step_io"].get(k), int) for k in ("x", "h", "h_out"))):
+        raise BenchError(f"{card_path}: step_io must give integer x, h and h_out")
+    return card
+
+
+def inside_folder(export_dir, name, card_path, must_exist=True):
+    """``export_dir/name``, refused unless it is a relative path that stays in the folder."""
+    if not isinstance(name, str) or not name or os.path.isabs(name):
+        raise BenchError(f"{card_path}: file entry {name!r} must be a relative path inside the "
+                         "export folder")
+    root = os.path.realpath(export_dir)
+    path = os.path.realpath(os.path.join(export_dir, name))
+    if os.path.commonpath([root, path]) != root:
+        raise BenchError(f"{card_path}: file entry {name!r} points outside the export folder; "
+                         "refusing to open it")
+    if must_exist and not os.path.isfile(path):
+        raise BenchError(f"{card_path}: file entry {name!r} does not exist in {export_dir}")
+    return path
+
+
+def load_testset(export_dir, card):
+    name = card.get("testset")
+    if not name:
+        return None, None
+    path = inside_folder(export_dir, name, os.path.join(export_dir, "model_card.json"),
+                         must_exist=False)
+    if not os.path.isfile(path):
+        return None, None  # optional: a folder copied to a device without its test set
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            x, y = data["x"].astype(np.float32), data["y"]
+    except (OSError, ValueError, KeyError, EOFError) as err:
+        raise BenchError(f"{path}: not a test set with arrays x and y ({type(err).__name__}: "
+                         f"{err})") from None
+    want = (card["timesteps"], card["features"])
+    if x.ndim != 3 or tuple(x.shape[1:]) != want or y.shape != (len(x),):
+        raise BenchError(f"{path}: x has shape {x.shape} and y {y.shape}; the model needs x "
+                         f"(N, {want[0]}, {want[1]}) and y (N,)")
+    return x, y
+
+
+def open_checked(export_dir, card, runtime, threads):
+    """The card's model, each file structurally checked and given one trial run in a child."""
+    names = ("model",) if card["form"] == "sequence" else ("step", "head")
+    arenas = {"model": card.get("arena_bytes"), "step": card.get("arena_bytes"),
+              "head": card.get("head_arena_bytes")}
+    for name in names:
+        path = os.path.join(export_dir, card["files"][name])
+        check_tflite(path)
+        arena = arenas[name] or max(10 * os.path.getsize(path), 16384)
+        probe_model(path, runtime, arena)
+    try:
+        return (StepModel if card["form"] == "step" else SequenceModel)(export_dir, card, runtime,
+                                                                        threads)
+    except (RuntimeError, ValueError, IndexError, KeyError, TypeError) as err:
+        raise BenchError(f"{export_dir}: the {runtime} runtime rejected the model "
+                         f"({type(err).__name__}: {str(err).strip().splitlines()[0][:200] if str(err).strip() else ''})") from None
+
+
+def require_runtime(runtime):
+    module = {"litert": "ai_edge_litert.interpreter", "tflite-runtime": "tflite_runtime.interpreter",
+              "tflite-micro": "tflite_micro.python.tflite_micro.runtime"}[runtime]
+    try:
+        __import__(module)
+    except ImportError as err:
+        raise BenchError(f"--runtime {runtime}: not installed here ({err})") from None
+
+
+def run(args):
+    card = read_card(args.export_dir)
+    runtime = detect_runtime() if args.runtime == "auto" else args.runtime
+    require_runtime(runtime)
+    form = card["form"]
+    x_test, y_test = load_testset(args.export_dir, card)
+    model = open_checked(args.export_dir, card, runtime, args.threads)
+    report = {"export_dir": args.export_dir, "runtime": runtime, "threads": args.threads,
+              "form": form, "quantize": card.get("quantize"),
+              "model_bytes": sum(os.path.getsize(p) for p in model.files)}
+    example = x_test[0] if x_test is not None and len(x_test) else np.zeros(
+        (card["timesteps"], card["features"]), np.float32)
+    report.update(benchmark(model, form, example, args.runs, args.warmup))
+    if x_test is not None and len(x_test):
+        n = len(x_test) if args.limit is None else min(args.limit, len(x_test))
+        pred = np.array([int(np.argmax(model.predict(x_test[i]))) for i in range(n)])
+        report["accuracy"] = float(np.mean(pred == y_test[:n]))
+        report["test_sequences"] = n
+    report["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    return report
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Benchmark a zoo export on this device.")
     parser.add_argument("export_dir")
@@ -292,40 +557,25 @@ def main(argv=None):
     parser.add_argument("--limit", type=int, default=None, help="test sequences for accuracy")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-
-    card_path = os.path.join(args.export_dir, "model_card.json")
-    if not os.path.isfile(card_path):
-        raise SystemExit(f"{card_path} not found: pass a folder written by `zoo export`")
-    with open(card_path) as f:
-        card = json.load(f)
-    runtime = detect_runtime() if args.runtime == "auto" else args.runtime
-    form = card["form"]
-    if form not in ("sequence", "step"):
-        raise SystemExit(f"{card_path}: unknown form {form!r}; expected 'sequence' or 'step'")
-    model = (StepModel if form == "step" else SequenceModel)(args.export_dir, card, runtime,
-                                                             args.threads)
-    report = {"export_dir": args.export_dir, "runtime": runtime, "threads": args.threads,
-              "form": form, "quantize": card.get("quantize"),
-              "model_bytes": sum(os.path.getsize(p) for p in model.files)}
-    testset = card.get("testset")
-    x_test = y_test = None
-    if testset and os.path.isfile(os.path.join(args.export_dir, testset)):
-        with np.load(os.path.join(args.export_dir, testset)) as data:
-            x_test, y_test = data["x"].astype(np.float32), data["y"]
-    example = x_test[0] if x_test is not None else np.zeros(
-        (card["timesteps"], card["features"]), np.float32)
-    report.update(benchmark(model, form, example, args.runs, args.warmup))
-    if x_test is not None:
-        n = len(x_test) if args.limit is None else min(args.limit, len(x_test))
-        pred = np.array([int(np.argmax(model.predict(x_test[i]))) for i in range(n)])
-        report["accuracy"] = float(np.mean(pred == y_test[:n]))
-        report["test_sequences"] = n
-    report["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    if args.runs < 1 or args.warmup < 0 or args.threads < 1 or (args.limit or 0) < 0:
+        parser.error("--runs and --threads must be >= 1, --warmup and --limit >= 0")
+    try:
+        report = run(args)
+    except BenchError as err:
+        print(f"device_bench.py: error: {err}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(report))
         return 0
-    print(f"{args.export_dir}: {form} model, {report['quantize']}, {report['model_bytes']:,} bytes, "
-          f"runtime {runtime} ({args.threads} thread{'s' if args.threads > 1 else ''})")
+    print_report(report)
+    return 0
+
+
+def print_report(report):
+    threads = report["threads"]
+    print(f"{report['export_dir']}: {report['form']} model, {report['quantize']}, "
+          f"{report['model_bytes']:,} bytes, runtime {report['runtime']} ({threads} "
+          f"thread{'s' if threads > 1 else ''})")
     if "per_step" in report:
         p = report["per_step"]
         print(f"  per step:     median {p['median_us']:.1f} us  p90 {p['p90_us']:.1f}  "
@@ -337,7 +587,6 @@ def main(argv=None):
         print(f"  accuracy:     {100 * report['accuracy']:.2f}% on {report['test_sequences']} "
               "test sequences")
     print(f"  peak memory:  {report['peak_rss_mb']} MB resident")
-    return 0
 
 
 if __name__ == "__main__":
