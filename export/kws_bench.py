@@ -74,8 +74,17 @@ def frontend_cost_us(repeats: int = 30) -> dict:
             "runtime": "numpy (this host), batch of one 1 s clip"}
 
 
-def export_one(run_dir: str, out: Path, form: str) -> dict:
+def export_one(run_dir: str, out: Path, form: str, reuse: bool = False) -> dict:
+    """int8 export of ``run_dir`` into ``out`` (or, with ``reuse``, the export already there when
+    its card names the same run, form and int8)."""
     from export.exporter import export_run
+
+    card_path = out / "model_card.json"
+    if reuse and card_path.is_file():
+        card = json.loads(card_path.read_text())
+        if (card.get("run_dir") == str(Path(run_dir).resolve()) and card.get("form") == form
+                and card.get("quantize") == "int8" and "frontend" in card):
+            return card
 
     card = export_run(run_dir, out, quantize="int8", form=form, allow_drop=True, overwrite=True,
                       print_fn=lambda *a: None)
@@ -174,6 +183,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="bench/kws")
     p.add_argument("--plot", default=None, help="write the Pareto plot (png) here")
     p.add_argument("--runs", type=int, default=200, help="timed invokes per runtime")
+    p.add_argument("--reuse", action="store_true",
+                   help="keep an export already in --out when its card names the same run")
     args = p.parse_args(argv)
     selection = {}
     for path in args.selection:
@@ -182,7 +193,7 @@ def main(argv=None) -> int:
     rows = {}
     for name, sel in selection.items():
         form = "sequence" if sel["model"] == "dscnn" else "step"
-        cards = [export_one(run, out / f"{name}-{i}", form) for i, run in enumerate(sel["runs"])]
+        cards = [export_one(run, out / f"{name}-{i}", form, args.reuse) for i, run in enumerate(sel["runs"])]
         first = cards[0]
         rows[name] = {
             "form": form, "params": first["parameters"], "bytes": first["total_bytes"],
