@@ -255,12 +255,19 @@ def load_keras_model(path: Path):
 
     import zoo  # noqa: F401  (registers the zoo layers with Keras serialization)
 
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: cannot be loaded as a Keras model, the file is damaged (not "
+                         "a valid .keras zip archive)")
     try:
         return keras.saving.load_model(path)
     except Exception as err:  # noqa: BLE001 - Keras raises many types for a damaged archive
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        if "File not found" in first:  # Keras's word for any unreadable archive
+            first = "unreadable archive"
         raise ValueError(f"{path}: cannot be loaded as a Keras model, the file is damaged or "
-                         f"not a .keras archive ({type(err).__name__}: {first[:200]})") from None
+                         f"not a zoo model ({type(err).__name__}: {first[:200]})") from None
 
 
 def load_normalization(path: Path):

@@ -30,3 +30,15 @@ def make_tiny_config(**changes):
                     epochs=2, batch_size=16, lr=0.02, early_stopping_patience=2, seed=5)
     settings.update(changes)
     return TrainConfig(**settings)
+
+
+@pytest.fixture(scope="session")
+def finished_har_run(tmp_path_factory, shared_data):
+    """A real (one-epoch, 3-unit LSTM) HAR-2 run directory, as `zoo train` leaves it."""
+    from zoo.cli import main
+
+    out = tmp_path_factory.mktemp("runs") / "har2"
+    assert main(["train", "--task", "har2", "--model", "lstm", "--units", "3", "--epochs", "1",
+                 "--batch-size", "512", "--recipe", "none", "--data-dir",
+                 str(shared_data / "har"), "--out", str(out)]) == 0
+    return out

@@ -11,17 +11,10 @@ import pytest
 from training import rundir
 from zoo.cli import main
 
-
-@pytest.fixture(scope="module")
-def finished_har_run(tmp_path_factory, shared_data):
-    """A real (one-epoch, 3-unit) HAR-2 run: what `zoo train` leaves."""
-    out = tmp_path_factory.mktemp("runs") / "har2"
-    assert main(TRAIN + ["--data-dir", str(shared_data / "har"), "--out", str(out)]) == 0
-    return out
-
-
 TRAIN = ["train", "--task", "har2", "--model", "lstm", "--units", "3", "--epochs", "1",
          "--batch-size", "512", "--recipe", "none"]
+
+
 
 
 def _snapshot(folder):
