@@ -35,7 +35,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-micro", action="store_true",
                         help="skip the TFLite Micro run and arena search")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing export directory")
+                        help="replace an export directory the zoo wrote, once the new export is "
+                             "complete")
 
 
 def run_export(args) -> int:

@@ -76,7 +76,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")
     parser.add_argument("--out", help="run directory (default: runs/<task>-<model>)")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace a finished run in --out instead of refusing")
+                        help="replace a finished run of the zoo's in --out, once the new run has "
+                             "finished (it trains beside it until then)")
 
 
 def _reexec_with_backend(backend: str) -> None:
