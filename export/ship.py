@@ -1,0 +1,152 @@
+"""Ship a trained run as a pretrained model: ``models/pretrained/<model>.<task>/`` (see
+`zoo.pretrained` for the folder format).
+
+    python -m export.ship bench/realscale/har2/sirnn_clip_q8/seed1 --tag sirnn.har2 \
+        --seed-runs bench/realscale/har2/sirnn_clip_q8/seed{0,1,2} \
+        --command "python -m training.benchmarks.realscale ... (seed 1)"
+
+Exports the run (int8 streaming step model for single-state cells, else the float sequence
+model), checks it against the Keras model on the whole test split (`zoo export`'s checks), copies
+the run's files and the export (without its test set: the data stay with the user) into the tag's
+folder, and writes ``card.json`` with the metrics, the seeds' subject-CV estimate, the command
+and the sha256 of every file. An existing tag folder is replaced only after the new one is
+complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+from zoo.pretrained import CARD, CARD_VERSION, pretrained_root, sha256
+
+RUN_FILES = ("model.keras", "config.yaml", "normalization.json", "metrics.json", "history.csv")
+# Export files a device needs; the test set (megabytes of the user's data) and lock files stay out.
+EXPORT_SKIP = ("testset.npz",)
+
+
+def _shippable(path: Path) -> bool:
+    return path.is_file() and not path.name.endswith(".lock")
+
+
+def _selected_val_accuracy(run_dir: Path) -> float:
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    history = list(csv.DictReader(open(run_dir / "history.csv")))
+    return 100 * float(history[metrics["best_epoch"] - 1]["val_accuracy"])
+
+
+def _export(run_dir: Path, stage: Path, data_dir) -> tuple[dict, str]:
+    """Export into ``stage``: int8 step where the model streams, float sequence otherwise."""
+    from export.exporter import export_run
+
+    try:
+        card = export_run(run_dir, stage / "export-step-int8", quantize="int8", form="step",
+                          data_dir=data_dir)
+        return card, "export-step-int8"
+    except ValueError as err:  # e.g. LSTM: two states, no step form
+        print(f"no int8 step export ({err}); shipping the float sequence model", file=sys.stderr)
+        card = export_run(run_dir, stage / "export-sequence-none", quantize="none",
+                          form="sequence", data_dir=data_dir)
+        return card, "export-sequence-none"
+
+
+def _card(tag: str, run_dir: Path, export_card: dict, export_name: str, seed_runs, command: str,
+          files: dict) -> dict:
+    import yaml
+
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    seed_runs = [Path(r) for r in seed_runs] or [run_dir]
+    seeds = [_selected_val_accuracy(r) for r in seed_runs]
+    tests = [100 * json.loads((r / "metrics.json").read_text())["test"]["accuracy"]
+             for r in seed_runs]
+    per_seed = [{"seed": yaml.safe_load((r / "config.yaml").read_text()).get("seed"),
+                 "val_subjects": yaml.safe_load((r / "config.yaml").read_text()).get(
+                     "task_options_resolved", {}).get("val_subjects"),
+                 "val_accuracy": round(v, 2), "test_accuracy_visible": round(t, 2)}
+                for r, v, t in zip(seed_runs, seeds, tests)]
+    micro = export_card.get("tflite_micro", {})
+    return {
+        "version": CARD_VERSION, "tag": tag, "model": config["model"], "task": config["task"],
+        "input_shape": [export_card["timesteps"], export_card["features"]],
+        "num_classes": export_card["classes"], "class_names": export_card["class_names"],
+        "parameters": metrics["parameters"],
+        "metrics": {
+            "val_accuracy_subject_cv_mean": round(statistics.mean(seeds), 2),
+            "val_accuracy_subject_cv_std": round(statistics.stdev(seeds), 2) if len(seeds) > 1 else None,
+            "test_accuracy_visible": round(100 * metrics["test"]["accuracy"], 2),
+            "test_accuracy_visible_seeds": [round(t, 2) for t in tests],
+            "export_accuracy": round(100 * export_card["accuracy"]["tflite"], 2),
+            "export_float_accuracy": round(100 * export_card["accuracy"]["keras_float"], 2),
+            "export_argmax_agreement": round(100 * export_card["accuracy"]["argmax_agreement"], 2),
+        },
+        "export": {"folder": export_name, "form": export_card["form"],
+                   "quantize": export_card["quantize"], "bytes": export_card["bytes"],
+                   "total_bytes": export_card["total_bytes"],
+                   "tflite_micro_arena_bytes": micro.get("arena_bytes")},
+        "data": {"task_options": config.get("task_options_resolved", {}),
+                 "train_windows": metrics["data"]["train"], "val_windows": metrics["data"]["val"],
+                 "test_windows": metrics["data"]["test"],
+                 "source": Path(metrics["data"]["source"]).name,
+                 "seeds": per_seed, "seed": config.get("seed")},
+        "training": {k: config.get(k) for k in ("optimizer", "lr", "batch_size", "epochs",
+                                                 "lr_decay_epochs", "lr_decay_factor", "clipnorm",
+                                                 "early_stopping_patience", "monitor")}
+                    | {"model_options": config.get("model_options_resolved"),
+                       "best_epoch": metrics["best_epoch"], "epochs_run": metrics["epochs_run"]},
+        "command": command, "files": files,
+    }
+
+
+def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None) -> dict:
+    run_dir = Path(run_dir)
+    dest = Path(dest) if dest else pretrained_root()
+    final = dest / tag
+    stage = dest / f".{tag}.partial"
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    try:
+        for name in RUN_FILES:
+            shutil.copy2(run_dir / name, stage / name)
+        export_card, export_name = _export(run_dir, stage, data_dir)
+        for skipped in EXPORT_SKIP:
+            (stage / export_name / skipped).unlink(missing_ok=True)
+        for lock in [p for p in stage.rglob("*.lock")]:
+            lock.unlink()
+        files = {p.relative_to(stage).as_posix(): sha256(p)
+                 for p in sorted(stage.rglob("*")) if _shippable(p)}
+        card = _card(tag, run_dir, export_card, export_name, seed_runs, command, files)
+        (stage / CARD).write_text(json.dumps(card, indent=2) + "\n")
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    if final.exists():  # replaced only now that the new folder is complete
+        shutil.rmtree(final)
+    stage.rename(final)
+    size = sum(p.stat().st_size for p in final.rglob("*") if p.is_file())
+    print(f"shipped {tag}: {size:,} bytes in {final}")
+    return card
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("run_dir")
+    parser.add_argument("--tag", required=True, help="MODEL.TASK, e.g. sirnn.har2")
+    parser.add_argument("--seed-runs", nargs="*", default=[],
+                        help="the run directories of every seed (the card reports their mean)")
+    parser.add_argument("--command", required=True, help="the command that trained the run")
+    parser.add_argument("--data-dir", help="dataset folder or archive (default: the run's)")
+    parser.add_argument("--dest", help="pretrained folder (default: the package's)")
+    args = parser.parse_args(argv)
+    ship(args.run_dir, args.tag, seed_runs=args.seed_runs, command=args.command,
+         data_dir=args.data_dir, dest=args.dest)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
