@@ -42,7 +42,12 @@ MODELS = {
 
 
 def _train_one(job: dict) -> dict:
-    """Train one run in this (fresh) process; returns the job with its validation accuracy."""
+    """Train one run in this (fresh) process; returns the job with its validation accuracy
+    (None for an unfinished run under ``--no-train``)."""
+    if job["no_train"]:
+        done = (Path(job["out"]) / "metrics.json").is_file()
+        job["val_accuracy"] = best_val_accuracy(Path(job["out"])) if done else None
+        return job
     import keras
 
     if importlib.util.find_spec("tensorflow") is None:
@@ -87,6 +92,8 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--models", nargs="+", default=list(MODELS))
     p.add_argument("--jobs", type=int, default=6)
+    p.add_argument("--no-train", action="store_true",
+                   help="train nothing: write the selection from the runs already finished")
     p.add_argument("--selection", default="selection.json",
                    help="file name (in --out) for the selection; export/kws_bench.py reads it")
     args = p.parse_args(argv)
@@ -99,21 +106,24 @@ def main(argv=None) -> int:
         model, options = MODELS[name]
         return {"name": name, "model": model, "options": options, "lr": lr, "seed": seed,
                 "epochs": args.epochs, "patience": args.patience, "data_dir": args.data_dir,
-                "out": str(out / folder)}
+                "out": str(out / folder), "no_train": args.no_train}
 
     sweep = _pool_map([job(n, lr, 0, f"sweep/{n}-lr{lr:g}") for n in args.models
                        for lr in args.lrs], args.jobs)
     selection = {}
     for name in args.models:
-        rows = [r for r in sweep if r["name"] == name]
+        rows = [r for r in sweep if r["name"] == name and r["val_accuracy"] is not None]
+        if not rows:
+            continue
         best = max(rows, key=lambda r: r["val_accuracy"])
         selection[name] = {"model": best["model"], "options": best["options"], "lr": best["lr"],
                            "val_accuracy_by_lr": {f"{r['lr']:g}": r["val_accuracy"] for r in rows},
                            "runs": [best["out"]]}
-    seeds = _pool_map([job(n, selection[n]["lr"], s, f"{n}-lr{selection[n]['lr']:g}-s{s}") for n in args.models
-                       for s in range(1, args.seeds)], args.jobs)
+    seeds = _pool_map([job(n, sel["lr"], s, f"{n}-lr{sel['lr']:g}-s{s}")
+                       for n, sel in selection.items() for s in range(1, args.seeds)], args.jobs)
     for r in seeds:
-        selection[r["name"]]["runs"].append(r["out"])
+        if r["val_accuracy"] is not None:
+            selection[r["name"]]["runs"].append(r["out"])
     (out / args.selection).write_text(json.dumps(selection, indent=1))
     print(json.dumps({n: (s["lr"], s["val_accuracy_by_lr"]) for n, s in selection.items()}))
     return 0
