@@ -374,9 +374,9 @@ def _export_run(run_dir, out, *, quantize: str = "none", form: str = "sequence",
             io_dtype = card["state_quantization"]["h_in"]["dtype"]
             card["c_sources"] = [p.name for p in write_c_array(
                 {"step": models["step"], "head": models["head"]}, stage)]
-            card["c_sources"].append(write_streaming_example(
+            card["c_sources"] += [p.name for p in write_streaming_example(
                 stage, title=f"{config['model']} on {task.name} ({quantize})", io_dtype=io_dtype,
-                card=card, step_ops=ops["step"], head_ops=ops["head"]).name)
+                card=card, step_ops=ops["step"], head_ops=ops["head"])]
         elif quantize in ("none",) + CALIBRATED:
             card["c_sources"] = [p.name for p in write_c_array({"model": models["model"]}, stage)]
 

@@ -1,0 +1,236 @@
+"""Build a step export's C++ loop against TensorFlow Lite Micro, run it over the export's whole
+test set and check it against the Python tflite-micro interpreter; optionally time it.
+
+    python -m export.device_build EXPORT_DIR --tflm DIR [--build-dir DIR] [--bench REPS] [--json]
+
+``zoo export --form step`` writes ``main.cc`` (the streaming loop), ``self_test.cc`` (a host
+driver), ``zoo_stream.h`` and a ``Makefile``; this script runs ``make TFLM_DIR=DIR`` (g++ -O2
+-std=c++17 -DTF_LITE_STATIC_MEMORY), writes the test windows (``testset.npz``) as raw float32,
+runs ``self_test classify`` and compares every prediction and every logit with
+``device_bench.StepModel`` on the ``tflite-micro`` runtime. Exit status 0 when every prediction
+is identical, 1 when one differs, 2 on bad input or a failed build.
+
+``--bench REPS`` also times the C++ loop (``self_test bench``: per step and per window, median and
+p90) and, in the same run, the Python loop of the same models (``device_bench.benchmark``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from export import device_bench
+
+__all__ = ["DeviceBuildError", "build", "check_against_python", "bench_c", "bench_python",
+           "main"]
+
+SOURCES = ("main.cc", "self_test.cc", "zoo_stream.h", "Makefile", "model_data.h",
+           "model_data.cc")
+TFLM_LIBRARY = Path("lib") / "libtensorflow-microlite.a"
+
+
+class DeviceBuildError(RuntimeError):
+    """The export, the TFLite Micro folder or the build is not usable; the message says why."""
+
+
+def load_step_export(export_dir) -> dict:
+    """The model card of a step export that has the C++ sources, or `DeviceBuildError`."""
+    export_dir = Path(export_dir)
+    card_path = export_dir / "model_card.json"
+    if not card_path.is_file():
+        raise DeviceBuildError(f"{card_path} not found: pass a folder written by `zoo export`")
+    card = json.loads(card_path.read_text())
+    if card.get("form") != "step":
+        raise DeviceBuildError(f"{card_path}: form {card.get('form')!r}; the C++ loop exists for "
+                               "--form step exports only")
+    missing = [name for name in SOURCES if not (export_dir / name).is_file()]
+    if missing:
+        raise DeviceBuildError(f"{export_dir} lacks {', '.join(missing)}: it was exported by an "
+                               "older zoo; export it again with `zoo export --form step`")
+    return card
+
+
+def check_tflm_dir(tflm_dir) -> Path:
+    """``tflm_dir`` resolved, after checking it holds the library and the headers."""
+    tflm_dir = Path(tflm_dir).resolve()
+    for needed in (TFLM_LIBRARY, Path("include") / "tensorflow" / "lite" / "micro"):
+        if not (tflm_dir / needed).exists():
+            raise DeviceBuildError(
+                f"--tflm {tflm_dir}: {needed} not found. Pass a TFLite Micro build: include/ "
+                "(tensorflow/, flatbuffers/, ...) and lib/libtensorflow-microlite.a "
+                "(docs/device.md says how to make one)")
+    return tflm_dir
+
+
+def build(export_dir, tflm_dir, build_dir) -> Path:
+    """Run the export's ``Makefile`` (``make self_test``); returns the driver's path.
+
+    Args:
+        export_dir: a step export with its C++ sources.
+        tflm_dir: a TFLite Micro build with ``include/`` and ``lib/libtensorflow-microlite.a``.
+        build_dir: where the binary goes (the export folder itself is not written).
+
+    Example:
+
+    ```python
+    binary = build("runs/har2-sirnn/export-step-int8", "../shared/tflm", "/tmp/build")
+    ```
+    """
+    load_step_export(export_dir)
+    tflm_dir = check_tflm_dir(tflm_dir)
+    if shutil.which("make") is None or shutil.which("g++") is None:
+        raise DeviceBuildError("building the C++ loop needs `make` and `g++` on PATH")
+    build_dir = Path(build_dir).resolve()
+    build_dir.mkdir(parents=True, exist_ok=True)
+    cmd = ["make", "--no-print-directory", "-C", str(Path(export_dir).resolve()), "self_test",
+           f"TFLM_DIR={tflm_dir}", f"BUILD_DIR={build_dir}", "CXX=g++"]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise DeviceBuildError(f"`{' '.join(cmd)}` failed (exit {done.returncode}):\n"
+                               f"{(done.stdout + done.stderr)[-4000:]}")
+    return build_dir / "self_test"
+
+
+def write_windows(x: np.ndarray, path) -> Path:
+    """The windows ``x`` (N, T, d) as raw float32 in host byte order, as ``self_test`` reads."""
+    np.ascontiguousarray(x, dtype=np.float32).tofile(path)
+    return Path(path)
+
+
+def _run(binary, *args) -> str:
+    done = subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise DeviceBuildError(f"{binary} {' '.join(map(str, args))} failed (exit "
+                               f"{done.returncode}): {done.stderr.strip()[-2000:]}")
+    return done.stdout
+
+
+def classify_c(binary, windows_file, n: int, classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Predictions (int, [n]) and logits (float32, [n, classes]) printed by ``self_test``."""
+    rows = [line.split() for line in _run(binary, "classify", windows_file).splitlines()]
+    if len(rows) != n or any(len(r) != classes + 1 for r in rows):
+        raise DeviceBuildError(f"{binary} printed {len(rows)} rows for {n} windows (expected "
+                               f"{n} rows of 1 + {classes} numbers)")
+    table = np.array(rows, dtype=np.float64)
+    return table[:, 0].astype(np.int64), table[:, 1:].astype(np.float32)
+
+
+def python_micro_model(export_dir, card):
+    """``device_bench.StepModel`` on the tflite-micro Python runtime, with the export's arenas."""
+    from export.micro import quiet_stderr
+
+    with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
+        return device_bench.StepModel(str(export_dir), card, "tflite-micro", 1)
+
+
+def check_against_python(export_dir, binary, work_dir, limit: int | None = None) -> dict:
+    """Run ``self_test classify`` over the test set and compare with the Python interpreter.
+
+    Returns a dict: ``windows``, ``identical_predictions``, ``differing_windows`` (indices),
+    ``identical_logits`` (windows whose logits are bit-identical), ``max_abs_logit_diff``, the
+    accuracy of each side and ``passed`` (every prediction identical).
+    """
+    card = load_step_export(export_dir)
+    with np.load(Path(export_dir) / card["testset"]) as data:
+        x, y = data["x"].astype(np.float32), np.asarray(data["y"])
+    if limit is not None:
+        x, y = x[:limit], y[:limit]
+    windows_file = write_windows(x, Path(work_dir) / "windows.bin")
+    c_pred, c_logits = classify_c(binary, windows_file, len(x), card["classes"])
+    model = python_micro_model(export_dir, card)
+    py_logits = np.stack([model.predict(w) for w in x]).astype(np.float32)
+    py_pred = py_logits.argmax(-1)
+    same = c_pred == py_pred
+    return {
+        "windows": len(x), "identical_predictions": int(same.sum()),
+        "differing_windows": np.flatnonzero(~same).tolist(),
+        "c_argmax_matches_c_logits": bool(np.all(c_pred == c_logits.argmax(-1))),
+        "identical_logits": int(np.all(c_logits == py_logits, axis=1).sum()),
+        "max_abs_logit_diff": float(np.abs(c_logits.astype(np.float64) - py_logits).max()),
+        "c_accuracy": float(np.mean(c_pred == y)), "python_accuracy": float(np.mean(py_pred == y)),
+        "passed": bool(same.all())}
+
+
+def bench_c(binary, window: np.ndarray, work_dir, reps: int) -> dict:
+    """``self_test bench``: the C++ loop on ``window`` (T, d), ``reps`` times (per step and per
+    window, median and p90 in microseconds)."""
+    windows_file = write_windows(window[None], Path(work_dir) / "bench_window.bin")
+    return json.loads(_run(binary, "bench", windows_file, reps))
+
+
+def bench_python(export_dir, window: np.ndarray, reps: int) -> dict:
+    """``device_bench.benchmark`` (the Python loop, tflite-micro runtime) on the same window:
+    ``reps`` timed windows and ``reps * T / 4`` timed steps."""
+    card = load_step_export(export_dir)
+    model = python_micro_model(export_dir, card)
+    # benchmark() times `runs` single steps, then runs // T * 4 whole windows.
+    steps = max(card["timesteps"], reps * card["timesteps"] // 4)
+    return device_bench.benchmark(model, "step", window, runs=steps, warmup=20)
+
+
+def _report_lines(export_dir, check: dict, timing: dict | None) -> list[str]:
+    lines = [f"{export_dir}: C++ loop (TFLite Micro library) vs the Python tflite-micro "
+             f"interpreter on {check['windows']} test windows",
+             f"  predictions identical: {check['identical_predictions']}/{check['windows']}"
+             + (f"  (differ at windows {check['differing_windows'][:20]})"
+                if check["differing_windows"] else ""),
+             f"  logits bit-identical:  {check['identical_logits']}/{check['windows']}, max |diff| "
+             f"{check['max_abs_logit_diff']:.3g}",
+             f"  accuracy: C++ {100 * check['c_accuracy']:.2f}%, Python "
+             f"{100 * check['python_accuracy']:.2f}%"]
+    if timing:
+        for name, t in (("C++ loop, -O2", timing["c"]),
+                        ("Python loop, tflite-micro", timing["python"])):
+            lines.append(f"  {name + ':':<27} step {t['per_step']['median_us']:.2f} / "
+                         f"{t['per_step']['p90_us']:.2f} us, window "
+                         f"{t['per_sequence']['median_us']:.0f} / "
+                         f"{t['per_sequence']['p90_us']:.0f} us (median / p90)")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m export.device_build",
+        description="Build a step export's C++ loop against TFLite Micro and check it against "
+                    "the Python tflite-micro interpreter on the whole test set.")
+    parser.add_argument("export_dir", help="a folder written by `zoo export --form step`")
+    parser.add_argument("--tflm", required=True,
+                        help="TFLite Micro build: include/ and lib/libtensorflow-microlite.a")
+    parser.add_argument("--build-dir", help="where the binary goes (default: a temporary folder)")
+    parser.add_argument("--limit", type=int, help="check only the first N test windows")
+    parser.add_argument("--bench", type=int, metavar="REPS",
+                        help="also time the C++ and the Python loop over REPS windows")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1 or args.bench is not None and args.bench < 1:
+        parser.error("--limit and --bench take a positive integer")
+    try:
+        with tempfile.TemporaryDirectory(prefix="zoo-device-") as tmp:
+            binary = build(args.export_dir, args.tflm, args.build_dir or tmp)
+            check = check_against_python(args.export_dir, binary, tmp, args.limit)
+            timing = None
+            if args.bench:
+                card = load_step_export(args.export_dir)
+                with np.load(Path(args.export_dir) / card["testset"]) as data:
+                    window = data["x"][0].astype(np.float32)
+                timing = {"c": bench_c(binary, window, tmp, args.bench),
+                          "python": bench_python(args.export_dir, window, args.bench)}
+    except DeviceBuildError as err:
+        print(f"device_build: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"check": check, "timing": timing}))
+    else:
+        print("\n".join(_report_lines(args.export_dir, check, timing)))
+    return 0 if check["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

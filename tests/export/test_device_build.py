@@ -1,0 +1,128 @@
+"""The exported C++ loop (``main.cc`` + ``self_test.cc``, built by the export's ``Makefile`` against
+the prebuilt TFLite Micro library in ``../shared/tflm``) gives the same predictions and logits as
+the Python tflite-micro interpreter on the whole HAR-2 test split, for int8, int16x8 and float step
+exports of two cells; and the build script's errors name what is wrong."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from export.device_build import (DeviceBuildError, build, check_against_python, classify_c,
+                                 main, write_windows)
+
+REPO = Path(__file__).resolve().parents[2]
+TFLM = REPO.parent / "shared" / "tflm"
+_MISSING = [what for what, ok in (
+    (f"the prebuilt TFLite Micro {TFLM}/lib/libtensorflow-microlite.a",
+     (TFLM / "lib" / "libtensorflow-microlite.a").is_file()),
+    ("g++", shutil.which("g++") is not None), ("make", shutil.which("make") is not None)) if not ok]
+pytestmark = pytest.mark.skipif(bool(_MISSING), reason="building the exported C++ loop needs "
+                                + ", ".join(_MISSING))
+MODES = ("int8", "int16x8", "none")
+
+
+def quiet(*args, **kwargs):
+    pass
+
+
+# Two cells as `zoo bench` trains them, 2 epochs each: enough for non-trivial logits. Their own
+# runs, so that the check does not depend on how well the longer export fixtures train.
+CELLS = {"sirnn": {"state_clip": 1.0, "state_quant_bits": 8}, "fastgrnn": {}}
+
+
+@pytest.fixture(scope="session")
+def built(har_dir, tmp_path_factory):
+    """(cell, mode) -> (export dir, self_test binary), trained, exported and built once."""
+    from export.exporter import export_run
+    from training.config import TrainConfig
+    from training.trainer import train
+
+    runs, exports = {}, {}
+
+    def get(cell, mode):
+        if cell not in runs:
+            config = TrainConfig(task="har2", model=cell, model_options=CELLS[cell], epochs=2,
+                                 batch_size=64, lr=1e-2, clipnorm=1.0, seed=0)
+            runs[cell] = tmp_path_factory.mktemp("runs") / f"har2-{cell}"
+            train(config, runs[cell], data_dir=har_dir, verbose=0, print_fn=quiet)
+        if (cell, mode) not in exports:
+            out = tmp_path_factory.mktemp("device-exports") / f"{cell}-{mode}"
+            export_run(runs[cell], out, quantize=mode, form="step", data_dir=har_dir,
+                       allow_drop=True, calibration_pairs=300, micro_sequences=5, print_fn=quiet)
+            binary = build(out, TFLM, tmp_path_factory.mktemp("build") / f"{cell}-{mode}")
+            exports[cell, mode] = out, binary
+        return exports[cell, mode]
+
+    return get
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cell", ["sirnn", "fastgrnn"])
+@pytest.mark.parametrize("mode", MODES)
+def test_cxx_loop_equals_python_tflite_micro_on_the_whole_test_set(built, cell, mode, tmp_path):
+    export_dir, binary = built(cell, mode)
+    card = json.loads((export_dir / "model_card.json").read_text())
+    expected_dtype = {"int8": "int8", "int16x8": "int16", "none": "float32"}[mode]
+    assert card["state_quantization"]["h_in"]["dtype"] == expected_dtype
+    for name in ("main.cc", "self_test.cc", "zoo_stream.h", "Makefile"):
+        assert name in card["c_sources"]
+
+    check = check_against_python(export_dir, binary, tmp_path)
+    assert check["windows"] == 701  # the whole HAR-2 test split
+    assert check["c_argmax_matches_c_logits"]
+    assert check["identical_predictions"] == 701, check["differing_windows"]
+    assert check["c_accuracy"] == check["python_accuracy"]
+    if mode != "int16x8":
+        # The same reference kernels on both sides: bit-identical logits, float included.
+        assert check["identical_logits"] == 701 and check["max_abs_logit_diff"] == 0.0, check
+    else:
+        # The int16 SUB kernel rounds differently in the library (tflite-micro 90b983c, g++ 12.2)
+        # and the Python wheel (8f6596d, GCC 14.2): one state element 1 LSB apart at one step in
+        # a few windows (traced op by op, docs/device.md). Measured: 688 and 699 of 701 windows
+        # bit-identical on a SiRNN trained to 94.7 %, max |diff| 1.3e-4.
+        assert check["identical_logits"] >= 0.97 * 701, check
+        assert check["max_abs_logit_diff"] < 1e-2, check
+
+
+@pytest.mark.slow
+def test_cli_checks_times_and_reuses_the_build(built, capsys):
+    export_dir, binary = built("sirnn", "int8")
+    assert main([str(export_dir), "--tflm", str(TFLM), "--build-dir", str(binary.parent),
+                 "--limit", "40", "--bench", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["check"]["windows"] == 40 and report["check"]["passed"]
+    c, py = report["timing"]["c"], report["timing"]["python"]
+    assert c["reps"] == 3 and c["per_step"]["count"] == 3 * 128
+    assert c["per_sequence"]["count"] == 3
+    for timing in (c, py):
+        for key in ("per_step", "per_sequence"):
+            assert 0 < timing[key]["median_us"] <= timing[key]["p90_us"]
+
+
+@pytest.mark.slow
+def test_driver_rejects_a_windows_file_of_the_wrong_size(built, tmp_path):
+    export_dir, binary = built("sirnn", "int8")
+    x = np.load(export_dir / "testset.npz")["x"][:2]
+    bad = write_windows(x.reshape(-1)[:-1], tmp_path / "short.bin")
+    with pytest.raises(DeviceBuildError, match=r"short\.bin has 9212 bytes, not a positive "
+                                               r"multiple of one window \(128 x 9 float32"):
+        classify_c(binary, bad, 2, 2)
+
+
+@pytest.mark.slow
+def test_build_names_a_missing_library(built, tmp_path):
+    with pytest.raises(DeviceBuildError, match="lib/libtensorflow-microlite.a not found"):
+        build(built("sirnn", "int8")[0], tmp_path, tmp_path / "build")
+
+
+def test_build_refuses_a_sequence_export_and_an_old_step_export(tmp_path):
+    (tmp_path / "model_card.json").write_text(json.dumps({"form": "sequence"}))
+    with pytest.raises(DeviceBuildError, match="form 'sequence'"):
+        build(tmp_path, TFLM, tmp_path / "build")
+    (tmp_path / "model_card.json").write_text(json.dumps({"form": "step"}))
+    (tmp_path / "main.cc").write_text("")
+    with pytest.raises(DeviceBuildError, match="lacks self_test.cc, zoo_stream.h, Makefile"):
+        build(tmp_path, TFLM, tmp_path / "build")
