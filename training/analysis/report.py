@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from training.analysis import gradients, memory, stability, truncation
+from training.analysis.equilibrium import irnn_report
 from training.analysis.stepper import CellStepper, flatten_steps
+from zoo.irnn import IRNNCell
 
 DEFAULTS = {"jacobian_sequences": 16, "sensitivity_sequences": 64, "max_sequences": 2000,
             "epsilons": (1.0, 0.1, 0.01), "regime_tolerance": 0.01, "ridge": 1e-3, "folds": 5,
@@ -29,11 +31,7 @@ def _jacobian_part(stepper, x_sub, options) -> tuple[dict, dict]:
     stab = {"contraction": stability.contraction_report(j_state, options["regime_tolerance"]),
             "recurrence": stability.recurrence_report(stepper.cell, steps),
             "input_lipschitz": float(stability.spectral_norms(j_input).max())}
-    from zoo.irnn import IRNNCell
-
     if isinstance(stepper.cell, IRNNCell):
-        from training.analysis.equilibrium import irnn_report
-
         stab["irnn"] = irnn_report(stepper.cell, x_rows, state_rows)
     curve = gradients.state_gradient_curve(j_state.reshape(n, steps, *j_state.shape[1:]))
     return stab, gradients.gradient_report(curve)
@@ -49,6 +47,7 @@ def _zero_step_norm(stepper) -> float:
 def _truncation_part(stepper, x, y, kind, stab, options) -> dict:
     steps = x.shape[1]
     result = truncation.truncated_scores(stepper, x, y, kind, truncation.window_grid(steps))
+    h_full = result.pop("h_full")
     lam = stab["contraction"]["max"]
     b_x = float(np.linalg.norm(x, axis=-1).max())
     head = stepper.head_matrix()
@@ -63,7 +62,7 @@ def _truncation_part(stepper, x, y, kind, stab, options) -> dict:
         "k_eps": {str(eps): (truncation.window_bound(lam, l_f, b_s, eps) if l_f else None)
                   for eps in options["epsilons"]},
     })
-    return result
+    return result, h_full
 
 
 def analyze_model(model, x: np.ndarray, y: np.ndarray, kind: str = "classification",
@@ -113,12 +112,11 @@ def analyze_model(model, x: np.ndarray, y: np.ndarray, kind: str = "classificati
 
     start = time.perf_counter()
     keep = _subsample(len(x), options["max_sequences"], rng)
-    out["truncation"] = _truncation_part(stepper, x[keep], y_last[keep], kind,
-                                         out["stability"], options)
+    out["truncation"], h_final = _truncation_part(stepper, x[keep], y_last[keep], kind,
+                                                  out["stability"], options)
     seconds["truncation"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    h_final = stepper.final_output(x[keep])
     r2 = memory.memory_curve(h_final, x[keep], ridge=options["ridge"], folds=options["folds"],
                              seed=options["seed"])
     out["memory"] = {"r2_by_lag": [float(v) for v in r2], "ridge": options["ridge"],
@@ -139,8 +137,6 @@ def _last_above(curve: np.ndarray, level: float) -> int | None:
 
 def load_validation(run_dir: Path, data_dir=None):
     """(config, model, x_val normalised, y_val, task kind) of a finished run."""
-    import yaml  # noqa: F401  (load_run reads config.yaml)
-
     from training.evaluate import load_run
     from training.tasks import get_task
 

@@ -47,6 +47,8 @@ class CellStepper:
         self.dynamic = [i for i, s in enumerate(self.sizes) if s == self.units]
         self.state_dim = sum(self.sizes[i] for i in self.dynamic)
         self.dtype = self.cell.compute_dtype or "float32"
+        # Traced once per shape: pfor's vectorisation is the expensive part.
+        self._jacobian_fn = tf.function(self._batch_jacobian, reduce_retracing=True)
 
     # ------------------------------------------------------------------ forward
 
@@ -81,6 +83,12 @@ class CellStepper:
             out.append([np.asarray(s) for s in states])
         return out
 
+    def head(self, h) -> np.ndarray:
+        """The head layers applied to the recurrent layer's output h (batch, units)."""
+        for layer in self.head_layers:
+            h = layer(h)
+        return np.asarray(h)
+
     def logits(self, x) -> np.ndarray:
         """The model's output for the last step of ``x`` (any length), as a NumPy array."""
         h = self.rnn(tf.constant(x, dtype=self.dtype), training=False)
@@ -88,16 +96,26 @@ class CellStepper:
             h = h[0]
         if self.rnn.return_sequences:
             h = h[:, -1]
-        for layer in self.head_layers:
-            h = layer(h)
-        return np.asarray(h)
+        return self.head(h)
 
-    def final_output(self, x) -> np.ndarray:
-        """The recurrent layer's output at the last step (h_T, what the head sees)."""
-        h = self.rnn(tf.constant(x, dtype=self.dtype), training=False)
-        if isinstance(h, (list, tuple)):
-            h = h[0]
-        return np.asarray(h[:, -1] if self.rnn.return_sequences else h)
+    def window_outputs(self, x: np.ndarray, windows) -> np.ndarray:
+        """The cell output at the last step when run from the zero state over only the last k
+        inputs, for each k in ``windows``: (len(windows), n, units).
+
+        All windows run in one batched pass over time: the copy of a sequence for window k
+        keeps the zero initial state (and a zero step counter) until step T - k.
+        """
+        n, steps = x.shape[:2]
+        starts = np.repeat([steps - int(k) for k in windows], n)
+        xs = np.tile(x, (len(windows), 1, 1))
+        states = self.initial_states(len(xs))
+        step = tf.function(self.step, reduce_retracing=True)
+        out = None
+        for t in range(steps):
+            out, new = step(tf.constant(xs[:, t], dtype=self.dtype), states)
+            started = tf.constant((starts <= t)[:, None])
+            states = [tf.where(started, a, b) for a, b in zip(new, states)]
+        return np.asarray(out).reshape(len(windows), n, -1)
 
     def head_matrix(self) -> np.ndarray | None:
         """The Dense head's kernel (features, classes) when the head is one Dense layer."""
@@ -108,7 +126,7 @@ class CellStepper:
 
     # ------------------------------------------------------------------ Jacobians
 
-    def jacobians(self, x_t: np.ndarray, states: list[np.ndarray], batch: int = 1024):
+    def jacobians(self, x_t: np.ndarray, states: list[np.ndarray], batch: int = 4096):
         """``(ds_t/ds_{t-1}, ds_t/dx_t)`` at each row: shapes (N, S, S) and (N, S, d).
 
         Computed with ``GradientTape.batch_jacobian`` in chunks of ``batch`` rows.
@@ -118,9 +136,9 @@ class CellStepper:
             xs = tf.constant(x_t[lo:lo + batch], dtype=self.dtype)
             template = [tf.constant(s[lo:lo + batch], dtype=self.dtype) for s in states]
             s0 = self.pack(template)
-            js, jx = self._batch_jacobian(xs, s0, template)
-            j_state.append(js)
-            j_input.append(jx)
+            js, jx = self._jacobian_fn(xs, s0, template)
+            j_state.append(np.asarray(js, dtype=np.float64))
+            j_input.append(np.asarray(jx, dtype=np.float64))
         return np.concatenate(j_state), np.concatenate(j_input)
 
     def _batch_jacobian(self, xs, s0, template):
@@ -132,7 +150,7 @@ class CellStepper:
         js = tape.batch_jacobian(s1, s0, experimental_use_pfor=True)
         jx = tape.batch_jacobian(s1, xs, experimental_use_pfor=True)
         del tape
-        return np.asarray(js, dtype=np.float64), np.asarray(jx, dtype=np.float64)
+        return js, jx
 
 
 def flatten_steps(traj: list[list[np.ndarray]], x: np.ndarray):

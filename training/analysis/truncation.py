@@ -42,25 +42,24 @@ def truncated_scores(stepper, x: np.ndarray, y: np.ndarray, kind: str, ks: list[
     """Score and state gap ``||h_T - h_T^k||_2`` (mean, max) of the model on the last k inputs.
 
     ``y`` are the last step's targets. Returns ``{"k": [...], "score": [...], "state_gap_mean":
-    [...], "state_gap_max": [...]}`` plus ``"full"``, the score on the whole sequence.
+    [...], "state_gap_max": [...]}``, plus ``"full"``, the score on the whole sequence, and
+    ``"h_full"`` (n, units), the final output on the whole sequence.
     """
-    def run(xs):
-        outs, hs = [], []
-        for lo in range(0, len(xs), batch):
-            outs.append(stepper.logits(xs[lo:lo + batch]))
-            hs.append(stepper.final_output(xs[lo:lo + batch]))
-        return np.concatenate(outs), np.concatenate(hs).astype(np.float64)
-
-    out_full, h_full = run(x)
+    steps = x.shape[1]
+    windows = list(ks) + ([] if steps in ks else [steps])
+    chunks = [stepper.window_outputs(x[lo:lo + batch], windows)
+              for lo in range(0, len(x), batch)]
+    h = np.concatenate(chunks, axis=1).astype(np.float64)  # (windows, n, units)
+    h_full = h[windows.index(steps)]
     result = {"k": [], "score": [], "state_gap_mean": [], "state_gap_max": [],
-              "full": score(kind, out_full, y)}
-    for k in ks:
-        out_k, h_k = run(x[:, x.shape[1] - k:])
-        gap = np.linalg.norm(h_full - h_k, axis=1)
+              "full": score(kind, stepper.head(h_full.astype(np.float32)), y)}
+    for i, k in enumerate(ks):
+        gap = np.linalg.norm(h_full - h[i], axis=1)
         result["k"].append(int(k))
-        result["score"].append(score(kind, out_k, y))
+        result["score"].append(score(kind, stepper.head(h[i].astype(np.float32)), y))
         result["state_gap_mean"].append(float(gap.mean()))
         result["state_gap_max"].append(float(gap.max()))
+    result["h_full"] = h_full
     return result
 
 
