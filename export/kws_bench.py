@@ -144,6 +144,13 @@ def table(rows: dict, fe: dict) -> str:
         size_txt = f"{size:,.0f}" if size else "-"
         lines.append(f"| *{name}* (published{'; ' + note if note else ''}) | - | "
                      f"{acc:.2f} | - | {size_txt} | - | - | - |")
+    lines.append("\nTFLite Micro vs LiteRT (int8), on the first test sequences (mean over runs):\n")
+    lines.append("| model | sequences | TFLM acc % | LiteRT acc % (same) | argmax agreement % |")
+    lines.append("|---|---|---|---|---|")
+    for name, r in rows.items():
+        m = lambda k: 100 * statistics.mean(r[k])
+        lines.append(f"| {name} | {r['tflm_sequences']} | {m('int8_tflm'):.2f} | "
+                     f"{m('int8_litert_same'):.2f} | {m('tflm_agreement'):.2f} |")
     lines.append(f"\nFront end (numpy on this host): {fe['per_frame_us']:.1f} us per frame "
                  f"({fe['per_clip_us']:.0f} us per 1 s clip of 99 frames).")
     return "\n".join(lines)
@@ -201,6 +208,9 @@ def main(argv=None) -> int:
             "float": [c["accuracy"]["keras_float"] for c in cards],
             "int8": [c["accuracy"]["tflite"] for c in cards],
             "int8_tflm": [c["tflite_micro"]["accuracy"] for c in cards],
+            "int8_litert_same": [c["tflite_micro"]["litert_accuracy_same_sequences"] for c in cards],
+            "tflm_agreement": [c["tflite_micro"]["argmax_agreement_with_litert"] for c in cards],
+            "tflm_sequences": cards[0]["tflite_micro"]["test_sequences"],
             "timing": time_export(out / f"{name}-0", first, args.runs), "lr": sel["lr"]}
         print(f"{name}: {json.dumps({k: v for k, v in rows[name].items() if k != 'timing'})}",
               flush=True)
