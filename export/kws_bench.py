@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import statistics
 import time
 from pathlib import Path
@@ -190,6 +191,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="bench/kws")
     p.add_argument("--plot", default=None, help="write the Pareto plot (png) here")
     p.add_argument("--runs", type=int, default=200, help="timed invokes per runtime")
+    p.add_argument("--jobs", type=int, default=3, help="exports in parallel processes")
     p.add_argument("--reuse", action="store_true",
                    help="keep an export already in --out when its card names the same run")
     args = p.parse_args(argv)
@@ -197,10 +199,17 @@ def main(argv=None) -> int:
     for path in args.selection:
         selection.update(json.loads(Path(path).read_text()))
     out = Path(args.out)
+    forms = {name: "sequence" if sel["model"] == "dscnn" else "step"
+             for name, sel in selection.items()}
+    jobs = [(run, out / f"{name}-{i}", forms[name], args.reuse)
+            for name, sel in selection.items() for i, run in enumerate(sel["runs"])]
+    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:  # CPU-bound conversions
+        exported = pool.starmap(export_one, jobs, chunksize=1)
+    cards_by_out = {str(job[1]): card for job, card in zip(jobs, exported)}
     rows = {}
     for name, sel in selection.items():
-        form = "sequence" if sel["model"] == "dscnn" else "step"
-        cards = [export_one(run, out / f"{name}-{i}", form, args.reuse) for i, run in enumerate(sel["runs"])]
+        form = forms[name]
+        cards = [cards_by_out[str(out / f"{name}-{i}")] for i in range(len(sel["runs"]))]
         first = cards[0]
         rows[name] = {
             "form": form, "params": first["parameters"], "bytes": first["total_bytes"],
