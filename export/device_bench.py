@@ -261,6 +261,9 @@ def probe_model(path, runtime, arena_bytes, timeout=120):
     if pid == 0:  # child: no cleanup handlers, no output, just the exit status
         code = 1
         try:
+            import faulthandler
+
+            faulthandler.disable()  # a crash here is expected and reported by the parent
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
@@ -512,12 +515,14 @@ def open_checked(export_dir, card, runtime, threads):
         return (StepModel if card["form"] == "step" else SequenceModel)(export_dir, card, runtime,
                                                                         threads)
     except (RuntimeError, ValueError, IndexError, KeyError, TypeError) as err:
+        first = (str(err).strip().splitlines() or [""])[0][:200]
         raise BenchError(f"{export_dir}: the {runtime} runtime rejected the model "
-                         f"({type(err).__name__}: {str(err).strip().splitlines()[0][:200] if str(err).strip() else ''})") from None
+                         f"({type(err).__name__}: {first})") from None
 
 
 def require_runtime(runtime):
-    module = {"litert": "ai_edge_litert.interpreter", "tflite-runtime": "tflite_runtime.interpreter",
+    module = {"litert": "ai_edge_litert.interpreter",
+              "tflite-runtime": "tflite_runtime.interpreter",
               "tflite-micro": "tflite_micro.python.tflite_micro.runtime"}[runtime]
     try:
         __import__(module)
