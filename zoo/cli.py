@@ -27,6 +27,29 @@ SUBCOMMANDS = {
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", nargs="?", choices=("models", "tasks", "all"), default="all",
                         help="what to list (default: both)")
+    parser.add_argument("--pretrained", action="store_true",
+                        help="list the shipped pretrained models (zoo.create_model(name, "
+                             "pretrained=TASK)) with their accuracy, size and arena")
+
+
+def print_pretrained() -> None:
+    from zoo.pretrained import get_pretrained_cfg, list_pretrained
+
+    print("Pretrained models (zoo.create_model(MODEL, pretrained=TASK)); accuracy %: val = "
+          "subject cross-validation over seeds, test = the visible official test windows, "
+          "export = the shipped int8 (or float) TFLite model on them:\n")
+    print(f"  {'tag':<14} {'params':>7} {'val':>12} {'test':>6} {'export':>7} {'form':<14} "
+          f"{'bytes':>7} {'arena':>6}")
+    for tag in list_pretrained():
+        c = get_pretrained_cfg(tag)
+        m, e = c.metrics, c.export
+        val = f"{m['val_accuracy_subject_cv_mean']:.2f}"
+        if m.get("val_accuracy_subject_cv_std") is not None:
+            val += f"±{m['val_accuracy_subject_cv_std']:.2f}"
+        arena = e.get("tflite_micro_arena_bytes")
+        print(f"  {tag:<14} {c.parameters:>7,} {val:>12} {m['test_accuracy_visible']:>6.2f} "
+              f"{m['export_accuracy']:>7.2f} {e['quantize'] + ' ' + e['form']:<14} "
+              f"{e['total_bytes']:>7,} {arena if arena else '-':>6}")
 
 
 def _format_value(value) -> str:
@@ -38,6 +61,9 @@ def _format_value(value) -> str:
 
 
 def run_list(args) -> int:
+    if args.pretrained:
+        print_pretrained()
+        return 0
     if args.what in ("models", "all"):
         import zoo
 
