@@ -109,12 +109,23 @@ def run_train(args) -> int:
         config = resolve(args.task, args.model, args.recipe, overrides)
         zoo.registry.check_options(config.model, config.model_options)
         get_task(config.task, **config.task_options)
+        print(describe_recipe(config), flush=True)
         out = Path(args.out or Path("runs") / f"{args.task}-{args.model}")
         train(config, out, data_dir=args.data_dir, overwrite=args.overwrite)
     except (ValueError, FileNotFoundError, RunDirError) as err:
         print(f"zoo train: error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def describe_recipe(config) -> str:
+    """One line saying which recipe was applied and what it sets, so nothing is applied silently."""
+    if not config.recipe:
+        return "recipe: none (defaults and flags only)"
+    options = ", ".join(f"{k}={v}" for k, v in config.model_options.items())
+    return (f"recipe {config.recipe}: {config.model} {options}; {config.optimizer} lr {config.lr:g}, "
+            f"batch {config.batch_size}, {config.epochs} epochs, seed {config.seed} "
+            "(flags override any of these)")
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
