@@ -3,6 +3,7 @@
 Every case is built in a temporary folder from the shared data (small copies, see conftest).
 """
 
+import re
 import io
 import shutil
 import tarfile
@@ -169,7 +170,11 @@ def test_corrupt_archives(mini_har, tmp_path):
 
 
 def test_unknown_task_and_option():
-    with pytest.raises(ValueError, match="unknown task 'har3'.*Valid tasks: adding, copy, dsa19"):
+    from training.tasks import list_tasks
+
+    assert {"adding", "copy", "dsa19", "har2"} <= set(list_tasks())
+    with pytest.raises(ValueError, match="unknown task 'har3'.*Valid tasks: "
+                                         + re.escape(", ".join(list_tasks()))):
         get_task("har3")
     with pytest.raises(ValueError, match="unknown option.*'val_frac'.*Valid options: split_seed, "
                                          "val_fraction, val_subjects"):
