@@ -104,7 +104,10 @@ def render(result: dict) -> str:
               f"Ridge ({m['ridge']}) from h_T to x_(T-l+1), {m['folds']}-fold R^2: lag 1 "
               f"{_fmt(m['r2_by_lag'][0], 3)}, lag 2 {_fmt(m['r2_by_lag'][1], 3)}, lag 8 "
               f"{_fmt(m['r2_by_lag'][min(7, len(m['r2_by_lag']) - 1)], 3)}; last lag with R^2 > 0.5:"
-              f" {_fmt(m['last_lag_r2_above_0.5'])}.", "", "![](memory_probe.png)", ""]
+              f" {_fmt(m['last_lag_r2_above_0.5'])}.",
+              "Baseline, the same probe from the last input x_T alone (input autocorrelation, "
+              f"no memory): lag 8 {_fmt(m['baseline_last_input_r2_by_lag'][min(7, len(m['r2_by_lag']) - 1)], 3)}"
+              ".", "", "![](memory_probe.png)", ""]
     if "irnn_eigenvalues.png" in result.get("plots", []):
         lines += ["![](irnn_eigenvalues.png)", ""]
     return "\n".join(lines)

@@ -62,7 +62,11 @@ def write_plots(result: dict, out_dir: Path) -> list[str]:
     r2 = np.asarray(result["memory"]["r2_by_lag"])
     fig, ax = _figure(f"linear memory probe, {name}", "lag l (1 = last input)",
                       "R^2 of x_(T-l+1) from h_T")
-    ax.plot(np.arange(1, len(r2) + 1), r2)
+    ax.plot(np.arange(1, len(r2) + 1), r2, label="from h_T")
+    base = result["memory"].get("baseline_last_input_r2_by_lag")
+    if base:
+        ax.plot(np.arange(1, len(base) + 1), base, "--", label="from x_T alone (baseline)")
+    ax.legend(fontsize=8)
     ax.set_ylim(min(-0.1, float(r2.min())), 1.05)
     written.append(_save(fig, out_dir / "memory_probe.png"))
 
