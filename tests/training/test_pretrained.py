@@ -1,0 +1,139 @@
+"""The shipped pretrained models: every card verifies, every model reproduces its card's accuracy
+on the real test windows of ``../shared/data``, tampering is refused, and a normal wheel install
+carries the models and the recipes."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zoo
+from zoo import pretrained
+
+REPO = Path(__file__).resolve().parents[2]
+# The tags the zoo promises (README): the best HAR-2 and DSA-19 model and the best Keras baseline.
+SHIPPED = {"sirnn.har2", "sirnn.dsa19"}
+DATA = {"har2": "har", "dsa19": "dsa19"}
+
+
+def test_the_promised_models_are_shipped():
+    assert SHIPPED <= set(zoo.list_pretrained())
+    assert {t.split(".")[1] for t in zoo.list_pretrained()} == {"har2", "dsa19"}
+    baselines = [t for t in zoo.list_pretrained() if t.split(".")[0] in ("lstm", "gru")]
+    assert {t.split(".")[1] for t in baselines} == {"har2", "dsa19"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tag", zoo.list_pretrained())
+def test_pretrained_model_reproduces_its_card_on_real_test_windows(tag, shared_data):
+    """The visible official test windows (HAR subjects 12 and 24; DSA-19 segments s01, s13, s25,
+    s37, s49 of p5-p8) are in ../shared/data: the raw windows through the pretrained model (its
+    own normalisation layer) give exactly the accuracy its card recorded at training time."""
+    from training.tasks import get_task
+
+    cfg = zoo.get_pretrained_cfg(tag)
+    model_name, task_name = tag.split(".")
+    model = zoo.create_model(model_name, pretrained=task_name)
+    test = get_task(task_name).load(shared_data / DATA[task_name]).test
+    assert tuple(test.x.shape[1:]) == tuple(cfg.input_shape)
+    logits = model.predict(test.x.astype("float32"), batch_size=256, verbose=0)
+    assert logits.shape == (len(test.y), cfg.num_classes)
+    accuracy = 100 * float(np.mean(logits.argmax(-1) == test.y))
+    # One window is 0.14 (HAR-2) / 0.26 (DSA-19) points; float reduction order may flip one.
+    assert accuracy == pytest.approx(cfg.metrics["test_accuracy_visible"], abs=100 / len(test.y))
+
+
+@pytest.mark.parametrize("tag", zoo.list_pretrained())
+def test_card_sizes_and_export(tag):
+    cfg = zoo.get_pretrained_cfg(tag)
+    folder = pretrained.verified_dir(tag)
+    total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    assert total < 300_000, f"{tag} ships {total:,} bytes"
+    assert set(cfg.files) == {p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                              if p.is_file() and p.name != pretrained.CARD}
+    export = folder / cfg.export["folder"]
+    card = json.loads((export / "model_card.json").read_text())
+    assert sum((export / f).stat().st_size for f in card["files"].values()) == \
+        cfg.export["total_bytes"]
+
+
+def _copy_of(tag, tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "pretrained"
+    shutil.copytree(pretrained.pretrained_root() / tag, root / tag)
+    monkeypatch.setattr(pretrained, "pretrained_root", lambda: root)
+    return root / tag
+
+
+def test_a_tampered_file_is_refused_naming_it(tmp_path, monkeypatch):
+    folder = _copy_of("sirnn.har2", tmp_path, monkeypatch)
+    data = bytearray((folder / "model.keras").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (folder / "model.keras").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"model\.keras has sha256 .* its card says"):
+        zoo.create_model("sirnn", pretrained="har2")
+    (folder / "model.keras").unlink()
+    with pytest.raises(FileNotFoundError, match="model.keras is missing"):
+        zoo.create_model("sirnn.har2", pretrained=True)
+
+
+def test_normalisation_layer_is_the_runs_normalization_json():
+    import keras
+
+    from training.tasks import Normalization
+
+    with_norm = zoo.create_model("sirnn", pretrained="har2")
+    folder = pretrained.verified_dir("sirnn.har2")
+    bare = keras.saving.load_model(folder / "model.keras")
+    norm = Normalization.load(folder / "normalization.json")
+    x = np.random.default_rng(0).normal(0.3, 0.8, size=(8, 128, 9)).astype("float32")
+    np.testing.assert_allclose(with_norm.predict(x, verbose=0),
+                               bare.predict(norm.apply(x), verbose=0), atol=1e-5)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: zoo.create_model("sirnn", pretrained="har6"), "no pretrained model 'sirnn.har6'"),
+    (lambda: zoo.create_model("sirnn", pretrained="har2", units=8), "cannot change it"),
+    (lambda: zoo.create_model("sirnn", (64, 9), pretrained="har2"), "takes input_shape"),
+    (lambda: zoo.create_model("sirnn", (128, 9), 6, pretrained="har2"), "has 2 classes"),
+    (lambda: zoo.create_model("sirnn"), "needs input_shape and num_classes"),
+])
+def test_bad_pretrained_requests_are_clear_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.slow
+def test_a_wheel_install_carries_recipes_and_pretrained_models(tmp_path, shared_data):
+    """Build the wheel, install it (no dependencies: they are this environment's) into a folder
+    that shadows the source checkout, and from outside the checkout: load a pretrained model and
+    train one epoch with the auto-loaded recipe."""
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "--no-build-isolation", str(REPO), "-w", str(tmp_path / "dist")],
+                   check=True, capture_output=True)
+    wheel = next((tmp_path / "dist").glob("edge_rnn_zoo-*.whl"))
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True)
+    script = f"""
+import sys, json
+import zoo, training.config
+assert zoo.__file__.startswith({str(target)!r}), zoo.__file__
+assert str(training.config.RECIPES_DIR).startswith({str(target)!r})
+model = zoo.create_model("sirnn", pretrained="har2")
+print(json.dumps({{"params": model.count_params(), "tags": zoo.list_pretrained()}}))
+from zoo.cli import main
+sys.exit(main(["train", "--task", "har2", "--model", "sirnn", "--data-dir",
+               {str(shared_data / 'har')!r}, "--epochs", "1", "--out", "run"]))
+"""
+    env = {**os.environ, "PYTHONPATH": str(target), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    config = (tmp_path / "run" / "config.yaml").read_text()
+    assert f"recipe: {target}" in config  # the wheel's har2-sirnn.yaml was applied
+    assert (tmp_path / "run" / "metrics.json").is_file()
