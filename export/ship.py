@@ -26,12 +26,12 @@ from pathlib import Path
 from zoo.pretrained import CARD, CARD_VERSION, pretrained_root, sha256
 
 RUN_FILES = ("model.keras", "config.yaml", "normalization.json", "metrics.json", "history.csv")
-# Export files a device needs; the test set (megabytes of the user's data) and lock files stay out.
+# Export files a device needs; the test set (megabytes of the user's data) stays out.
 EXPORT_SKIP = ("testset.npz",)
 
 
 def _shippable(path: Path) -> bool:
-    return path.is_file() and not path.name.endswith(".lock")
+    return path.is_file() and not path.name.startswith(".")
 
 
 def _selected_val_accuracy(run_dir: Path) -> float:
@@ -116,8 +116,10 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
         export_card, export_name = _export(run_dir, stage, data_dir)
         for skipped in EXPORT_SKIP:
             (stage / export_name / skipped).unlink(missing_ok=True)
-        for lock in [p for p in stage.rglob("*.lock")]:
-            lock.unlink()
+        # Hidden files (lock files, the export directory's overwrite marker) are bookkeeping of
+        # the machine that made the export, and a wheel's package data leaves them out.
+        for hidden in [p for p in stage.rglob(".*") if p.is_file()]:
+            hidden.unlink()
         files = {p.relative_to(stage).as_posix(): sha256(p)
                  for p in sorted(stage.rglob("*")) if _shippable(p)}
         card = _card(tag, run_dir, export_card, export_name, seed_runs, command, files)
