@@ -47,6 +47,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runs", type=int, default=30, help="timed sequences per artifact")
+    parser.add_argument("--tflm", help="a TFLite Micro build (include/, lib/): also time each "
+                                       "step export's C++ loop (export/device_build.py)")
 
 
 # ------------------------------------------------------------------------------------- measuring
@@ -104,6 +106,22 @@ def time_export(export_dir: Path, runs: int) -> dict:
     with np.load(export_dir / card["testset"]) as data:
         example = data["x"][0].astype(np.float32)
     return device_bench.benchmark(model, card["form"], example, runs=runs, warmup=5)
+
+
+def time_c_loop(export_dir: Path, card: dict, args, out: Path) -> dict:
+    """With ``--tflm``: the step export's C++ loop built against TFLite Micro (-O2) and timed
+    by its own driver, median per step and per sequence (the LiteRT figures are Python loops)."""
+    from export import device_build
+
+    if not getattr(args, "tflm", None) or card.get("form") != "step" or \
+            card.get("quantize") not in ("none", "int8", "int16x8"):
+        return {}
+    binary = device_build.build(export_dir, args.tflm, out / "build" / export_dir.name)
+    with np.load(export_dir / card["testset"]) as data:
+        window = data["x"][0].astype(np.float32)
+    timing = device_build.bench_c(binary, window, out / "build" / export_dir.name, args.runs)
+    return {"c_step_us": timing["per_step"]["median_us"],
+            "c_latency_us": timing["per_sequence"]["median_us"]}
 
 
 # ----------------------------------------------------------------------------------------- running
@@ -199,6 +217,7 @@ def measure(args, print_fn=print) -> list[dict]:
                 "achieved_gmacs": macs / latency_us / 1e3,
                 "fraction_of_peak": macs / (latency_us * 1e-6) / peak[peak_kind],
                 "export_dir": str(export_dir)})
+            row.update(time_c_loop(export_dir, card, args, out))
             rows.append(row)
             print_fn(f"  {mode:>8} {row['form']:<10} acc {row['accuracy']:.2f}%  "
                      f"{row['bytes']:,} B  {latency_us:.0f} us/seq  arena {row['arena_bytes']}")
@@ -219,14 +238,15 @@ def _write_outputs(rows, peak, out: Path, print_fn):
     lines = [f"Matrix-multiply peak (LiteRT, 1 thread, 128x512 @ 512x512 FULLY_CONNECTED, same run): "
              f"float32 {peak['float32'] / 1e9:.2f} GMAC/s, int8 {peak['int8'] / 1e9:.2f} GMAC/s.",
              "",
-             "| model | mode | form | accuracy % (Keras float) | params | bytes | latency us/seq "
-             "(p90) | us/step | TFLM arena B | MACs/seq | GMAC/s | % of peak |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | mode | form | accuracy % (Keras float) | params | bytes | LiteRT, Python "
+             "loop: us/seq (p90) | LiteRT: us/step | TFLM arena B | MACs/seq | GMAC/s | % of peak | C++ loop us/seq "
+             "| C++ loop us/step |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "bytes" not in r:
             lines.append(f"| {r['model']} | {r['mode']} | - | - ({r['keras_accuracy']:.2f}) | "
                          f"{r['parameters']:,} | - | - | - | - | {r['macs_per_sequence']:,} | - | "
-                         f"- |")
+                         f"- | - | - |")
             continue
         lines.append(
             f"| {r['model']} | {r['mode']} | {r['form']} | {r['accuracy']:.2f} "
@@ -234,7 +254,8 @@ def _write_outputs(rows, peak, out: Path, print_fn):
             f"{r['latency_us']:.0f} ({r['latency_p90_us']:.0f}) | "
             f"{_fmt(r['step_latency_us'], '.1f')} | {_fmt(r['arena_bytes'], ',')} | "
             f"{r['macs_per_sequence']:,} | {r['achieved_gmacs']:.3f} | "
-            f"{100 * r['fraction_of_peak']:.1f} |")
+            f"{100 * r['fraction_of_peak']:.1f} | {_fmt(r.get('c_latency_us'), '.0f')} | "
+            f"{_fmt(r.get('c_step_us'), '.2f')} |")
     lines += ["", *targets(rows)]
     (out / "results.md").write_text("\n".join(lines) + "\n")
     print_fn("\n".join(lines))
