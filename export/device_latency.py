@@ -1,0 +1,200 @@
+"""Latency of the exported C++ loop (TFLite Micro library, ``-O2``) next to the Python loop over
+the same models, measured in one run, for every zoo cell and the Keras baselines with a step form.
+
+    python -m export.device_latency --task har2 --data-dir DIR --tflm DIR --out bench/device-har2
+
+For each model: train (or reuse a finished run in OUT/runs), export ``--form step`` in each mode,
+build the export's C++ self-test against ``--tflm``, check its predictions on the whole test split
+against the Python tflite-micro interpreter, then time
+
+- C++ loop: ``self_test bench`` (``ZooStep`` per sample, ``Classify`` per window), median / p90;
+- Python loop, tflite-micro: ``device_bench.benchmark`` on the same runtime's Python interpreter;
+- Python loop, ai-edge-litert (1 thread): the figure ``zoo bench`` reports;
+
+and, for reference, the stock Keras LSTM as a float sequence model (one invoke per window, its
+time loop a WHILE op inside the runtime). Writes ``device.md`` and ``device.json`` in OUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from export import device_bench, device_build
+from export.micro import quiet_stderr
+
+__all__ = ["measure", "main"]
+
+# label -> (registry name, model options). The zoo cells as `zoo bench` trains them.
+STEP_MODELS = {
+    "sirnn": ("sirnn", {"state_clip": 1.0, "state_quant_bits": 8}),
+    "fastrnn": ("fastrnn", {}),
+    "fastgrnn": ("fastgrnn", {}),
+    "antisymmetric": ("antisymmetric", {}),
+    "stablernn": ("stablernn", {}),
+    "gru": ("gru", {}),
+    "simple_rnn": ("simple_rnn", {}),
+}
+
+
+def _train(task, name, options, args, out: Path) -> Path:
+    from training.config import TrainConfig
+    from training.trainer import train
+
+    run_dir = out / "runs" / f"{name}-{options.get('units', '')}".rstrip("-")
+    if not (run_dir / "metrics.json").is_file():
+        config = TrainConfig(task=task, model=name, model_options=options, epochs=args.epochs,
+                             batch_size=64, lr=args.lr, clipnorm=1.0, seed=args.seed)
+        train(config, run_dir, data_dir=args.data_dir, verbose=0, print_fn=lambda *a, **k: None)
+    return run_dir
+
+
+def _export(run_dir: Path, mode: str, form: str, args, out: Path) -> Path:
+    from export.exporter import export_run
+
+    target = out / "exports" / f"{run_dir.name}-{form}-{mode}"
+    if not (target / "model_card.json").is_file():
+        export_run(run_dir, target, quantize=mode, form=form, data_dir=args.data_dir,
+                   allow_drop=True, overwrite=True, print_fn=lambda *a, **k: None)
+    return target
+
+
+def _python_loops(export_dir: Path, window: np.ndarray, reps: int) -> dict:
+    """device_bench.benchmark on the tflite-micro and ai-edge-litert Python interpreters."""
+    card = json.loads((export_dir / "model_card.json").read_text())
+    steps = max(card["timesteps"], reps * card["timesteps"] // 4)  # -> `reps` timed windows
+    out = {"tflite-micro": device_build.bench_python(export_dir, window, reps)}
+    lite = device_bench.StepModel(str(export_dir), card, "litert", 1)
+    out["litert"] = device_bench.benchmark(lite, "step", window, runs=steps, warmup=20)
+    return out
+
+
+def measure_step_export(export_dir: Path, tflm: Path, reps: int, work: Path) -> dict:
+    """Build (into OUT/build, so that a rerun only times), check on the whole test split, and
+    time one step export (C++ and Python)."""
+    binary = device_build.build(export_dir, tflm, export_dir.parent.parent / "build" /
+                                export_dir.name)
+    check = device_build.check_against_python(export_dir, binary, work)
+    card = json.loads((export_dir / "model_card.json").read_text())
+    with np.load(export_dir / card["testset"]) as data:
+        window = data["x"][0].astype(np.float32)
+    return {"check": check, "c": device_build.bench_c(binary, window, work, reps),
+            "python": _python_loops(export_dir, window, reps),
+            "bytes": card["total_bytes"], "arena_bytes": card.get("arena_bytes"),
+            "accuracy": card["accuracy"]["tflite"]}
+
+
+def measure_lstm(run_dir: Path, args, out: Path, reps: int) -> dict:
+    """The stock float Keras LSTM as a sequence model (WHILE loop): one invoke per window."""
+    export_dir = _export(run_dir, "none", "sequence", args, out)
+    card = json.loads((export_dir / "model_card.json").read_text())
+    with np.load(export_dir / card["testset"]) as data:
+        window = data["x"][0].astype(np.float32)
+    timing = {}
+    for runtime in ("tflite-micro", "litert"):
+        with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
+            model = device_bench.SequenceModel(str(export_dir), card, runtime, 1)
+        timing[runtime] = device_bench.benchmark(model, "sequence", window, runs=reps, warmup=5)
+    return {"python": timing, "bytes": card["total_bytes"], "arena_bytes": card.get("arena_bytes"),
+            "accuracy": card["accuracy"]["tflite"]}
+
+
+def measure(args, print_fn=print) -> list[dict]:
+    """Every model in ``args.models`` and mode in ``args.modes``; one row per export."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tflm = device_build.check_tflm_dir(args.tflm)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="zoo-device-latency-") as tmp:
+        for label in args.models:
+            if label not in STEP_MODELS:
+                raise ValueError(f"unknown model {label!r}; valid: {', '.join(STEP_MODELS)}")
+            name, options = STEP_MODELS[label]
+            run_dir = _train(args.task, name, {**options, "units": args.units}, args, out)
+            for mode in args.modes:
+                print_fn(f"== {label} {mode}")
+                export_dir = _export(run_dir, mode, "step", args, out)
+                row = {"model": label, "mode": mode, "form": "step",
+                       **measure_step_export(export_dir, tflm, args.reps, Path(tmp))}
+                rows.append(row)
+                print_fn(_row_line(row))
+                _write(rows, out)  # after every row: a long run stopped early keeps its rows
+        if args.lstm_units:
+            run_dir = _train(args.task, "lstm", {"units": args.lstm_units}, args, out)
+            rows.append({"model": f"lstm-{args.lstm_units}", "mode": "none", "form": "sequence",
+                         **measure_lstm(run_dir, args, out, args.reps)})
+            print_fn(_row_line(rows[-1]))
+    print_fn(_write(rows, out))
+    return rows
+
+
+def _write(rows: list[dict], out: Path) -> str:
+    (out / "device.json").write_text(json.dumps(rows, indent=1))
+    table = "\n".join(table_lines(rows)) + "\n"
+    (out / "device.md").write_text(table)
+    return table
+
+
+def _pair(timing: dict | None, key: str, spec: str) -> str:
+    if timing is None or key not in timing:
+        return "-"
+    return f"{format(timing[key]['median_us'], spec)} / {format(timing[key]['p90_us'], spec)}"
+
+
+def _row_line(row: dict) -> str:
+    c = row.get("c")
+    return (f"  {row['model']} {row['mode']}: C++ window {_pair(c, 'per_sequence', '.0f')} us, "
+            f"Python TFLM window {_pair(row['python']['tflite-micro'], 'per_sequence', '.0f')} us")
+
+
+def table_lines(rows: list[dict]) -> list[str]:
+    """The Markdown table: C++ loop and Python loops side by side (median / p90, microseconds)."""
+    lines = ["| model | mode | form | accuracy % | bytes | C++ = Python TFLM predictions "
+             "| C++ loop: us/step | C++ loop: us/window | Python loop, TFLM: us/step "
+             "| Python loop, TFLM: us/window | Python loop, LiteRT: us/window |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        check = r.get("check")
+        same = f"{check['identical_predictions']}/{check['windows']}" if check else "-"
+        py_micro, py_lite = r["python"]["tflite-micro"], r["python"]["litert"]
+        lines.append(
+            f"| {r['model']} | {r['mode']} | {r['form']} | {100 * r['accuracy']:.2f} | "
+            f"{r['bytes']:,} | {same} | {_pair(r.get('c'), 'per_step', '.2f')} | "
+            f"{_pair(r.get('c'), 'per_sequence', '.0f')} | {_pair(py_micro, 'per_step', '.2f')} | "
+            f"{_pair(py_micro, 'per_sequence', '.0f')} | {_pair(py_lite, 'per_sequence', '.0f')} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m export.device_latency", description=__doc__
+                                     .split("\n\n")[0])
+    parser.add_argument("--task", default="har2")
+    parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")
+    parser.add_argument("--tflm", required=True, help="TFLite Micro build (include/, lib/)")
+    parser.add_argument("--out", default="bench/device-har2", help="output folder")
+    parser.add_argument("--models", nargs="+", default=list(STEP_MODELS),
+                        help=f"step models (default: {' '.join(STEP_MODELS)})")
+    parser.add_argument("--modes", nargs="+", default=["int8", "none"],
+                        choices=["int8", "int16x8", "none"])
+    parser.add_argument("--units", type=int, default=80, help="hidden size of every step model")
+    parser.add_argument("--lstm-units", type=int, default=32,
+                        help="the stock float LSTM sequence model for reference (0: none)")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--lr", type=float, default=1e-2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reps", type=int, default=200, help="timed windows per loop")
+    args = parser.parse_args(argv)
+    try:
+        measure(args)
+    except (ValueError, FileNotFoundError, device_build.DeviceBuildError) as err:
+        print(f"device_latency: error: {err}")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
