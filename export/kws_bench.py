@@ -202,7 +202,9 @@ def main(argv=None) -> int:
     for path in args.selection:
         selection.update(json.loads(Path(path).read_text()))
     out = Path(args.out)
-    forms = {name: "sequence" if sel["model"] == "dscnn" else "step"
+    # The DS-CNN has no state; the zoo's step export needs one state vector, and Keras's LSTM
+    # carries two (h, c), so the LSTM is exported whole (one 99-frame sequence per invoke).
+    forms = {name: "sequence" if sel["model"] in ("dscnn", "lstm") else "step"
              for name, sel in selection.items()}
     exported_runs = {name: sel["runs"] if args.all_seeds else sel["runs"][:1]
                      for name, sel in selection.items()}
