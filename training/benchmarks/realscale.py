@@ -120,7 +120,8 @@ def train_shard(args) -> None:
     index, count = (int(v) for v in args.shard.split("/"))
     for i, (task, label, seed) in enumerate(grid(args)):
         run_dir = run_dir_of(out, task, label, seed)
-        if i % count != index or (run_dir / "metrics.json").is_file():
+        # Whole (label, seed) groups per shard, so every shard trains every task.
+        if (i // len(args.tasks)) % count != index or (run_dir / "metrics.json").is_file():
             continue
         print(f"== {task} / {label} / seed {seed} -> {run_dir}", flush=True)
         data = args.har if task == "har2" else args.dsa
