@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -26,8 +27,9 @@ from pathlib import Path
 from zoo.pretrained import CARD, CARD_VERSION, pretrained_root, sha256
 
 RUN_FILES = ("model.keras", "config.yaml", "normalization.json", "metrics.json", "history.csv")
-# Export files a device needs; the test set (megabytes of the user's data) stays out.
-EXPORT_SKIP = ("testset.npz",)
+# Left out of the shipped export: the test set (megabytes of the user's data) and the C arrays
+# (the .tflite bytes as text, 6x their size; `zoo export` or `xxd -i step.tflite` writes them).
+EXPORT_SKIP = ("testset.npz", "model_data.cc", "model_data.h")
 
 
 def _shippable(path: Path) -> bool:
@@ -103,6 +105,35 @@ def _card(tag: str, run_dir: Path, export_card: dict, export_name: str, seed_run
     }
 
 
+def pack(folder: Path, export_name: str) -> dict:
+    """Make ``folder`` what ships and return its files' sha256: the model without its optimizer
+    state (a trained model needs none; Adam's two moments triple the file), no test set or C
+    arrays, no hidden bookkeeping files (locks, the export directory's overwrite marker, which a
+    wheel's package data would drop anyway)."""
+    import keras
+
+    import zoo  # noqa: F401  (registers the zoo layers with Keras serialization)
+
+    model = keras.saving.load_model(folder / "model.keras", compile=False)
+    model.save(folder / "model.tmp.keras")
+    os.replace(folder / "model.tmp.keras", folder / "model.keras")
+    for skipped in EXPORT_SKIP:
+        (folder / export_name / skipped).unlink(missing_ok=True)
+    for hidden in [p for p in folder.rglob(".*") if p.is_file()]:
+        hidden.unlink()
+    return {p.relative_to(folder).as_posix(): sha256(p)
+            for p in sorted(folder.rglob("*")) if _shippable(p) and p.name != CARD}
+
+
+def repack(tag: str, dest=None) -> dict:
+    """Apply `pack` to an already shipped folder and rewrite its card's file list."""
+    folder = (Path(dest) if dest else pretrained_root()) / tag
+    card = json.loads((folder / CARD).read_text())
+    card["files"] = pack(folder, card["export"]["folder"])
+    (folder / CARD).write_text(json.dumps(card, indent=2) + "\n")
+    return card
+
+
 def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None) -> dict:
     run_dir = Path(run_dir)
     dest = Path(dest) if dest else pretrained_root()
@@ -114,14 +145,7 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
         for name in RUN_FILES:
             shutil.copy2(run_dir / name, stage / name)
         export_card, export_name = _export(run_dir, stage, data_dir)
-        for skipped in EXPORT_SKIP:
-            (stage / export_name / skipped).unlink(missing_ok=True)
-        # Hidden files (lock files, the export directory's overwrite marker) are bookkeeping of
-        # the machine that made the export, and a wheel's package data leaves them out.
-        for hidden in [p for p in stage.rglob(".*") if p.is_file()]:
-            hidden.unlink()
-        files = {p.relative_to(stage).as_posix(): sha256(p)
-                 for p in sorted(stage.rglob("*")) if _shippable(p)}
+        files = pack(stage, export_name)
         card = _card(tag, run_dir, export_card, export_name, seed_runs, command, files)
         (stage / CARD).write_text(json.dumps(card, indent=2) + "\n")
     except BaseException:
@@ -137,14 +161,21 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("run_dir")
+    parser.add_argument("run_dir", nargs="?", help="the run to ship (not with --repack)")
+    parser.add_argument("--repack", action="store_true",
+                        help="re-pack the already shipped TAG (strip, drop, re-hash) and exit")
     parser.add_argument("--tag", required=True, help="MODEL.TASK, e.g. sirnn.har2")
     parser.add_argument("--seed-runs", nargs="*", default=[],
                         help="the run directories of every seed (the card reports their mean)")
-    parser.add_argument("--command", required=True, help="the command that trained the run")
+    parser.add_argument("--command", help="the command that trained the run (required to ship)")
     parser.add_argument("--data-dir", help="dataset folder or archive (default: the run's)")
     parser.add_argument("--dest", help="pretrained folder (default: the package's)")
     args = parser.parse_args(argv)
+    if args.repack:
+        repack(args.tag, args.dest)
+        return 0
+    if not args.run_dir or not args.command:
+        parser.error("shipping a run needs RUN_DIR and --command")
     ship(args.run_dir, args.tag, seed_runs=args.seed_runs, command=args.command,
          data_dir=args.data_dir, dest=args.dest)
     return 0

@@ -17,7 +17,7 @@ from zoo import pretrained
 
 REPO = Path(__file__).resolve().parents[2]
 # The tags the zoo promises (README): the best HAR-2 and DSA-19 model and the best Keras baseline.
-SHIPPED = {"sirnn.har2", "sirnn.dsa19"}
+SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19"}
 DATA = {"har2": "har", "dsa19": "dsa19"}
 
 
