@@ -248,6 +248,32 @@ def pick_val_subjects(subjects, val_fraction: float, seed: int) -> list[int]:
     return sorted(int(s) for s in rng.choice(subjects, size=k, replace=False))
 
 
+def fold_subjects(subjects, fold: list) -> list[int]:
+    """Fold ``k`` of ``n`` (``fold = [k, n]``) of the training subjects: every n-th of the sorted
+    ids from the k-th. Defined on the subjects the data holds, so a recipe that names a fold works
+    on any copy of a dataset (all 21 UCI HAR training subjects give 5 folds of 4-5)."""
+    subjects = sorted(int(s) for s in set(subjects))
+    k, n = fold
+    held_out = subjects[k::n]
+    if not held_out or len(held_out) == len(subjects):
+        raise ValueError(f"option val_fold={list(fold)} holds out {held_out or 'no subject'} of "
+                         f"the training subjects {subjects}: it must leave some for training "
+                         "and hold out at least one")
+    return held_out
+
+
+def check_fold(name: str, value) -> list | None:
+    """``value`` as ``[k, n]`` with 0 <= k < n and n >= 2, or None."""
+    if value is None:
+        return None
+    ok = (isinstance(value, (list, tuple)) and len(value) == 2
+          and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
+    if not ok or not (value[1] >= 2 and 0 <= value[0] < value[1]):
+        raise ValueError(f"option {name} must be [k, n], fold k of n (0 <= k < n, n >= 2), e.g. "
+                         f"[1, 5]; got {value!r}")
+    return [int(value[0]), int(value[1])]
+
+
 def check_fraction(name: str, value) -> None:
     if not isinstance(value, (int, float)) or not 0 <= value < 1:
         raise ValueError(f"option {name} must be a number in [0, 1), got {value!r}")

@@ -18,8 +18,9 @@ from training.data.cache import cache_key, cached_arrays
 from training.data.errors import DataError
 from training.data.sources import Archive, DatasetSpec, fingerprint, locate
 from training.data.textio import parse_table
-from training.tasks.base import (Normalization, Split, Task, TaskData, check_fraction,
-                                 check_seed, check_subjects, pick_val_subjects, register_task)
+from training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
+                                 check_fraction, check_seed, check_subjects, fold_subjects,
+                                 pick_val_subjects, register_task)
 
 SPEC = DatasetSpec(
     key="dsa19",
@@ -96,14 +97,16 @@ class DSA19(Task):
         train_subjects: subjects of the training split (default p1-p4; the rest is test).
         val_fraction: share of the training subjects held out for validation (default 0.2,
             i.e. 1 of 4 subjects; 0 = none).
-        val_subjects: explicit validation subjects (overrides ``val_fraction``).
+        val_subjects: explicit validation subjects (overrides ``val_fold`` and ``val_fraction``).
+        val_fold: ``[k, n]``: hold out fold k of n of the training subjects (every n-th sorted id
+            from the k-th; overrides ``val_fraction``); ``[2, 4]`` with p1-p4 is p3.
         split_seed: seed of the validation-subject draw.
         allow_partial: accept a folder with whole subjects or activities missing (default:
             refused, naming them).
     """
 
     DEFAULTS = {"train_subjects": (1, 2, 3, 4), "val_fraction": 0.2, "val_subjects": None,
-                "split_seed": 0, "allow_partial": False}
+                "val_fold": None, "split_seed": 0, "allow_partial": False}
     description = "UCI Daily and Sports Activities, 19 activities, 5 IMUs x 9 channels (125 x 45)"
     paper_split = ("subjects p1-p4 train / p5-p8 test (4,560 / 4,560 windows on the full data); "
                    "validation = whole training subjects held out (val_fraction, split_seed)")
@@ -126,6 +129,7 @@ class DSA19(Task):
             if not set(vs) < set(ts):
                 raise ValueError(f"option val_subjects={vs} must be a proper subset of train_subjects {ts}")
             self._options["val_subjects"] = vs
+        self._options["val_fold"] = check_fold("val_fold", self._options["val_fold"])
 
     def _check_complete(self, arrays: dict, source: str) -> None:
         """Refuse a folder with a whole subject or activity missing (each would silently shrink
@@ -150,7 +154,9 @@ class DSA19(Task):
         self._check_complete(a, source)
         ts = list(self._options["train_subjects"])
         vs = self._options["val_subjects"]
-        if vs is None:
+        if vs is None and self._options["val_fold"]:
+            vs = fold_subjects(ts, self._options["val_fold"])
+        elif vs is None:
             vs = pick_val_subjects(ts, self._options["val_fraction"], self._options["split_seed"])
         y = a["activity"] - 1
         in_train = np.isin(a["subject"], ts)

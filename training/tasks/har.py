@@ -18,8 +18,9 @@ from training.data.cache import cache_key, cached_arrays
 from training.data.errors import DataError
 from training.data.sources import Archive, DatasetSpec, fingerprint, locate
 from training.data.textio import parse_int_column, parse_table
-from training.tasks.base import (Normalization, Split, Task, TaskData, check_fraction,
-                                 check_seed, check_subjects, pick_val_subjects, register_task)
+from training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
+                                 check_fraction, check_seed, check_subjects, fold_subjects,
+                                 pick_val_subjects, register_task)
 
 SPEC = DatasetSpec(
     key="uci_har",
@@ -98,12 +99,16 @@ class HARTask(Task):
         val_fraction: share of the official training *subjects* held out for validation
             (default 0.2, the 80/20 tuning protocol of FastGRNN/iRNN; 0 = no validation, to
             retrain on the full training split). ``round(0.2 * 21) = 4`` subjects on full data.
-        val_subjects: explicit validation subject ids (overrides ``val_fraction``).
+        val_subjects: explicit validation subject ids (overrides ``val_fold`` and
+            ``val_fraction``).
+        val_fold: ``[k, n]``: hold out fold k of n of the training subjects present (every n-th
+            sorted id from the k-th; overrides ``val_fraction``). ``[1, 5]`` on the full data is
+            subjects 3, 11, 19, 26. Folds are how the real-scale benchmark cross-validates.
         split_seed: seed of the subject draw (``numpy.random.default_rng(split_seed).choice``
             over the sorted training subject ids).
     """
 
-    DEFAULTS = {"val_fraction": 0.2, "val_subjects": None, "split_seed": 0}
+    DEFAULTS = {"val_fraction": 0.2, "val_subjects": None, "val_fold": None, "split_seed": 0}
     input_shape = (STEPS, len(CHANNELS))
     paper_split = ("official UCI HAR split: train subjects (7,352 windows) / test subjects "
                    "(2,947); validation = whole training subjects held out (val_fraction, split_seed)")
@@ -114,6 +119,7 @@ class HARTask(Task):
         vs = self._options["val_subjects"]
         if vs is not None:
             self._options["val_subjects"] = check_subjects("val_subjects", vs)
+        self._options["val_fold"] = check_fold("val_fold", self._options["val_fold"])
 
     def _labels(self, y6: np.ndarray) -> np.ndarray:
         return (y6 - 1).astype(np.int64)
@@ -122,7 +128,9 @@ class HARTask(Task):
         a, source, hit = load_har_arrays(data_dir)
         train_subjects = sorted(set(a["subject_train"].tolist()))
         val_subjects = self._options["val_subjects"]
-        if val_subjects is None:
+        if val_subjects is None and self._options["val_fold"]:
+            val_subjects = fold_subjects(train_subjects, self._options["val_fold"])
+        elif val_subjects is None:
             val_subjects = pick_val_subjects(train_subjects, self._options["val_fraction"],
                                              self._options["split_seed"])
         elif not set(val_subjects) < set(train_subjects):
