@@ -219,7 +219,8 @@ def test_hard_threshold_matches_edgeml_quantile_rule():
 
 def test_mixed_precision_trains_in_float16_and_saves_the_policy(tmp_path, env):
     out = tmp_path / "mixed"
-    proc = zoo([*TRAIN[:-6], "--epochs", "2", "--mixed-precision", "--out", str(out)], env,
+    proc = zoo([*TRAIN[:-6], "--recipe", "none", "--epochs", "2", "--mixed-precision",
+                "--out", str(out)], env,
                timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     check = ("import sys, json, keras, zoo; m = keras.saving.load_model(sys.argv[1]);"
@@ -239,7 +240,8 @@ def test_init_from_starts_from_the_trained_weights(finished_run, tmp_path, env):
     run is the old model, whose test accuracy it reproduces; a shape mismatch is refused."""
     src, _ = finished_run
     out = tmp_path / "warm"
-    proc = zoo([*TRAIN[:-6], "--epochs", "1", "--lr", "1e-12", "--patience", "0",
+    proc = zoo([*TRAIN[:-6], "--recipe", "none", "--epochs", "1", "--lr", "1e-12",
+                "--patience", "0",
                 "--init-from", str(src), "--out", str(out)], env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"initialised from {src}" in proc.stdout
@@ -249,7 +251,8 @@ def test_init_from_starts_from_the_trained_weights(finished_run, tmp_path, env):
     assert after["loss"] == pytest.approx(before["loss"], rel=1e-5)
     assert yaml.safe_load((out / "config.yaml").read_text())["init_from"] == str(src)
 
-    proc = zoo([*TRAIN[:-6], "--units", "8", "--epochs", "1", "--init-from", str(src),
+    proc = zoo([*TRAIN[:-6], "--recipe", "none", "--units", "8", "--epochs", "1",
+                "--init-from", str(src),
                 "--out", str(tmp_path / "bad")], env, timeout=600)
     assert proc.returncode != 0
     assert "init_from" in proc.stderr and "do not match" in proc.stderr, proc.stderr[-2000:]
