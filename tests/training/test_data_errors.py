@@ -177,7 +177,7 @@ def test_unknown_task_and_option():
                                          + re.escape(", ".join(list_tasks()))):
         get_task("har3")
     with pytest.raises(ValueError, match="unknown option.*'val_frac'.*Valid options: split_seed, "
-                                         "val_fraction, val_subjects"):
+                                         "val_fold, val_fraction, val_subjects"):
         get_task("har2", val_frac=0.1)
 
 
