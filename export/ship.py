@@ -36,10 +36,18 @@ def _shippable(path: Path) -> bool:
     return path.is_file() and not path.name.startswith(".")
 
 
-def _selected_val_accuracy(run_dir: Path) -> float:
+def _seed_summary(run_dir: Path) -> dict:
+    """One seed's run, read once: its seed, validation subjects, and the validation accuracy of
+    its selected epoch and its test accuracy (%)."""
+    import yaml
+
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
     metrics = json.loads((run_dir / "metrics.json").read_text())
     history = list(csv.DictReader(open(run_dir / "history.csv")))
-    return 100 * float(history[metrics["best_epoch"] - 1]["val_accuracy"])
+    return {"seed": config.get("seed"),
+            "val_subjects": config.get("task_options_resolved", {}).get("val_subjects"),
+            "val_accuracy": 100 * float(history[metrics["best_epoch"] - 1]["val_accuracy"]),
+            "test_accuracy_visible": 100 * metrics["test"]["accuracy"]}
 
 
 def _export(run_dir: Path, stage: Path, data_dir) -> tuple[dict, str]:
@@ -63,15 +71,12 @@ def _card(tag: str, run_dir: Path, export_card: dict, export_name: str, seed_run
 
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    seed_runs = [Path(r) for r in seed_runs] or [run_dir]
-    seeds = [_selected_val_accuracy(r) for r in seed_runs]
-    tests = [100 * json.loads((r / "metrics.json").read_text())["test"]["accuracy"]
-             for r in seed_runs]
-    per_seed = [{"seed": yaml.safe_load((r / "config.yaml").read_text()).get("seed"),
-                 "val_subjects": yaml.safe_load((r / "config.yaml").read_text()).get(
-                     "task_options_resolved", {}).get("val_subjects"),
-                 "val_accuracy": round(v, 2), "test_accuracy_visible": round(t, 2)}
-                for r, v, t in zip(seed_runs, seeds, tests)]
+    summaries = [_seed_summary(Path(r)) for r in seed_runs] or [_seed_summary(run_dir)]
+    seeds = [s["val_accuracy"] for s in summaries]
+    tests = [s["test_accuracy_visible"] for s in summaries]
+    per_seed = [{**s, "val_accuracy": round(s["val_accuracy"], 2),
+                 "test_accuracy_visible": round(s["test_accuracy_visible"], 2)}
+                for s in summaries]
     micro = export_card.get("tflite_micro", {})
     return {
         "version": CARD_VERSION, "tag": tag, "model": config["model"], "task": config["task"],

@@ -53,9 +53,12 @@ FOLDS = {"har2": 5, "dsa19": 4}
 
 
 def validation_fold(task: str, fold: int) -> list[int]:
-    """The training subjects held out for validation in ``fold``: every n-th subject."""
+    """The training subjects held out for validation in ``fold``: the task option
+    ``val_fold=[fold, n]`` on the full data."""
+    from training.tasks.base import fold_subjects
+
     n = FOLDS[task]
-    return TRAIN_SUBJECTS[task][fold % n::n]
+    return fold_subjects(TRAIN_SUBJECTS[task], [fold % n, n])
 
 
 def run_config(task: str, label: str, seed: int, args):
