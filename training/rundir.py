@@ -27,6 +27,7 @@ import socket
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 RUN_MARKER = ".zoo-run"
@@ -216,6 +217,78 @@ def swap_in(new: Path, folder: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
+# ----------------------------------------------------------------------------- the layout
+
+
+@dataclass(frozen=True)
+class RunDirectory:
+    """The files of a ``zoo train`` run directory: the one place their names are written.
+
+    ::
+
+        config.yaml          fully resolved settings (model and task options included); its
+                             ``data_source_resolved`` says where the run found its data
+        normalization.json   per-feature mean / std of the training split
+        history.csv          one row per epoch
+        model.keras          the final model (best validation epoch when early stopping is on)
+        metrics.json         test accuracy and loss, parameters, time, epochs, hardware, versions
+                             (written last: its presence marks the run finished)
+        checkpoints/         only while the run is unfinished
+        tensorboard/         Keras's TensorBoard logs
+
+    Example:
+        >>> run = RunDirectory("runs/har2-sirnn")
+        >>> run.metrics.name
+        'metrics.json'
+    """
+
+    root: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", Path(self.root))
+
+    config = property(lambda self: self.root / "config.yaml")
+    normalization = property(lambda self: self.root / "normalization.json")
+    history = property(lambda self: self.root / "history.csv")
+    model = property(lambda self: self.root / "model.keras")
+    metrics = property(lambda self: self.root / "metrics.json")
+    checkpoints = property(lambda self: self.root / "checkpoints")
+    tensorboard = property(lambda self: self.root / "tensorboard")
+
+    FINAL_FILES = ("config.yaml", "normalization.json", "history.csv", "model.keras",
+                   "metrics.json")
+
+    def is_finished(self) -> bool:
+        return self.metrics.is_file()
+
+    def read_config(self) -> dict:
+        """``config.yaml`` as a mapping; a damaged or foreign file raises ValueError naming it."""
+        import yaml
+
+        try:
+            config = yaml.safe_load(self.config.read_text())
+        except (yaml.YAMLError, UnicodeDecodeError) as err:
+            raise ValueError(f"{self.config}: not valid YAML ({err})") from None
+        if not isinstance(config, dict) or not isinstance(config.get("task"), str):
+            raise ValueError(f"{self.config}: not a zoo run config (a mapping with task and "
+                             "model)")
+        return config
+
+    def read_metrics(self) -> dict:
+        return read_json(self.metrics, "metrics file")
+
+    def data_source(self) -> str | None:
+        """Where the run found its data, if that place still exists (else None: the task's
+        default location or download). Runs from before ``data_source_resolved`` recorded it
+        only in ``metrics.json``."""
+        source = None
+        if self.config.is_file():
+            source = (self.read_config() or {}).get("data_source_resolved")
+        if source is None and self.is_finished():
+            source = self.read_metrics().get("data", {}).get("source")
+        return source if source and Path(source).exists() else None
+
+
 # ----------------------------------------------------------------------------- reading a run
 
 
@@ -227,25 +300,14 @@ def read_finished_run(run_dir: Path):
         ValueError: the run is unfinished (no ``metrics.json``), or a file is damaged; the
             message names the file.
     """
-    import yaml
-
-    run_dir = Path(run_dir)
-    missing = [n for n in ("config.yaml", "model.keras", "normalization.json")
-               if not (run_dir / n).is_file()]
+    run = RunDirectory(run_dir)
+    missing = [p.name for p in (run.config, run.model, run.normalization) if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"{run_dir} is not a finished run: missing {', '.join(missing)}")
-    if not (run_dir / "metrics.json").is_file():
-        raise ValueError(f"{run_dir} is an unfinished run (no metrics.json): finish it with the "
-                         "same `zoo train` command first")
-    path = run_dir / "config.yaml"
-    try:
-        config = yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not valid YAML ({err})") from None
-    if not isinstance(config, dict) or not isinstance(config.get("task"), str):
-        raise ValueError(f"{path}: not a zoo run config (a mapping with task and model)")
-    return config, load_keras_model(run_dir / "model.keras"), load_normalization(
-        run_dir / "normalization.json")
+        raise FileNotFoundError(f"{run.root} is not a finished run: missing {', '.join(missing)}")
+    if not run.is_finished():
+        raise ValueError(f"{run.root} is an unfinished run (no {run.metrics.name}): finish it "
+                         "with the same `zoo train` command first")
+    return run.read_config(), load_keras_model(run.model), load_normalization(run.normalization)
 
 
 def load_keras_model(path: Path):
@@ -289,6 +351,6 @@ def check_model_fits_task(model, task, run_dir: Path) -> None:
     if out_width != task.num_classes or (features is not None
                                          and int(features) != task.input_shape[-1]):
         raise ValueError(
-            f"{Path(run_dir) / 'config.yaml'}: task {task.name} has {task.num_classes} classes "
+            f"{RunDirectory(run_dir).config}: task {task.name} has {task.num_classes} classes "
             f"and {task.input_shape[-1]} features, but model.keras outputs {out_width} and takes "
             f"{features}: the config does not belong to this model (edited?)")
