@@ -349,11 +349,9 @@ class StepModel:
         self.ho_dtype, self.ho_quant, _ = self.step.output_quant(self.h_out)
         self.hh_dtype, self.hh_quant, _ = self.head.input_quant(0)
         self.lo_dtype, self.lo_quant, _ = self.head.output_quant(0)
-        # h_t can go straight back in as h_{t-1} when both tensors share dtype and quantization.
-        self.direct_feedback = (self.ho_dtype == self.h_dtype
-                                and _same_quant(self.ho_quant, self.h_quant))
-        self.direct_head = (self.ho_dtype == self.hh_dtype
-                            and _same_quant(self.ho_quant, self.hh_quant))
+        self.direct_feedback, self.direct_head = state_feedback(
+            h_in=(self.h_dtype, self.h_quant), h_out=(self.ho_dtype, self.ho_quant),
+            head_in=(self.hh_dtype, self.hh_quant))
 
     def prepare(self, x):
         return quantize(x[:, None, :].reshape((len(x),) + self.x_shape), self.x_dtype, self.x_quant)
@@ -389,9 +387,25 @@ class StepModel:
         return self.predict_prepared(self.prepare(x))
 
 
-def _same_quant(a, b):
-    return abs(float(a[0]) - float(b[0])) <= 1e-12 * max(1.0, abs(float(a[0]))) and \
-        int(a[1]) == int(b[1])
+def same_quantization(a, b):
+    """Whether two tensors, each given as ``(dtype, (scale, zero_point))``, store values the same
+    way, so that one's raw values can be fed to the other unchanged."""
+    (dtype_a, (scale_a, zp_a)), (dtype_b, (scale_b, zp_b)) = a, b
+    return (np.dtype(dtype_a) == np.dtype(dtype_b)
+            and abs(float(scale_a) - float(scale_b)) <= 1e-12 * max(1.0, abs(float(scale_a)))
+            and int(zp_a) == int(zp_b))
+
+
+def state_feedback(h_in, h_out, head_in):
+    """``(direct_feedback, direct_head)`` of a step / head pair, each tensor given as
+    ``(dtype, (scale, zero_point))``: step input h_prev, step output h_t, head input h.
+
+    The loop keeps the state in h_prev's quantization, the one the next step consumes: h_t goes
+    straight back in when it shares that quantization (``direct_feedback``), else it is
+    requantized into it. So the final state handed to the head is in h_prev's quantization too,
+    whatever h_t's is, and goes in unchanged only when the head's input shares h_prev's
+    (``direct_head``). The C++ loop that ``zoo export`` writes makes the same two tests."""
+    return same_quantization(h_out, h_in), same_quantization(h_in, head_in)
 
 
 # ------------------------------------------------------------------------------------------ timing

@@ -92,11 +92,10 @@ def _quant(details):
     return {"scale": float(scale), "zero_point": int(zp), "dtype": np.dtype(details["dtype"]).name}
 
 
-def _same_quantization(a: dict, b: dict) -> bool:
-    """Whether two tensors (interpreter details) share dtype, scale and zero point, so one's
-    values can be fed to the other unchanged."""
-    return a["dtype"] == b["dtype"] and device_bench._same_quant(a["quantization"],
-                                                                b["quantization"])
+def _dtype_quant(details: dict) -> tuple:
+    """``(dtype, (scale, zero_point))`` of a tensor's interpreter details, as device_bench's
+    quantization helpers take it."""
+    return details["dtype"], details["quantization"]
 
 
 def _step_io(step_bytes: bytes) -> tuple[dict, dict]:
@@ -112,7 +111,7 @@ def _step_io(step_bytes: bytes) -> tuple[dict, dict]:
             raise RuntimeError(f"unexpected step input {d['name']!r}")
         by_name[key] = i
     io = {"x": by_name["x"], "h": by_name["h"], "h_out": 0}
-    tied = _same_quantization(inputs[io["h"]], out)
+    tied = device_bench.same_quantization(_dtype_quant(inputs[io["h"]]), _dtype_quant(out))
     state = {"x": _quant(inputs[io["x"]]), "h_in": _quant(inputs[io["h"]]), "h_out": _quant(out),
              "tied": bool(tied),
              "feedback": ("direct: copy h_t's bytes into h_prev" if tied else
@@ -164,8 +163,8 @@ def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
     head_in, (logits_out,) = head.get_input_details()["h"], head.get_output_details().values()
     q = lambda v, d: device_bench.quantize(v, d["dtype"], d["quantization"])
     dq = lambda v, d: device_bench.dequantize(v, d["dtype"], d["quantization"])
-    direct_feedback, direct_head = _same_quantization(h_out, h_in), _same_quantization(h_in,
-                                                                                       head_in)
+    direct_feedback, direct_head = device_bench.state_feedback(
+        h_in=_dtype_quant(h_in), h_out=_dtype_quant(h_out), head_in=_dtype_quant(head_in))
     out = []
     for seq in x:
         h = q(np.zeros(h_in["shape"], np.float32), h_in)
