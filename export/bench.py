@@ -62,7 +62,7 @@ def matmul_peak(runs: int = 30, batch: int = 128, n: int = 512) -> dict:
     import tensorflow as tf
 
     from export.convert import tflite_converter
-    from export.device_bench import _LiteInterpreter
+    from export.device_bench import LiteInterpreter
 
     inputs = keras.Input((n,), batch_size=batch)
     model = keras.Model(inputs, keras.layers.Dense(n, use_bias=False)(inputs))
@@ -81,7 +81,7 @@ def matmul_peak(runs: int = 30, batch: int = 128, n: int = 512) -> dict:
         with tempfile.NamedTemporaryFile(suffix=".tflite") as f:
             f.write(blob)
             f.flush()
-            interp = _LiteInterpreter(f.name, "litert", 1)
+            interp = LiteInterpreter(f.name, "litert", 1)
             x = np.zeros(interp.input_quant(0)[2], interp.input_quant(0)[0])
             for _ in range(5):
                 interp.set(0, x)

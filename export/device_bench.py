@@ -146,8 +146,10 @@ def check_tflite(path):
 
 
 # ---------------------------------------------------------------------------------------- runtimes
-class _LiteInterpreter:
-    """ai-edge-litert or tflite-runtime (same API)."""
+class LiteInterpreter:
+    """ai-edge-litert or tflite-runtime (same API), behind the interface every runtime here
+    shares: ``input_quant`` / ``output_quant`` (dtype, (scale, zero point), shape), ``set``,
+    ``invoke``, ``get``, ``reset``. ``threads=None`` leaves the runtime's default."""
 
     def __init__(self, path, runtime, threads):
         if runtime == "litert":
@@ -180,8 +182,9 @@ class _LiteInterpreter:
         pass
 
 
-class _MicroInterpreter:
-    """The tflite-micro Python interpreter (no threads; an explicit arena)."""
+class MicroInterpreter:
+    """The tflite-micro Python interpreter (no threads; an explicit arena), with
+    `LiteInterpreter`'s interface."""
 
     def __init__(self, path, arena_bytes):
         from tflite_micro.python.tflite_micro import runtime
@@ -245,8 +248,8 @@ def detect_runtime() -> str:
 
 def open_model(path, runtime, threads, arena_bytes):
     if runtime == "tflite-micro":
-        return _MicroInterpreter(path, arena_bytes or max(10 * os.path.getsize(path), 16384))
-    return _LiteInterpreter(path, runtime, threads)
+        return MicroInterpreter(path, arena_bytes or max(10 * os.path.getsize(path), 16384))
+    return LiteInterpreter(path, runtime, threads)
 
 
 def probe_model(path, runtime, arena_bytes, timeout=120):
