@@ -99,26 +99,27 @@ def matmul_peak(runs: int = 30, batch: int = 128, n: int = 512) -> dict:
 def time_export(export_dir: Path, runs: int) -> dict:
     """Latency of an export with the device script's code: ai-edge-litert, one thread."""
     from export import device_bench
+    from export.exportdir import ExportDirectory
 
-    card = json.loads((export_dir / "model_card.json").read_text())
-    cls = device_bench.StepModel if card["form"] == "step" else device_bench.SequenceModel
-    model = cls(str(export_dir), card, "litert", 1)
-    with np.load(export_dir / card["testset"]) as data:
-        example = data["x"][0].astype(np.float32)
-    return device_bench.benchmark(model, card["form"], example, runs=runs, warmup=5)
+    export = ExportDirectory(export_dir)
+    card = export.read_card()
+    model = device_bench.open_export(str(export_dir), card, "litert", 1)
+    example = export.read_testset(card)[0][0]
+    return device_bench.benchmark(model, card.form, example, runs=runs, warmup=5)
 
 
 def time_c_loop(export_dir: Path, card: dict, args, out: Path) -> dict:
     """With ``--tflm``: the step export's C++ loop built against TFLite Micro (-O2) and timed
     by its own driver, median per step and per sequence (the LiteRT figures are Python loops)."""
     from export import device_build
+    from export.exportdir import ExportDirectory
 
     if not getattr(args, "tflm", None) or card.get("form") != "step" or \
             card.get("quantize") not in ("none", "int8", "int16x8"):
         return {}
     binary = device_build.build(export_dir, args.tflm, out / "build" / export_dir.name)
-    with np.load(export_dir / card["testset"]) as data:
-        window = data["x"][0].astype(np.float32)
+    export = ExportDirectory(export_dir)
+    window = export.read_testset(export.read_card())[0][0]
     timing = device_build.bench_c(binary, window, out / "build" / export_dir.name, args.runs)
     return {"c_step_us": timing["per_step"]["median_us"],
             "c_latency_us": timing["per_sequence"]["median_us"]}
@@ -146,13 +147,14 @@ def _label(model, options) -> str:
 def _export(run_dir: Path, mode: str, out: Path, args, print_fn):
     """The smallest artifact that works for this mode: the streaming step model, else the
     sequence model (WHILE loop), else the unrolled sequence model; None when none converts."""
+    from export.exportdir import ExportDirectory
     from export.exporter import export_run
 
     errors = []
     for form, unroll in (("step", False), ("sequence", False), ("sequence", True)):
         target = out / "exports" / f"{run_dir.name}-{mode}-{form}{'-unrolled' if unroll else ''}"
-        if (target / "model_card.json").is_file():
-            return target, json.loads((target / "model_card.json").read_text())
+        if ExportDirectory(target).has_card():
+            return target, ExportDirectory(target).read_card().to_dict()
         try:
             card = export_run(run_dir, target, quantize=mode, form=form, unroll=unroll,
                               data_dir=args.data_dir, allow_drop=True, overwrite=True,

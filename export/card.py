@@ -1,38 +1,38 @@
-"""The model card written beside every export: ``model_card.json`` (machine-readable; the fields
-`export/device_bench.py` reads) and ``model_card.md`` (for people)."""
+"""``model_card.md``: the model card of an export for people (`export.exportdir` writes it beside
+``model_card.json``, the `ModelCard` that `export/device_bench.py` reads)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from export.exportdir import (C_ARRAY_STEM, MAIN_SOURCE, NORMALIZATION_FILE, TESTSET_FILE,
+                              ModelCard)
 
-__all__ = ["write_card", "card_markdown"]
+__all__ = ["card_markdown"]
 
 
 def _pct(v):
     return "-" if v is None else f"{100 * v:.2f}%"
 
 
-def card_markdown(card: dict) -> str:
-    acc = card["accuracy"]
-    lines = [f"# {card['model']} on {card['task']}: {card['form']} model, {card['quantize']}", ""]
+def card_markdown(card: ModelCard) -> str:
+    acc = card.accuracy
+    lines = [f"# {card.model} on {card.task}: {card.form} model, {card.quantize}", ""]
     lines += ["| | |", "|---|---|",
-              f"| task | `{card['task']}` ({card['classes']} classes), input {card['timesteps']} x "
-              f"{card['features']} |",
-              f"| data | {card['data']['source']}: {card['data']['train']} training sequences, "
-              f"{card['data']['test']} test sequences |",
-              f"| calibration | {card['data']['calibration'] or 'none (no calibrated mode)'} |",
-              f"| parameters | {card['parameters']:,} |",
-              f"| files | " + ", ".join(f"`{f}` {card['bytes'][k]:,} bytes"
-                                       for k, f in card["files"].items()) + " |",
-              f"| ops | " + "; ".join(f"{k}: {', '.join(v)}" for k, v in card["ops"].items())
+              f"| task | `{card.task}` ({card.classes} classes), input {card.timesteps} x "
+              f"{card.features} |",
+              f"| data | {card.data['source']}: {card.data['train']} training sequences, "
+              f"{card.data['test']} test sequences |",
+              f"| calibration | {card.data['calibration'] or 'none (no calibrated mode)'} |",
+              f"| parameters | {card.parameters:,} |",
+              f"| files | " + ", ".join(f"`{f}` {card.bytes[k]:,} bytes"
+                                       for k, f in card.files.items()) + " |",
+              f"| ops | " + "; ".join(f"{k}: {', '.join(v)}" for k, v in card.ops.items())
               + " (builtin only) |",
-              f"| weights | {card['weights']} |",
+              f"| weights | {card.weights} |",
               f"| Keras float accuracy | {_pct(acc['keras_float'])} |",
               f"| TFLite accuracy ({acc['runtime']}) | {_pct(acc['tflite'])} "
               f"(drop {acc['drop_points']:+.2f} points; allowed {acc['max_drop_points']}) |",
               f"| argmax agreement with Keras | {_pct(acc['argmax_agreement'])} |"]
-    micro = card.get("tflite_micro") or {}
+    micro = card.tflite_micro or {}
     if "arena_bytes" in micro:
         arena = f"{micro['arena_bytes']:,} bytes"
         if micro.get("head_arena_bytes"):
@@ -46,22 +46,23 @@ def card_markdown(card: dict) -> str:
         lines.append(f"| TFLite Micro | {micro['skipped']} |")
     lines.append("")
     lines += ["## Running it", "",
-              "Inputs are normalised per feature with `normalization.json` "
-              "(`x = (raw - mean) / std`) before quantization; `testset.npz` is already "
+              f"Inputs are normalised per feature with `{NORMALIZATION_FILE}` "
+              f"(`x = (raw - mean) / std`) before quantization; `{TESTSET_FILE}` is already "
               "normalised.", ""]
-    if card["form"] == "step":
-        io, sq = card["step_io"], card["state_quantization"]
-        lines += [f"`step.tflite` takes x_t at input {io['x']} and h_prev at input {io['h']} "
+    if card.form == "step":
+        io, sq = card.step_io, card.state_quantization
+        lines += [f"`{card.files['step']}` takes x_t at input {io['x']} and h_prev at input {io['h']} "
                   f"(the converter orders inputs alphabetically) and returns h_t at output "
                   f"{io['h_out']}; start from h_0 = 0, invoke once per sample, then run "
-                  "`head.tflite` on the final state.", "",
+                  f"`{card.files['head']}` on the final state.", "",
                   f"State quantization: h_prev {sq['h_in']['dtype']} scale {sq['h_in']['scale']:.6g}"
                   f" zero point {sq['h_in']['zero_point']}; h_t scale {sq['h_out']['scale']:.6g} "
                   f"zero point {sq['h_out']['zero_point']}. Feedback: **{sq['feedback']}**. "
                   "x_t is quantized with scale "
                   f"{sq['x']['scale']:.6g}, zero point {sq['x']['zero_point']}.", "",
-                  "`main.cc` is the TFLite Micro streaming loop (with `model_data.h/.cc`).", ""]
-        stream = card.get("stream")
+                  f"`{MAIN_SOURCE}` is the TFLite Micro streaming loop (with "
+                  f"`{C_ARRAY_STEM}.h/.cc`).", ""]
+        stream = card.stream
         if stream:
             lines += [f"`{stream['file']}` ({stream['bytes']:,} bytes) is the same pair as one "
                       "model with signatures `step` (inputs `x_t`, `h_prev`) and `head` (input "
@@ -70,7 +71,7 @@ def card_markdown(card: dict) -> str:
                       f"(argmax agreement {_pct(stream['argmax_agreement_with_step_head'])}):", "",
                       "```python",
                       "from ai_edge_litert.interpreter import Interpreter",
-                      "m = Interpreter(model_path=\"stream.tflite\")",
+                      f"m = Interpreter(model_path=\"{stream['file']}\")",
                       "step, head = m.get_signature_runner(\"step\"), m.get_signature_runner(\"head\")",
                       "h = h0                                   # quantized zeros",
                       "for x_t in xq:                           # quantized, normalised samples",
@@ -80,9 +81,3 @@ def card_markdown(card: dict) -> str:
     lines += ["```bash", "python export/device_bench.py EXPORT_DIR            # latency, accuracy",
               "python export/device_bench.py EXPORT_DIR --runtime tflite-micro", "```", ""]
     return "\n".join(lines)
-
-
-def write_card(out_dir, card: dict) -> None:
-    out_dir = Path(out_dir)
-    (out_dir / "model_card.json").write_text(json.dumps(card, indent=2) + "\n")
-    (out_dir / "model_card.md").write_text(card_markdown(card))

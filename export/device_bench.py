@@ -7,8 +7,10 @@
 It needs Python 3.8+, numpy and one TFLite runtime: ai-edge-litert, tflite-runtime (older
 Raspberry Pi images) or tflite-micro. It imports neither TensorFlow nor the zoo.
 
-EXPORT_DIR is what ``zoo export`` writes; the script reads ``model_card.json`` there:
+EXPORT_DIR is what ``zoo export`` writes; the script reads ``model_card.json`` there (the
+schema is `ModelCard`):
 
+    schema_version  the card's schema (absent in cards from before it had one)
     form            "sequence" (one model: x[1, T, d] -> logits) or "step" (a streaming pair:
                     step: (x_t, h_{t-1}) -> h_t, head: h_T -> logits; the loop runs here)
     files           {"model": ...} or {"step": ..., "head": ...}
@@ -27,6 +29,7 @@ quantization (the zoo's exports do) and requantized otherwise.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -43,6 +46,159 @@ RUNTIMES = ("litert", "tflite-runtime", "tflite-micro")
 
 class BenchError(Exception):
     """A bad export folder, card, model or test set: reported as one line, exit status 2."""
+
+
+# ------------------------------------------------------------------------------ export directory
+# The file names a device reads. `zoo export` writes them through export/exportdir.py, which
+# imports them from here: this file travels to devices alone, so it cannot import them.
+CARD_FILE = "model_card.json"
+CARD_MARKDOWN_FILE = "model_card.md"
+NORMALIZATION_FILE = "normalization.json"
+TESTSET_FILE = "testset.npz"
+STREAM_FILE = "stream.tflite"
+FORMS = ("sequence", "step")
+MODEL_NAMES = {"sequence": ("model",), "step": ("step", "head")}
+
+
+def model_file(name):
+    """The file of model ``name`` (``"model"``, ``"step"``, ``"head"``) in an export directory."""
+    return f"{name}.tflite"
+
+
+CARD_SCHEMA_VERSION = 1  # cards written before the schema have no version: read as version 0
+
+
+class CardError(BenchError, ValueError):
+    """A model card that does not follow `ModelCard`; the message names the file and the key."""
+
+
+def _key(*types):
+    """A card key holding one of ``types``; None means absent (left out of the JSON)."""
+    return dataclasses.field(default=None, metadata={"types": types})
+
+
+@dataclasses.dataclass
+class ModelCard:
+    """``model_card.json``: how to run an export (what this script reads) and what `zoo export`
+    measured. Nested sections stay JSON objects; export/exporter.py documents their keys.
+
+    Read here: ``form``, ``files`` (model name -> file), ``timesteps``, ``features``, ``step_io``
+    (form "step": input indices ``x``, ``h`` and output index ``h_out`` of the step model), and
+    when present ``quantize``, ``testset``, ``arena_bytes``, ``head_arena_bytes``.
+
+    Example:
+        >>> card = ModelCard.from_dict({"form": "sequence", "files": {"model": "model.tflite"},
+        ...                             "timesteps": 128, "features": 9})
+        >>> card.schema_version, card.to_dict()["files"]
+        (0, {'model': 'model.tflite'})
+    """
+
+    schema_version: int = CARD_SCHEMA_VERSION
+    form: str = _key(str)
+    quantize: str = _key(str)
+    unroll: bool = _key(bool)
+    files: dict = _key(dict)
+    timesteps: int = _key(int)
+    features: int = _key(int)
+    state_size: int = _key(int)
+    classes: int = _key(int)
+    class_names: list = _key(list)
+    testset: str = _key(str)
+    normalization: str = _key(str)
+    task: str = _key(str)
+    task_options: dict = _key(dict)
+    model: str = _key(str)
+    model_options: dict = _key(dict)
+    run_dir: str = _key(str)
+    parameters: int = _key(int)
+    data: dict = _key(dict)
+    weights: str = _key(str)
+    bytes: dict = _key(dict)
+    total_bytes: int = _key(int)
+    ops: dict = _key(dict)
+    step_io: dict = _key(dict)
+    state_quantization: dict = _key(dict)
+    accuracy: dict = _key(dict)
+    stream: dict = _key(dict)
+    arena_bytes: int = _key(int)
+    head_arena_bytes: int = _key(int)
+    tflite_micro: dict = _key(dict)
+    c_sources: list = _key(list)
+    export_seconds: float = _key(int, float)
+    frontend: dict = _key(dict)
+    # Keys this version does not know (a card edited by hand): kept and written back.
+    extra: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data, source=CARD_FILE):
+        """The card in ``data`` (a parsed ``model_card.json``), validated; ``source`` names the
+        file in errors. Raises `CardError` naming the file and the missing or bad key."""
+        if not isinstance(data, dict):
+            raise CardError(f"{source}: expected a JSON object")
+        version = data.get("schema_version", 0)
+        if not _is_int(version) or version < 0:
+            raise CardError(f"{source}: schema_version must be a non-negative integer, got "
+                            f"{version!r}")
+        if version > CARD_SCHEMA_VERSION:
+            raise CardError(f"{source}: schema_version {version} is newer than this script reads "
+                            f"({CARD_SCHEMA_VERSION}); use the device_bench.py of the zoo that "
+                            "wrote the export")
+        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        card = cls(**{k: v for k, v in data.items() if k in names},
+                   extra={k: v for k, v in data.items() if k not in names})
+        card.schema_version = version
+        card.validate(source)
+        return card
+
+    def to_dict(self):
+        """The card as ``model_card.json`` holds it: ``schema_version`` first, absent (None)
+        keys left out, unknown keys kept."""
+        out = {"schema_version": self.schema_version}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name not in ("schema_version", "extra") and value is not None:
+                out[f.name] = value
+        out.update(self.extra)
+        return out
+
+    def validate(self, source=CARD_FILE):
+        """Raise `CardError` unless the keys a device needs are there and every key present
+        has its type."""
+        if self.form not in FORMS:
+            raise CardError(f"{source}: " + ("missing key 'form'" if self.form is None else
+                                             f"unknown form {self.form!r}")
+                            + "; expected 'sequence' or 'step'")
+        needed = MODEL_NAMES[self.form]
+        files = self.files
+        if not isinstance(files, dict) or any(not isinstance(files.get(k), str) for k in needed):
+            raise CardError(f"{source}: 'files' must name {', '.join(needed)}"
+                            + (" (missing key)" if files is None else ""))
+        for key in ("timesteps", "features"):
+            value = getattr(self, key)
+            if not _is_int(value) or value < 1:
+                raise CardError(f"{source}: {key} must be a positive integer, got {value!r}"
+                                + (" (missing key)" if value is None else ""))
+        io = self.step_io
+        if self.form == "step" and not (isinstance(io, dict) and all(
+                _is_int(io.get(k)) for k in ("x", "h", "h_out"))):
+            raise CardError(f"{source}: step_io must give integer x, h and h_out"
+                            + (" (missing key)" if io is None else ""))
+        for f in dataclasses.fields(self):
+            types, value = f.metadata.get("types"), getattr(self, f.name)
+            if types and value is not None and not _has_type(value, types):
+                raise CardError(f"{source}: {f.name} must be "
+                                f"{' or '.join(t.__name__ for t in types)}, got "
+                                f"{type(value).__name__} {str(value)[:60]!r}")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _has_type(value, types):
+    if isinstance(value, bool):
+        return bool in types
+    return isinstance(value, types)
 
 
 # -------------------------------------------------------------------------------- validation
@@ -318,9 +474,9 @@ def dequantize(q, dtype, quant):
 # ----------------------------------------------------------------------------------------- models
 class SequenceModel:
     def __init__(self, export_dir, card, runtime, threads):
-        path = os.path.join(export_dir, card["files"]["model"])
+        path = os.path.join(export_dir, card.files["model"])
         self.files = [path]
-        self.m = open_model(path, runtime, threads, card.get("arena_bytes"))
+        self.m = open_model(path, runtime, threads, card.arena_bytes)
         self.in_dtype, self.in_quant, self.in_shape = self.m.input_quant(0)
         self.out_dtype, self.out_quant, _ = self.m.output_quant(0)
 
@@ -339,14 +495,13 @@ class SequenceModel:
 
 class StepModel:
     def __init__(self, export_dir, card, runtime, threads):
-        io = card["step_io"]
+        io = card.step_io
         self.x_idx, self.h_idx, self.h_out = io["x"], io["h"], io["h_out"]
-        step_path = os.path.join(export_dir, card["files"]["step"])
-        head_path = os.path.join(export_dir, card["files"]["head"])
+        step_path = os.path.join(export_dir, card.files["step"])
+        head_path = os.path.join(export_dir, card.files["head"])
         self.files = [step_path, head_path]
-        arena = card.get("arena_bytes")
-        self.step = open_model(step_path, runtime, threads, arena)
-        self.head = open_model(head_path, runtime, threads, card.get("head_arena_bytes"))
+        self.step = open_model(step_path, runtime, threads, card.arena_bytes)
+        self.head = open_model(head_path, runtime, threads, card.head_arena_bytes)
         self.x_dtype, self.x_quant, self.x_shape = self.step.input_quant(self.x_idx)
         self.h_dtype, self.h_quant, self.h_shape = self.step.input_quant(self.h_idx)
         self.ho_dtype, self.ho_quant, _ = self.step.output_quant(self.h_out)
@@ -388,6 +543,12 @@ class StepModel:
 
     def predict(self, x):
         return self.predict_prepared(self.prepare(x))
+
+
+def open_export(export_dir, card, runtime, threads=1):
+    """The `SequenceModel` or `StepModel` of an export, as its card's form says."""
+    return (StepModel if card.form == "step" else SequenceModel)(export_dir, card, runtime,
+                                                                 threads)
 
 
 def same_quantization(a, b):
@@ -451,34 +612,27 @@ def peak_rss_mb():
 
 
 # -------------------------------------------------------------------------------------------- main
-def read_card(export_dir):
-    """``model_card.json`` of ``export_dir``, checked: form, model files inside the folder."""
-    card_path = os.path.join(export_dir, "model_card.json")
+def load_card_json(card_path):
+    """The JSON object in ``card_path``, unchecked against the schema (`ModelCard.from_dict`
+    does that); a missing or unreadable file is a `CardError`."""
     if not os.path.isfile(card_path):
-        raise BenchError(f"{card_path} not found: pass a folder written by `zoo export`")
+        raise CardError(f"{card_path} not found: pass a folder written by `zoo export`")
     try:
         with open(card_path) as f:
-            card = json.load(f)
+            data = json.load(f)
     except (UnicodeDecodeError, ValueError) as err:
-        raise BenchError(f"{card_path}: not valid JSON ({err})") from None
-    if not isinstance(card, dict):
-        raise BenchError(f"{card_path}: expected a JSON object")
-    form = card.get("form")
-    if form not in ("sequence", "step"):
-        raise BenchError(f"{card_path}: unknown form {form!r}; expected 'sequence' or 'step'")
-    needed = ("model",) if form == "sequence" else ("step", "head")
-    files = card.get("files")
-    if not isinstance(files, dict) or any(not isinstance(files.get(k), str) for k in needed):
-        raise BenchError(f"{card_path}: 'files' must name {', '.join(needed)}")
-    for key in needed:
-        inside_folder(export_dir, files[key], card_path)
-    for key in ("timesteps", "features"):
-        if not isinstance(card.get(key), int) or card[key] < 1:
-            raise BenchError(f"{card_path}: {key} must be a positive integer, got "
-                             f"{card.get(key)!r}")
-    if form == "step" and not (isinstance(card.get("step_io"), dict) and all(
-            isinstance(card["step_io"].get(k), int) for k in ("x", "h", "h_out"))):
-        raise BenchError(f"{card_path}: step_io must give integer x, h and h_out")
+        raise CardError(f"{card_path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise CardError(f"{card_path}: expected a JSON object")
+    return data
+
+
+def read_card(export_dir):
+    """The `ModelCard` of ``export_dir``, checked: the schema, model files inside the folder."""
+    card_path = os.path.join(export_dir, CARD_FILE)
+    card = ModelCard.from_dict(load_card_json(card_path), card_path)
+    for key in MODEL_NAMES[card.form]:
+        inside_folder(export_dir, card.files[key], card_path)
     return card
 
 
@@ -498,11 +652,12 @@ def inside_folder(export_dir, name, card_path, must_exist=True):
 
 
 def load_testset(export_dir, card):
-    name = card.get("testset")
+    """(x, y) of the card's test set, or (None, None) when the card names none or the file is
+    not there; a damaged or misshapen file is a `BenchError`."""
+    name = card.testset
     if not name:
         return None, None
-    path = inside_folder(export_dir, name, os.path.join(export_dir, "model_card.json"),
-                         must_exist=False)
+    path = inside_folder(export_dir, name, os.path.join(export_dir, CARD_FILE), must_exist=False)
     if not os.path.isfile(path):
         return None, None  # optional: a folder copied to a device without its test set
     try:
@@ -511,7 +666,7 @@ def load_testset(export_dir, card):
     except (OSError, ValueError, KeyError, EOFError) as err:
         raise BenchError(f"{path}: not a test set with arrays x and y ({type(err).__name__}: "
                          f"{err})") from None
-    want = (card["timesteps"], card["features"])
+    want = (card.timesteps, card.features)
     if x.ndim != 3 or tuple(x.shape[1:]) != want or y.shape != (len(x),):
         raise BenchError(f"{path}: x has shape {x.shape} and y {y.shape}; the model needs x "
                          f"(N, {want[0]}, {want[1]}) and y (N,)")
@@ -520,17 +675,15 @@ def load_testset(export_dir, card):
 
 def open_checked(export_dir, card, runtime, threads):
     """The card's model, each file structurally checked and given one trial run in a child."""
-    names = ("model",) if card["form"] == "sequence" else ("step", "head")
-    arenas = {"model": card.get("arena_bytes"), "step": card.get("arena_bytes"),
-              "head": card.get("head_arena_bytes")}
-    for name in names:
-        path = os.path.join(export_dir, card["files"][name])
+    arenas = {"model": card.arena_bytes, "step": card.arena_bytes,
+              "head": card.head_arena_bytes}
+    for name in MODEL_NAMES[card.form]:
+        path = os.path.join(export_dir, card.files[name])
         check_tflite(path)
         arena = arenas[name] or max(10 * os.path.getsize(path), 16384)
         probe_model(path, runtime, arena)
     try:
-        return (StepModel if card["form"] == "step" else SequenceModel)(export_dir, card, runtime,
-                                                                        threads)
+        return open_export(export_dir, card, runtime, threads)
     except (RuntimeError, ValueError, IndexError, KeyError, TypeError) as err:
         first = (str(err).strip().splitlines() or [""])[0][:200]
         raise BenchError(f"{export_dir}: the {runtime} runtime rejected the model "
@@ -551,14 +704,14 @@ def run(args):
     card = read_card(args.export_dir)
     runtime = detect_runtime() if args.runtime == "auto" else args.runtime
     require_runtime(runtime)
-    form = card["form"]
+    form = card.form
     x_test, y_test = load_testset(args.export_dir, card)
     model = open_checked(args.export_dir, card, runtime, args.threads)
     report = {"export_dir": args.export_dir, "runtime": runtime, "threads": args.threads,
-              "form": form, "quantize": card.get("quantize"),
+              "form": form, "quantize": card.quantize,
               "model_bytes": sum(os.path.getsize(p) for p in model.files)}
     example = x_test[0] if x_test is not None and len(x_test) else np.zeros(
-        (card["timesteps"], card["features"]), np.float32)
+        (card.timesteps, card.features), np.float32)
     report.update(benchmark(model, form, example, args.runs, args.warmup))
     if x_test is not None and len(x_test):
         n = len(x_test) if args.limit is None else min(args.limit, len(x_test))

@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from export import device_bench
+from export.exportdir import C_ARRAY_FILES, DEVICE_SOURCES, CardError, ExportDirectory, ModelCard
 
 __all__ = ["DeviceBuildError", "build", "check_against_python", "bench_c", "bench_python",
            "main"]
 
-SOURCES = ("main.cc", "self_test.cc", "zoo_stream.h", "Makefile", "model_data.h",
-           "model_data.cc")
+SOURCES = DEVICE_SOURCES + C_ARRAY_FILES
 TFLM_LIBRARY = Path("lib") / "libtensorflow-microlite.a"
 
 
@@ -40,21 +40,21 @@ class DeviceBuildError(RuntimeError):
     """The export, the TFLite Micro folder or the build is not usable; the message says why."""
 
 
-def load_step_export(export_dir) -> dict:
+def load_step_export(export_dir) -> ModelCard:
     """The model card of a step export that has the C++ sources, or `DeviceBuildError`."""
-    export_dir = Path(export_dir)
-    card_path = export_dir / "model_card.json"
-    if not card_path.is_file():
-        raise DeviceBuildError(f"{card_path} not found: pass a folder written by `zoo export`")
-    card = json.loads(card_path.read_text())
-    if card.get("form") != "step":
-        raise DeviceBuildError(f"{card_path}: form {card.get('form')!r}; the C++ loop exists for "
-                               "--form step exports only")
-    missing = [name for name in SOURCES if not (export_dir / name).is_file()]
-    if missing:
-        raise DeviceBuildError(f"{export_dir} lacks {', '.join(missing)}: it was exported by an "
-                               "older zoo; export it again with `zoo export --form step`")
-    return card
+    export = ExportDirectory(export_dir)
+    try:
+        form = export.read_card_json().get("form")
+        if form != "step":
+            raise DeviceBuildError(f"{export.card}: form {form!r}; the C++ loop exists for "
+                                   "--form step exports only")
+        missing = [name for name in SOURCES if not (export.root / name).is_file()]
+        if missing:  # checked before the card's other keys: an older export lacks both
+            raise DeviceBuildError(f"{export.root} lacks {', '.join(missing)}: it was exported "
+                                   "by an older zoo; export it again with `zoo export --form step`")
+        return export.read_card()
+    except CardError as err:
+        raise DeviceBuildError(str(err)) from None
 
 
 def check_tflm_dir(tflm_dir) -> Path:
@@ -138,12 +138,11 @@ def check_against_python(export_dir, binary, work_dir, limit: int | None = None)
     accuracy of each side and ``passed`` (every prediction identical).
     """
     card = load_step_export(export_dir)
-    with np.load(Path(export_dir) / card["testset"]) as data:
-        x, y = data["x"].astype(np.float32), np.asarray(data["y"])
+    x, y = _testset(export_dir, card)
     if limit is not None:
         x, y = x[:limit], y[:limit]
     windows_file = write_windows(x, Path(work_dir) / "windows.bin")
-    c_pred, c_logits = classify_c(binary, windows_file, len(x), card["classes"])
+    c_pred, c_logits = classify_c(binary, windows_file, len(x), card.classes)
     model = python_micro_model(export_dir, card)
     py_logits = np.stack([model.predict(w) for w in x]).astype(np.float32)
     py_pred = py_logits.argmax(-1)
@@ -156,6 +155,13 @@ def check_against_python(export_dir, binary, work_dir, limit: int | None = None)
         "max_abs_logit_diff": float(np.abs(c_logits.astype(np.float64) - py_logits).max()),
         "c_accuracy": float(np.mean(c_pred == y)), "python_accuracy": float(np.mean(py_pred == y)),
         "passed": bool(same.all())}
+
+
+def _testset(export_dir, card: ModelCard):
+    try:
+        return ExportDirectory(export_dir).read_testset(card)
+    except (device_bench.BenchError, FileNotFoundError) as err:
+        raise DeviceBuildError(str(err)) from None
 
 
 def bench_c(binary, window: np.ndarray, work_dir, reps: int) -> dict:
@@ -171,7 +177,7 @@ def bench_python(export_dir, window: np.ndarray, reps: int) -> dict:
     card = load_step_export(export_dir)
     model = python_micro_model(export_dir, card)
     # benchmark() times `runs` single steps, then runs // T * 4 whole windows.
-    steps = max(card["timesteps"], reps * card["timesteps"] // 4)
+    steps = max(card.timesteps, reps * card.timesteps // 4)
     return device_bench.benchmark(model, "step", window, runs=steps, warmup=20)
 
 
@@ -217,9 +223,7 @@ def main(argv=None) -> int:
             check = check_against_python(args.export_dir, binary, tmp, args.limit)
             timing = None
             if args.bench:
-                card = load_step_export(args.export_dir)
-                with np.load(Path(args.export_dir) / card["testset"]) as data:
-                    window = data["x"][0].astype(np.float32)
+                window = _testset(args.export_dir, load_step_export(args.export_dir))[0][0]
                 timing = {"c": bench_c(binary, window, tmp, args.bench),
                           "python": bench_python(args.export_dir, window, args.bench)}
     except DeviceBuildError as err:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from export import device_bench, device_build
+from export.exportdir import ExportDirectory
 from export.micro import quiet_stderr
 
 __all__ = ["measure", "main"]
@@ -57,7 +58,7 @@ def _export(run_dir: Path, mode: str, form: str, args, out: Path) -> Path:
     from export.exporter import export_run
 
     target = out / "exports" / f"{run_dir.name}-{form}-{mode}"
-    if not (target / "model_card.json").is_file():
+    if not ExportDirectory(target).has_card():
         export_run(run_dir, target, quantize=mode, form=form, data_dir=args.data_dir,
                    allow_drop=True, overwrite=True, print_fn=lambda *a, **k: None)
     return target
@@ -65,8 +66,8 @@ def _export(run_dir: Path, mode: str, form: str, args, out: Path) -> Path:
 
 def _python_loops(export_dir: Path, window: np.ndarray, reps: int) -> dict:
     """device_bench.benchmark on the tflite-micro and ai-edge-litert Python interpreters."""
-    card = json.loads((export_dir / "model_card.json").read_text())
-    steps = max(card["timesteps"], reps * card["timesteps"] // 4)  # -> `reps` timed windows
+    card = ExportDirectory(export_dir).read_card()
+    steps = max(card.timesteps, reps * card.timesteps // 4)  # -> `reps` timed windows
     out = {"tflite-micro": device_build.bench_python(export_dir, window, reps)}
     lite = device_bench.StepModel(str(export_dir), card, "litert", 1)
     out["litert"] = device_bench.benchmark(lite, "step", window, runs=steps, warmup=20)
@@ -79,28 +80,28 @@ def measure_step_export(export_dir: Path, tflm: Path, reps: int, work: Path) -> 
     binary = device_build.build(export_dir, tflm, export_dir.parent.parent / "build" /
                                 export_dir.name)
     check = device_build.check_against_python(export_dir, binary, work)
-    card = json.loads((export_dir / "model_card.json").read_text())
-    with np.load(export_dir / card["testset"]) as data:
-        window = data["x"][0].astype(np.float32)
+    export = ExportDirectory(export_dir)
+    card = export.read_card()
+    window = export.read_testset(card)[0][0]
     return {"check": check, "c": device_build.bench_c(binary, window, work, reps),
             "python": _python_loops(export_dir, window, reps),
-            "bytes": card["total_bytes"], "arena_bytes": card.get("arena_bytes"),
-            "accuracy": card["accuracy"]["tflite"]}
+            "bytes": card.total_bytes, "arena_bytes": card.arena_bytes,
+            "accuracy": card.accuracy["tflite"]}
 
 
 def measure_lstm(run_dir: Path, args, out: Path, reps: int) -> dict:
     """The stock float Keras LSTM as a sequence model (WHILE loop): one invoke per window."""
     export_dir = _export(run_dir, "none", "sequence", args, out)
-    card = json.loads((export_dir / "model_card.json").read_text())
-    with np.load(export_dir / card["testset"]) as data:
-        window = data["x"][0].astype(np.float32)
+    export = ExportDirectory(export_dir)
+    card = export.read_card()
+    window = export.read_testset(card)[0][0]
     timing = {}
     for runtime in ("tflite-micro", "litert"):
         with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
             model = device_bench.SequenceModel(str(export_dir), card, runtime, 1)
         timing[runtime] = device_bench.benchmark(model, "sequence", window, runs=reps, warmup=5)
-    return {"python": timing, "bytes": card["total_bytes"], "arena_bytes": card.get("arena_bytes"),
-            "accuracy": card["accuracy"]["tflite"]}
+    return {"python": timing, "bytes": card.total_bytes, "arena_bytes": card.arena_bytes,
+            "accuracy": card.accuracy["tflite"]}
 
 
 def measure(args, print_fn=print) -> list[dict]:

@@ -7,9 +7,9 @@ builds the driver against a TFLite Micro library given by path (``make TFLM_DIR=
 
 from __future__ import annotations
 
-from pathlib import Path
+from export.exportdir import MAIN_SOURCE, MAKEFILE, SELF_TEST_SOURCE, STREAM_HEADER
 
-__all__ = ["write_device_sources", "resolver_calls"]
+__all__ = ["device_sources", "resolver_calls"]
 
 # TFLite builtin op -> MicroMutableOpResolver method (TFLM's micro_mutable_op_resolver.h).
 _RESOLVER = {"FULLY_CONNECTED": "AddFullyConnected", "ADD": "AddAdd", "SUB": "AddSub",
@@ -374,36 +374,37 @@ def _quantization_bodies(io_dtype: str) -> tuple[str, str]:
             "return (static_cast<int>(q) - zero_point) * scale;")
 
 
-def write_device_sources(out_dir: Path, *, title: str, io_dtype: str, card: dict, step_ops,
-                         head_ops) -> list[Path]:
-    """Write ``main.cc``, ``zoo_stream.h``, ``self_test.cc`` and ``Makefile`` for a step export.
+def device_sources(*, title: str, io_dtype: str, card, step_ops, head_ops) -> dict[str, str]:
+    """``main.cc``, ``zoo_stream.h``, ``self_test.cc`` and ``Makefile`` of a step export (file
+    name -> text; `export.exportdir.ExportDirectory.write_sources` writes them beside
+    ``model_data.h`` / ``.cc``).
 
     Args:
-        out_dir: the export directory (``model_data.h`` / ``.cc`` are written beside them).
         title: a line naming the model, task and quantization, for the file headers.
         io_dtype: the step model's state dtype, ``"int8"``, ``"int16"`` or ``"float32"``.
-        card: the model card so far: ``features``, ``state_size``, ``classes``, ``timesteps``,
-            ``step_io`` and the TFLM arenas (``arena_bytes``, ``head_arena_bytes``).
+        card: the `ModelCard` so far: ``features``, ``state_size``, ``classes``, ``timesteps``,
+            ``step_io``, ``state_quantization`` and the TFLM arenas (``arena_bytes``,
+            ``head_arena_bytes``).
         step_ops, head_ops: the builtin op names of each model, registered in the resolvers.
 
     Returns:
-        The written paths, ``main.cc`` first.
+        The sources, ``main.cc`` first.
 
     Example:
 
     ```python
-    write_device_sources(Path("export"), title="sirnn on har2 (int8)", io_dtype="int8",
-                         card=card, step_ops=["FULLY_CONNECTED", "ADD"], head_ops=["FULLY_CONNECTED"])
+    texts = device_sources(title="sirnn on har2 (int8)", io_dtype="int8", card=card,
+                           step_ops=["FULLY_CONNECTED", "ADD"], head_ops=["FULLY_CONNECTED"])
     ```
     """
     if io_dtype not in _ELEM:
         raise ValueError(f"no C type for state dtype {io_dtype!r}; valid: {', '.join(_ELEM)}")
     elem, accessor, _, _ = _ELEM[io_dtype]
     qbody, dqbody = _quantization_bodies(io_dtype)
-    io = card["step_io"]
-    arena, head_arena = card.get("arena_bytes") or 0, card.get("head_arena_bytes") or 0
-    shape = dict(title=title, d=card["features"], units=card["state_size"],
-                 classes=card["classes"], timesteps=card["timesteps"])
+    io = card.step_io
+    arena, head_arena = card.arena_bytes or 0, card.head_arena_bytes or 0
+    shape = dict(title=title, d=card.features, units=card.state_size,
+                 classes=card.classes, timesteps=card.timesteps)
     indent = "  "
     main = _MAIN.format(
         **shape, x_idx=io["x"], h_idx=io["h"], h_out_idx=io["h_out"], arena=arena,
@@ -413,12 +414,6 @@ def write_device_sources(out_dir: Path, *, title: str, io_dtype: str, card: dict
         n_step_ops=len(set(step_ops)), n_head_ops=len(set(head_ops)),
         step_resolver="\n".join(f"{indent}step_ops.{c};" for c in resolver_calls(step_ops)),
         head_resolver="\n".join(f"{indent}head_ops.{c};" for c in resolver_calls(head_ops)),
-        tied="tied" if card.get("state_quantization", {}).get("tied") else "not tied")
-    texts = {"main.cc": main, "zoo_stream.h": _HEADER.format(**shape),
-             "self_test.cc": _SELF_TEST, "Makefile": _MAKEFILE}
-    paths = []
-    for name, text in texts.items():
-        path = Path(out_dir) / name
-        path.write_text(text)
-        paths.append(path)
-    return paths
+        tied="tied" if (card.state_quantization or {}).get("tied") else "not tied")
+    return {MAIN_SOURCE: main, STREAM_HEADER: _HEADER.format(**shape),
+            SELF_TEST_SOURCE: _SELF_TEST, MAKEFILE: _MAKEFILE}

@@ -29,13 +29,11 @@ from pathlib import Path
 import numpy as np
 
 from export import device_bench
+from export.exportdir import FORMS, ExportDirectory, ModelCard
 from export.quantize import CALIBRATED, MODES
 from training import rundir
 
 __all__ = ["export_run", "ExportDirError", "AccuracyDropError", "FORMS"]
-
-FORMS = ("sequence", "step")
-
 
 class ExportDirError(RuntimeError):
     """The output directory cannot be used (exists, or is not an export)."""
@@ -54,7 +52,7 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise ExportDirError(f"{out} already exists; choose another --out or pass --overwrite")
-        if not rundir.has_marker(out, rundir.EXPORT_MARKER):
+        if not ExportDirectory(out).has_marker():
             raise ExportDirError(f"{out} was not written by `zoo export` (no "
                                  f"{rundir.EXPORT_MARKER} marker); --overwrite replaces only the "
                                  "zoo's own export directories. Choose another --out.")
@@ -172,7 +170,7 @@ def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
 def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequence",
                unroll: bool = False, **options) -> dict:
     """Export the run in ``run_dir`` to ``out`` (default ``RUN_DIR/export-FORM-QUANTIZE``),
-    holding a lock on ``out``; returns the model card (a dict). An existing export in ``out``
+    holding a lock on ``out``; returns the model card as written (`ModelCard.to_dict`). An existing export in ``out``
     is replaced (``overwrite=True``) only once the new one is complete. Options: see
     `_export_run`."""
     out = Path(out) if out else Path(run_dir) / (f"export-{form}-{quantize}"
@@ -193,8 +191,8 @@ def _export_run(run_dir, out, *, quantize: str = "none", form: str = "sequence",
     float model's, unless ``allow_drop``.
     """
     from export.convert import check_builtin_only, op_names, with_batch_size
-    from export.micro import (quiet_stderr, smallest_arena, write_c_array,
-                              write_streaming_example)
+    from export.micro import (c_array_sources, quiet_stderr, smallest_arena,
+                              streaming_sources)
     from export.quantize import convert
     from export.step import calibration_pairs as pairs_from, step_models, without_fake_quant
     from training.evaluate import load_run
@@ -271,41 +269,38 @@ def _export_run(run_dir, out, *, quantize: str = "none", form: str = "sequence",
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
     try:
-        files = {name: f"{name}.tflite" for name in models}
-        for name, tflite in models.items():
-            (stage / files[name]).write_bytes(tflite)
+        staged = ExportDirectory(stage)
+        files = staged.write_models(models)
         if form == "step":
-            (stage / "stream.tflite").write_bytes(stream)
-        norm.save(stage / "normalization.json")
-        np.savez_compressed(stage / "testset.npz", x=x_test, y=y_test.astype(np.int64))
-        card = {
-            "form": form, "quantize": quantize, "unroll": unroll, "files": files,
-            "timesteps": timesteps, "features": features,
-            "state_size": _state_size(model),
-            "classes": int(task.num_classes), "class_names": list(task.class_names),
-            "testset": "testset.npz", "normalization": "normalization.json",
-            "task": task.name, "task_options": task.options(),
-            "model": config["model"], "model_options": config.get("model_options_resolved",
-                                                                  config.get("model_options")),
-            "run_dir": str(run_dir.resolve()), "parameters": int(model.count_params()),
-            "data": {"source": str(data.source), "train": len(x_train), "test": len(x_test),
-                     "calibration": calib_note},
-            "weights": "per-tensor" if per_tensor else "per-channel",
-            "bytes": {name: len(b) for name, b in models.items()},
-            "total_bytes": sum(len(b) for b in models.values()), "ops": ops,
-        }
+            staged.write_stream(stream)
+        card = ModelCard(
+            form=form, quantize=quantize, unroll=unroll, files=files,
+            timesteps=timesteps, features=features,
+            state_size=_state_size(model),
+            classes=int(task.num_classes), class_names=list(task.class_names),
+            testset=staged.write_testset(x_test, y_test),
+            normalization=staged.write_normalization(norm),
+            task=task.name, task_options=task.options(),
+            model=config["model"], model_options=config.get("model_options_resolved",
+                                                            config.get("model_options")),
+            run_dir=str(run_dir.resolve()), parameters=int(model.count_params()),
+            data={"source": str(data.source), "train": len(x_train), "test": len(x_test),
+                  "calibration": calib_note},
+            weights="per-tensor" if per_tensor else "per-channel",
+            bytes={name: len(b) for name, b in models.items()},
+            total_bytes=sum(len(b) for b in models.values()), ops=ops,
+        )
         if form == "step":
-            card["step_io"], card["state_quantization"] = _step_io(stage / files["step"])
+            card.step_io, card.state_quantization = _step_io(staged.model("step"))
 
         # ------------------------------------------------------------- accuracy (LiteRT)
         t0 = time.perf_counter()
-        runner = (device_bench.StepModel if form == "step" else device_bench.SequenceModel)(
-            str(stage), card, "litert", 1)
+        runner = device_bench.open_export(str(stage), card, "litert", 1)
         lite_logits = _predict_all(runner, x_test)
         lite_pred = lite_logits.argmax(-1)
         lite_acc = float(np.mean(lite_pred == y_test))
         drop = 100 * (float_acc - lite_acc)
-        card["accuracy"] = {
+        card.accuracy = {
             "keras_float": float_acc, "tflite": lite_acc, "drop_points": drop,
             "argmax_agreement": float(np.mean(lite_pred == keras_pred)),
             "max_abs_logit_diff": float(np.abs(lite_logits - keras_logits).max()),
@@ -315,8 +310,8 @@ def _export_run(run_dir, out, *, quantize: str = "none", form: str = "sequence",
         if form == "step":
             t0 = time.perf_counter()
             stream_out = stream_logits(stream, x_test)
-            card["stream"] = {
-                "file": "stream.tflite", "bytes": len(stream), "signatures": ["step", "head"],
+            card.stream = {
+                "file": staged.stream.name, "bytes": len(stream), "signatures": ["step", "head"],
                 "argmax_agreement_with_step_head": float(np.mean(stream_out.argmax(-1)
                                                                  == lite_pred)),
                 "max_abs_logit_diff_vs_step_head": float(np.abs(stream_out - lite_logits).max()),
@@ -324,68 +319,65 @@ def _export_run(run_dir, out, *, quantize: str = "none", form: str = "sequence",
                 "eval_seconds": round(time.perf_counter() - t0, 1)}
         print_fn(f"  TFLite ({quantize}, {form}): accuracy {100 * lite_acc:.2f}% "
                  f"(drop {drop:+.2f} points), argmax agreement with Keras "
-                 f"{100 * card['accuracy']['argmax_agreement']:.2f}%, "
-                 f"{card['total_bytes']:,} bytes, ops {sorted(set(sum(ops.values(), [])))}")
+                 f"{100 * card.accuracy['argmax_agreement']:.2f}%, "
+                 f"{card.total_bytes:,} bytes, ops {sorted(set(sum(ops.values(), [])))}")
 
         # ---------------------------------------------------------------- TFLite Micro
         if micro and quantize in ("none",) + CALIBRATED:
             t0 = time.perf_counter()
             main = "step" if form == "step" else "model"
-            card["arena_bytes"] = smallest_arena(models[main])
+            card.arena_bytes = smallest_arena(models[main])
             if form == "step":
-                card["head_arena_bytes"] = smallest_arena(models["head"])
+                card.head_arena_bytes = smallest_arena(models["head"])
             with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
-                tflm = (device_bench.StepModel if form == "step"
-                        else device_bench.SequenceModel)(str(stage), card, "tflite-micro", 1)
+                tflm = device_bench.open_export(str(stage), card, "tflite-micro", 1)
             micro_logits = _predict_all(tflm, x_test, micro_sequences)
             n = len(micro_logits)
             micro_pred = micro_logits.argmax(-1)
-            card["tflite_micro"] = {
-                "arena_bytes": card["arena_bytes"], "head_arena_bytes": card.get("head_arena_bytes"),
+            card.tflite_micro = {
+                "arena_bytes": card.arena_bytes, "head_arena_bytes": card.head_arena_bytes,
                 "test_sequences": n, "accuracy": float(np.mean(micro_pred == y_test[:n])),
                 "litert_accuracy_same_sequences": float(np.mean(lite_pred[:n] == y_test[:n])),
                 "argmax_agreement_with_litert": float(np.mean(micro_pred == lite_pred[:n])),
                 "max_abs_logit_diff_vs_litert": float(np.abs(micro_logits - lite_logits[:n]).max()),
             }
             if form == "step":
-                card["tflite_micro"]["single_step_vs_litert"] = _single_step_agreement(
-                    stage / files["step"], card["step_io"], card["arena_bytes"], xs[:200],
-                    hs[:200])
-            card["tflite_micro"]["seconds"] = round(time.perf_counter() - t0, 1)
-            print_fn(f"  TFLite Micro: arena {card['arena_bytes']:,} bytes"
-                     + (f" (head {card['head_arena_bytes']:,})" if form == "step" else "")
-                     + f", accuracy {100 * card['tflite_micro']['accuracy']:.2f}% on {n} "
+                card.tflite_micro["single_step_vs_litert"] = _single_step_agreement(
+                    staged.model("step"), card.step_io, card.arena_bytes, xs[:200], hs[:200])
+            card.tflite_micro["seconds"] = round(time.perf_counter() - t0, 1)
+            print_fn(f"  TFLite Micro: arena {card.arena_bytes:,} bytes"
+                     + (f" (head {card.head_arena_bytes:,})" if form == "step" else "")
+                     + f", accuracy {100 * card.tflite_micro['accuracy']:.2f}% on {n} "
                      f"sequences, argmax agreement with LiteRT "
-                     f"{100 * card['tflite_micro']['argmax_agreement_with_litert']:.2f}%")
+                     f"{100 * card.tflite_micro['argmax_agreement_with_litert']:.2f}%")
         elif micro:
-            card["tflite_micro"] = {"skipped": f"TFLite Micro does not run {quantize} models "
+            card.tflite_micro = {"skipped": f"TFLite Micro does not run {quantize} models "
                                                "(float16 weights / hybrid dynamic-range kernels); "
                                                "use --quantize int8, int16x8 or none"}
 
         # --------------------------------------------------------------- C sources
         if form == "step":
-            io_dtype = card["state_quantization"]["h_in"]["dtype"]
-            card["c_sources"] = [p.name for p in write_c_array(
-                {"step": models["step"], "head": models["head"]}, stage)]
-            card["c_sources"] += [p.name for p in write_streaming_example(
-                stage, title=f"{config['model']} on {task.name} ({quantize})", io_dtype=io_dtype,
-                card=card, step_ops=ops["step"], head_ops=ops["head"])]
+            io_dtype = card.state_quantization["h_in"]["dtype"]
+            card.c_sources = staged.write_sources(c_array_sources(
+                {"step": models["step"], "head": models["head"]}))
+            card.c_sources += staged.write_sources(streaming_sources(
+                title=f"{config['model']} on {task.name} ({quantize})", io_dtype=io_dtype,
+                card=card, step_ops=ops["step"], head_ops=ops["head"]))
         elif quantize in ("none",) + CALIBRATED:
-            card["c_sources"] = [p.name for p in write_c_array({"model": models["model"]}, stage)]
+            card.c_sources = staged.write_sources(c_array_sources({"model": models["model"]}))
 
-        from export.card import write_card
-        card["export_seconds"] = round(time.perf_counter() - t_start, 1)
-        write_card(stage, card)
-        rundir.write_marker(stage, rundir.EXPORT_MARKER, atomic=False)
+        card.export_seconds = round(time.perf_counter() - t_start, 1)
+        staged.write_card(card)
+        staged.write_marker(atomic=False)
         rundir.swap_in(stage, out)  # the old export (if any) goes only now
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
     print_fn(f"  wrote {out}")
-    if not card["accuracy"]["passed"] and not allow_drop:
+    if not card.accuracy["passed"] and not allow_drop:
         raise AccuracyDropError(
             f"{quantize} {form} model: test accuracy {100 * lite_acc:.2f}% is {drop:.2f} points "
             f"below the Keras float model's {100 * float_acc:.2f}% (allowed: {max_drop} points; "
             f"the export is in {out} for inspection). Pass --allow-drop to accept it, or try "
             "int16x8, or retrain with the integer-friendly options (docs/export.md).")
-    return card
+    return card.to_dict()

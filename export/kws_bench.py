@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from export import device_bench
+from export.exportdir import NORMALIZATION_FILE, ExportDirectory
 
 FRAMES = 99
 # Published anchors (issue #15): name, int8 bytes, accuracy %, note.
@@ -53,7 +54,7 @@ FRONTEND = {
                    "(python_speech_features 0.6 get_filterbanks)",
     "log": "e = filter energy; e = 2.220446e-16 where e == 0; feature = ln(e + 1e-10)",
     "normalisation": "per filter: (feature - mean[j]) / std[j], mean and std in "
-                     "normalization.json (training split statistics; std < 1e-6 -> 1)",
+                     f"{NORMALIZATION_FILE} (training split statistics; std < 1e-6 -> 1)",
     "reference_code": "training/data/audio.py FbankFrontend (EdgeML process_google.py)",
 }
 
@@ -80,33 +81,33 @@ def export_one(run_dir: str, out: Path, form: str, reuse: bool = False) -> dict:
     its card names the same run, form and int8)."""
     from export.exporter import export_run
 
-    card_path = out / "model_card.json"
-    if reuse and card_path.is_file():
-        card = json.loads(card_path.read_text())
-        if (card.get("run_dir") == str(Path(run_dir).resolve()) and card.get("form") == form
-                and card.get("quantize") == "int8" and "frontend" in card):
-            return card
+    export = ExportDirectory(out)
+    if reuse and export.has_card():
+        card = export.read_card()
+        if (card.run_dir == str(Path(run_dir).resolve()) and card.form == form
+                and card.quantize == "int8" and card.frontend is not None):
+            return card.to_dict()
 
-    card = export_run(run_dir, out, quantize="int8", form=form, allow_drop=True, overwrite=True,
-                      print_fn=lambda *a: None)
-    card["frontend"] = FRONTEND
-    from export.card import write_card
+    export_run(run_dir, out, quantize="int8", form=form, allow_drop=True, overwrite=True,
+               print_fn=lambda *a: None)
+    card = export.read_card()
+    card.frontend = FRONTEND
+    export.write_card(card)
+    return card.to_dict()
 
-    write_card(out, card)
-    return card
 
-
-def time_export(out: Path, card: dict, runs: int) -> dict:
-    """Median latency (us) per invoke on LiteRT and TFLite Micro, 1 thread."""
-    with np.load(out / "testset.npz") as data:
-        example = data["x"][0]
+def time_export(out: Path, runs: int) -> dict:
+    """Median latency (us) per invoke on LiteRT and TFLite Micro, 1 thread, of the export in
+    ``out``."""
+    export = ExportDirectory(out)
+    card = export.read_card()
+    example = export.read_testset(card)[0][0]
     timings = {}
     for runtime in ("litert", "tflite-micro"):
-        cls = device_bench.StepModel if card["form"] == "step" else device_bench.SequenceModel
-        model = cls(str(out), card, runtime, 1)
-        r = device_bench.benchmark(model, card["form"], example, runs, warmup=10)
+        model = device_bench.open_export(str(out), card, runtime, 1)
+        r = device_bench.benchmark(model, card.form, example, runs, warmup=10)
         per_seq = r["per_sequence"]["median_us"]
-        if card["form"] == "step":
+        if card.form == "step":
             step = r["per_step"]["median_us"]
             timings[runtime] = {"per_frame_us": step, "per_second_us": step * FRAMES,
                                 "python_loop_99_us": per_seq}
@@ -233,7 +234,7 @@ def main(argv=None) -> int:
             "int8_litert_same": [c["tflite_micro"]["litert_accuracy_same_sequences"] for c in cards],
             "tflm_agreement": [c["tflite_micro"]["argmax_agreement_with_litert"] for c in cards],
             "tflm_sequences": cards[0]["tflite_micro"]["test_sequences"],
-            "timing": time_export(out / f"{name}-0", first, args.runs), "lr": sel["lr"]}
+            "timing": time_export(out / f"{name}-0", args.runs), "lr": sel["lr"]}
         print(f"{name}: {json.dumps({k: v for k, v in rows[name].items() if k != 'timing'})}",
               flush=True)
     fe = frontend_cost_us()

@@ -24,12 +24,13 @@ import statistics
 import sys
 from pathlib import Path
 
+from export.exportdir import C_ARRAY_FILES, TESTSET_FILE
 from zoo.pretrained import CARD, CARD_VERSION, pretrained_root, sha256
 
 RUN_FILES = ("model.keras", "config.yaml", "normalization.json", "metrics.json", "history.csv")
 # Left out of the shipped export: the test set (megabytes of the user's data) and the C arrays
 # (the .tflite bytes as text, 6x their size; `zoo export` or `xxd -i step.tflite` writes them).
-EXPORT_SKIP = ("testset.npz", "model_data.cc", "model_data.h")
+EXPORT_SKIP = (TESTSET_FILE, *C_ARRAY_FILES)
 
 
 def _shippable(path: Path) -> bool:

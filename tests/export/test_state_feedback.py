@@ -67,8 +67,9 @@ def _step_model(monkeypatch, tmp_path, head_in):
     head = _Fake([head_in + ((1, 1),)], F32 + ((1, 2),), lambda h: np.concatenate([h, -h], -1))
     monkeypatch.setattr(device_bench, "open_model",
                         lambda path, *a: step if path.endswith("step.tflite") else head)
-    card = {"form": "step", "files": {"step": "step.tflite", "head": "head.tflite"},
-            "timesteps": 3, "features": 1, "step_io": {"x": 0, "h": 1, "h_out": 0}}
+    card = device_bench.ModelCard(form="step", timesteps=3, features=1,
+                                  files={"step": "step.tflite", "head": "head.tflite"},
+                                  step_io={"x": 0, "h": 1, "h_out": 0})
     return device_bench.StepModel(str(tmp_path), card, "litert", 1)
 
 

@@ -1,0 +1,134 @@
+"""The export directory ``zoo export`` writes: the one place its file names are used, with its
+readers and writers (see `ExportDirectory`).
+
+The names a device reads (card, models, test set, normalization) and the card's schema
+(`ModelCard`) are defined in ``export/device_bench.py``, which is copied to devices alone and so
+can import nothing of the zoo; they are re-exported here, beside the names only the zoo writes
+(C sources, the ownership marker).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from export.device_bench import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION, FORMS,
+                                 MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
+                                 CardError, ModelCard, load_card_json, load_testset, model_file,
+                                 read_card)
+from training import rundir
+
+__all__ = ["ExportDirectory", "ModelCard", "CardError", "CARD_SCHEMA_VERSION", "FORMS",
+           "MODEL_NAMES", "C_ARRAY_STEM", "C_ARRAY_FILES", "MAIN_SOURCE", "STREAM_HEADER",
+           "SELF_TEST_SOURCE", "MAKEFILE", "DEVICE_SOURCES", "MARKER", "CARD_FILE",
+           "TESTSET_FILE", "NORMALIZATION_FILE", "STREAM_FILE", "model_file"]
+
+# TFLite Micro C arrays of the models (`export.micro.c_array_sources`).
+C_ARRAY_STEM = "model_data"
+C_ARRAY_FILES = (f"{C_ARRAY_STEM}.h", f"{C_ARRAY_STEM}.cc")
+# The C++ streaming loop of a step export and its host build (`export.device_sources`).
+MAIN_SOURCE = "main.cc"
+STREAM_HEADER = "zoo_stream.h"
+SELF_TEST_SOURCE = "self_test.cc"
+MAKEFILE = "Makefile"
+DEVICE_SOURCES = (MAIN_SOURCE, SELF_TEST_SOURCE, STREAM_HEADER, MAKEFILE)
+MARKER = rundir.EXPORT_MARKER
+
+
+@dataclass(frozen=True)
+class ExportDirectory:
+    """The files of an export directory::
+
+        model.tflite                   form "sequence"
+        step.tflite, head.tflite       form "step", and stream.tflite (both as signatures)
+        normalization.json, testset.npz
+        model_card.json / .md          the `ModelCard`, and the same for people
+        model_data.h / .cc             the models as C arrays
+        main.cc, zoo_stream.h, self_test.cc, Makefile   form "step": the C++ loop
+        .zoo-export                    the marker: the zoo wrote this folder
+
+    Example:
+        >>> ExportDirectory("runs/har2-sirnn/export-step-int8").card.name
+        'model_card.json'
+    """
+
+    root: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", Path(self.root))
+
+    card = property(lambda self: self.root / CARD_FILE)
+    card_markdown = property(lambda self: self.root / CARD_MARKDOWN_FILE)
+    normalization = property(lambda self: self.root / NORMALIZATION_FILE)
+    testset = property(lambda self: self.root / TESTSET_FILE)
+    stream = property(lambda self: self.root / STREAM_FILE)
+
+    def model(self, name: str) -> Path:
+        """The file of model ``name`` (``"model"``, ``"step"``, ``"head"``)."""
+        return self.root / model_file(name)
+
+    def has_card(self) -> bool:
+        """Whether the directory holds a card (a finished export: the card is written last)."""
+        return self.card.is_file()
+
+    # ------------------------------------------------------------------------------ reading
+    def read_card(self) -> ModelCard:
+        """The checked `ModelCard`; `CardError` (a ValueError) names the file and the key."""
+        return read_card(str(self.root))
+
+    def read_card_json(self) -> dict:
+        """The card's JSON object, not yet checked against the schema (for a caller whose
+        first question is one key, e.g. the form)."""
+        return load_card_json(str(self.card))
+
+    def read_testset(self, card: ModelCard) -> tuple[np.ndarray, np.ndarray]:
+        """(x float32 [N, T, d], already normalised; y [N]) of the card's test set."""
+        x, y = load_testset(str(self.root), card)
+        if x is None:
+            raise FileNotFoundError(f"{self.testset}: the export has no test set")
+        return x, y
+
+    # ------------------------------------------------------------------------------ writing
+    def write_models(self, models: dict[str, bytes]) -> dict[str, str]:
+        """Write each TFLite model; returns the card's ``files`` (model name -> file name)."""
+        for name, tflite in models.items():
+            self.model(name).write_bytes(tflite)
+        return {name: self.model(name).name for name in models}
+
+    def write_stream(self, tflite: bytes) -> str:
+        self.stream.write_bytes(tflite)
+        return self.stream.name
+
+    def write_normalization(self, norm) -> str:
+        """``norm`` (a `training.tasks.Normalization`) as ``normalization.json``."""
+        norm.save(self.normalization)
+        return self.normalization.name
+
+    def write_testset(self, x: np.ndarray, y: np.ndarray) -> str:
+        np.savez_compressed(self.testset, x=x, y=y.astype(np.int64))
+        return self.testset.name
+
+    def write_sources(self, texts: dict[str, str]) -> list[str]:
+        """Write generated sources (file name -> text); returns their names in order."""
+        for name, text in texts.items():
+            (self.root / name).write_text(text)
+        return list(texts)
+
+    def write_card(self, card: ModelCard) -> None:
+        """``model_card.json`` and ``model_card.md``, each replaced atomically (a card may be
+        rewritten in a finished export, e.g. with a front-end description added)."""
+        from export.card import card_markdown
+
+        card.validate(str(self.card))
+        rundir.write_json_atomic(self.card, card.to_dict())
+        rundir.write_text_atomic(self.card_markdown, card_markdown(card))
+
+    def write_marker(self, atomic: bool = True) -> None:
+        """Mark the directory as the zoo's (only such a directory is replaced by --overwrite);
+        ``atomic=False`` for a staging directory whose rename into place is the commit."""
+        rundir.write_marker(self.root, MARKER, atomic=atomic)
+
+    def has_marker(self) -> bool:
+        return rundir.has_marker(self.root, MARKER)

@@ -1,0 +1,93 @@
+"""The model card's schema (`ModelCard`, defined in device_bench.py) and the export directory
+module that writes it: cards from before the schema load unchanged, a bad card is named by file
+and key, a card written is the card read back. No TensorFlow, no trained model."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from export.exportdir import (CARD_SCHEMA_VERSION, CardError, ExportDirectory, ModelCard)
+
+PRETRAINED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
+SHIPPED = sorted(PRETRAINED.glob("*/export-*/model_card.json"))
+
+
+def minimal(**changes) -> dict:
+    card = {"form": "step", "files": {"step": "step.tflite", "head": "head.tflite"},
+            "timesteps": 128, "features": 9, "step_io": {"x": 1, "h": 0, "h_out": 0}}
+    card.update(changes)
+    return {k: v for k, v in card.items() if v is not None}
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.parent.parent.name)
+def test_cards_from_before_the_schema_load_and_write_back_unchanged(path):
+    raw = json.loads(path.read_text())
+    assert "schema_version" not in raw
+    card = ExportDirectory(path.parent).read_card()
+    assert card.schema_version == 0 and card.form == "step" and card.arena_bytes > 0
+    assert card.extra == {}  # every key of a shipped card is in the schema
+    assert card.to_dict() == {"schema_version": 0, **raw}
+
+
+def test_shipped_cards_are_found():
+    assert len(SHIPPED) >= 4, PRETRAINED
+
+
+def shipped_card() -> dict:
+    """A complete card as `zoo export` writes it (a shipped one, from before the schema)."""
+    return json.loads(SHIPPED[0].read_text())
+
+
+def test_a_written_card_reads_back_equal(tmp_path):
+    card = ModelCard.from_dict({**shipped_card(), "frontend": {"log": "ln"}, "note": "kept"})
+    card.schema_version = CARD_SCHEMA_VERSION
+    export = ExportDirectory(tmp_path)
+    assert export.write_models({"step": b"step", "head": b"head"}) == card.files
+    export.write_card(card)
+    on_disk = json.loads(export.card.read_text())
+    assert list(on_disk)[0] == "schema_version" and on_disk["schema_version"] == 1
+    assert on_disk["note"] == "kept"  # a key this version does not know survives
+    assert on_disk == {"schema_version": 1, **shipped_card(), "frontend": {"log": "ln"},
+                       "note": "kept"}
+    assert export.read_card() == card
+    assert export.card_markdown.read_text().startswith(f"# {card.model} on {card.task}")
+
+
+@pytest.mark.parametrize("data, message", [
+    (minimal(timesteps=None), "timesteps must be a positive integer, got None (missing key)"),
+    (minimal(files={"step": "step.tflite"}), "'files' must name step, head"),
+    (minimal(step_io={"x": 1, "h": 0}), "step_io must give integer x, h and h_out"),
+    (minimal(form="window"), "unknown form 'window'"),
+    (minimal(form=None), "missing key 'form'"),
+    (minimal(arena_bytes="4096"), "arena_bytes must be int, got str '4096'"),
+    (minimal(unroll=1), "unroll must be bool, got int"),
+    (minimal(parameters=True), "parameters must be int, got bool"),
+    (minimal(schema_version=CARD_SCHEMA_VERSION + 1), "newer than this script reads"),
+    (minimal(schema_version="1"), "schema_version must be a non-negative integer"),
+    ([1, 2], "expected a JSON object"),
+])
+def test_a_bad_card_is_named_by_file_and_key(data, message):
+    with pytest.raises(CardError, match="^exports/a/model_card.json: ") as err:
+        ModelCard.from_dict(data, "exports/a/model_card.json")
+    assert message in str(err.value)
+    assert isinstance(err.value, ValueError)  # the zoo's commands report it as a usage error
+
+
+def test_read_card_names_the_file_of_a_damaged_card(tmp_path):
+    export = ExportDirectory(tmp_path)
+    export.card.write_text("{not json")
+    with pytest.raises(CardError, match=f"{export.card}: not valid JSON"):
+        export.read_card()
+    export.card.write_text(json.dumps(minimal(features=0)))
+    with pytest.raises(CardError, match=f"{export.card}: features must be a positive integer"):
+        export.read_card()
+
+
+def test_testset_round_trip(tmp_path):
+    export = ExportDirectory(tmp_path)
+    x, y = np.zeros((3, 128, 9), np.float32), np.array([0, 1, 1])
+    card = ModelCard.from_dict(minimal(testset=export.write_testset(x, y)))
+    got_x, got_y = export.read_testset(card)
+    assert got_x.dtype == np.float32 and got_x.shape == x.shape and got_y.tolist() == [0, 1, 1]
