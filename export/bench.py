@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import time
 from pathlib import Path
 
 import numpy as np
+
+from training.rundir import RunDirectory
 
 # label -> (registry name, model options). Zoo cells at the papers' hidden size 80; the iRNN
 # family with the bounded, fake-quantized state that integer export needs (docs/export.md).
@@ -131,7 +132,7 @@ def _train_or_load(task, model, options, args, out: Path, print_fn) -> Path:
     from training.trainer import train
 
     run_dir = out / "runs" / _label(model, options)
-    if not (run_dir / "metrics.json").is_file():
+    if not RunDirectory(run_dir).is_finished():
         config = TrainConfig(task=task, model=model, model_options=options, epochs=args.epochs,
                              batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                              clipnorm=1.0, early_stopping_patience=10)
@@ -167,9 +168,7 @@ def _export(run_dir: Path, mode: str, out: Path, args, print_fn):
 
 
 def measure(args, print_fn=print) -> list[dict]:
-    import keras
-
-    import zoo
+    from training.rundir import load_keras_model
     from training.tasks import get_task
     from zoo.macs import model_macs_per_sequence
 
@@ -193,8 +192,9 @@ def measure(args, print_fn=print) -> list[dict]:
     for label, model_name, options, family in entries:
         print_fn(f"== {label}")
         run_dir = _train_or_load(args.task, model_name, options, args, out, print_fn)
-        metrics = json.loads((run_dir / "metrics.json").read_text())
-        keras_model = keras.saving.load_model(run_dir / "model.keras")
+        run = RunDirectory(run_dir)
+        metrics = run.read_metrics()
+        keras_model = load_keras_model(run.model)
         macs = model_macs_per_sequence(keras_model)
         for mode in args.modes:
             export_dir, card = _export(run_dir, mode, out, args, print_fn)

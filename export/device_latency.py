@@ -27,6 +27,7 @@ import numpy as np
 from export import device_bench, device_build
 from export.exportdir import ExportDirectory
 from export.micro import quiet_stderr
+from training.rundir import RunDirectory
 
 __all__ = ["measure", "main"]
 
@@ -47,7 +48,7 @@ def _train(task, name, options, args, out: Path) -> Path:
     from training.trainer import train
 
     run_dir = out / "runs" / f"{name}-{options.get('units', '')}".rstrip("-")
-    if not (run_dir / "metrics.json").is_file():
+    if not RunDirectory(run_dir).is_finished():
         config = TrainConfig(task=task, model=name, model_options=options, epochs=args.epochs,
                              batch_size=64, lr=args.lr, clipnorm=1.0, seed=args.seed)
         train(config, run_dir, data_dir=args.data_dir, verbose=0, print_fn=lambda *a, **k: None)

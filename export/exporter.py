@@ -20,7 +20,6 @@ arena found by bisection.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -61,13 +60,13 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
 def _task_data(config: dict, run_dir: Path, data_dir):
     from training.tasks import get_task
 
+    run = rundir.RunDirectory(run_dir)
+    # Nothing of metrics.json goes into the export, but a damaged one means a damaged run: it is
+    # named here rather than exported as if the run were whole.
+    run.read_metrics()
     task = get_task(config["task"], **(config.get("task_options") or {}))
-    if data_dir is None:
-        metrics = run_dir / "metrics.json"  # where the run found its data, else $ZOO_DATA_DIR
-        if metrics.is_file():
-            source = rundir.read_json(metrics, "metrics file").get("data", {}).get("source")
-            if source and Path(source).exists():
-                data_dir = source
+    if data_dir is None:  # where the run found its data, else the task's default location
+        data_dir = run.data_source()
     return task, task.load(data_dir, seed=config.get("seed", 0))
 
 

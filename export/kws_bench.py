@@ -27,6 +27,7 @@ import numpy as np
 
 from export import device_bench
 from export.exportdir import NORMALIZATION_FILE, ExportDirectory
+from training.rundir import RunDirectory
 
 FRAMES = 99
 # Published anchors (issue #15): name, int8 bytes, accuracy %, note.
@@ -227,8 +228,7 @@ def main(argv=None) -> int:
             "form": form, "params": first["parameters"], "bytes": first["total_bytes"],
             "arena": first["arena_bytes"], "head_arena": first.get("head_arena_bytes"),
             # Keras float test accuracy of every run (seed), as `zoo train` measured it.
-            "float": [json.loads((Path(r) / "metrics.json").read_text())["test"]["accuracy"]
-                      for r in sel["runs"]],
+            "float": [RunDirectory(r).read_metrics()["test"]["accuracy"] for r in sel["runs"]],
             "int8": [c["accuracy"]["tflite"] for c in cards],
             "int8_tflm": [c["tflite_micro"]["accuracy"] for c in cards],
             "int8_litert_same": [c["tflite_micro"]["litert_accuracy_same_sequences"] for c in cards],

@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from training.rundir import RunDirectory
+
 # label, model, model options, name of an accuracy-benchmark run with the same settings
 # [, changes to BUDGET; "init_from" names the row whose run initialises this one]
 ROWS = [
@@ -83,11 +85,9 @@ def _slug(label: str) -> str:
 
 
 def _reusable(run: Path, model: str, options: dict) -> bool:
-    import yaml
-
-    if not (run / "metrics.json").is_file():
+    if not RunDirectory(run).is_finished():
         return False
-    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    cfg = RunDirectory(run).read_config()
     same = all(cfg.get(k) == v for k, v in BUDGET.items())
     resolved = cfg.get("model_options_resolved", {})
     return same and cfg["model"] == model and all(resolved.get(k) == v for k, v in options.items()) \
@@ -99,7 +99,7 @@ def ensure_run(task, label, model, options, reuse_name, runs: Path, reuse: Path 
     if reuse and reuse_name and _reusable(reuse / f"{task}-{reuse_name}", model, options):
         return reuse / f"{task}-{reuse_name}"
     run = runs / f"{task}-{_slug(label)}"
-    if (run / "metrics.json").is_file():
+    if RunDirectory(run).is_finished():
         return run
     from training.config import TrainConfig
     from training.trainer import train

@@ -25,9 +25,10 @@ import sys
 from pathlib import Path
 
 from export.exportdir import C_ARRAY_FILES, TESTSET_FILE
+from training.rundir import RunDirectory
 from zoo.pretrained import CARD, CARD_VERSION, pretrained_root, sha256
 
-RUN_FILES = ("model.keras", "config.yaml", "normalization.json", "metrics.json", "history.csv")
+RUN_FILES = RunDirectory.FINAL_FILES
 # Left out of the shipped export: the test set (megabytes of the user's data) and the C arrays
 # (the .tflite bytes as text, 6x their size; `zoo export` or `xxd -i step.tflite` writes them).
 EXPORT_SKIP = (TESTSET_FILE, *C_ARRAY_FILES)
@@ -40,11 +41,10 @@ def _shippable(path: Path) -> bool:
 def _seed_summary(run_dir: Path) -> dict:
     """One seed's run, read once: its seed, validation subjects, and the validation accuracy of
     its selected epoch and its test accuracy (%)."""
-    import yaml
-
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    history = list(csv.DictReader(open(run_dir / "history.csv")))
+    run = RunDirectory(run_dir)
+    config, metrics = run.read_config(), run.read_metrics()
+    with open(run.history, newline="") as f:
+        history = list(csv.DictReader(f))
     return {"seed": config.get("seed"),
             "val_subjects": config.get("task_options_resolved", {}).get("val_subjects"),
             "val_accuracy": 100 * float(history[metrics["best_epoch"] - 1]["val_accuracy"]),
@@ -68,10 +68,8 @@ def _export(run_dir: Path, stage: Path, data_dir) -> tuple[dict, str]:
 
 def _card(tag: str, run_dir: Path, export_card: dict, export_name: str, seed_runs, command: str,
           files: dict) -> dict:
-    import yaml
-
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    metrics = json.loads((run_dir / "metrics.json").read_text())
+    run = RunDirectory(run_dir)
+    config, metrics = run.read_config(), run.read_metrics()
     summaries = [_seed_summary(Path(r)) for r in seed_runs] or [_seed_summary(run_dir)]
     seeds = [s["val_accuracy"] for s in summaries]
     tests = [s["test_accuracy_visible"] for s in summaries]
@@ -120,9 +118,11 @@ def pack(folder: Path, export_name: str) -> dict:
 
     import zoo  # noqa: F401  (registers the zoo layers with Keras serialization)
 
-    model = keras.saving.load_model(folder / "model.keras", compile=False)
-    model.save(folder / "model.tmp.keras")
-    os.replace(folder / "model.tmp.keras", folder / "model.keras")
+    model_path = RunDirectory(folder).model
+    model = keras.saving.load_model(model_path, compile=False)
+    stripped = model_path.with_name(f"{model_path.stem}.tmp{model_path.suffix}")
+    model.save(stripped)
+    os.replace(stripped, model_path)
     for skipped in EXPORT_SKIP:
         (folder / export_name / skipped).unlink(missing_ok=True)
     for hidden in [p for p in folder.rglob(".*") if p.is_file()]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 from pathlib import Path
 
 # name -> model options; hidden size 80 everywhere (004 Table 5 for HAR-2).
@@ -57,6 +56,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from training.config import TrainConfig
+    from training.rundir import RunDirectory
     from training.trainer import train
 
     out = Path(args.out)
@@ -65,17 +65,18 @@ def main(argv=None) -> int:
     for task in args.tasks:
         for label in args.models:
             model, options = MODELS[label]
-            run_dir = out / f"{task}-{label.replace(' ', '').replace('=', '')}"
-            metrics_path = run_dir / "metrics.json"
-            if not metrics_path.is_file():  # finished runs are reused; unfinished ones resume
+            run = RunDirectory(out / f"{task}-{label.replace(' ', '').replace('=', '')}")
+            run_dir = run.root
+            if not run.is_finished():  # finished runs are reused; unfinished ones resume
                 config = TrainConfig(task=task, model=model, seed=args.seed,
                                      model_options={"units": args.units, **options},
                                      epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                                      early_stopping_patience=args.patience,
                                      clipnorm=args.clipnorm)
                 train(config, run_dir, data_dir=Path(args.data_root) / DATA_FOLDERS[task])
-            m = json.loads(metrics_path.read_text())
-            history = list(csv.DictReader(open(run_dir / "history.csv")))
+            m = run.read_metrics()
+            with open(run.history, newline="") as f:
+                history = list(csv.DictReader(f))
             val = float(history[m["best_epoch"] - 1]["val_accuracy"])
             rows.append({"task": task, "model": label, "val_accuracy": 100 * val,
                          "test_accuracy": 100 * m["test"]["accuracy"],
