@@ -6,6 +6,6 @@ from setuptools import find_packages, setup
 
 setup(
     packages=find_packages(include=["zoo", "zoo.*", "training", "training.*", "export",
-                                    "export.*"]) + ["zoo.models"],
+                                    "export.*", "edge_rnn_zoo"]) + ["zoo.models"],
     package_dir={"zoo.models": "models"},
 )

@@ -39,6 +39,13 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                              "complete")
 
 
+def check_export(args) -> None:
+    """The checks that need no Keras (the dispatcher runs them before loading it)."""
+    from training.rundir import RunDirectory
+
+    RunDirectory(args.run_dir).check_finished()
+
+
 def run_export(args) -> int:
     from export.convert import NonBuiltinOpError
     from export.exporter import AccuracyDropError, ExportDirError, export_run

@@ -83,10 +83,51 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 def _reexec_with_backend(backend: str) -> None:
     """Keras fixes its backend at import; restart this command under the one asked for."""
     env = {**os.environ, "KERAS_BACKEND": backend}
-    os.execvpe(sys.executable, [sys.executable, "-m", "zoo.cli", *sys.argv[1:]], env)
+    os.execvpe(sys.executable, [sys.executable, "-m", "edge_rnn_zoo", *sys.argv[1:]], env)
+
+
+def builtin_model_names() -> list[str]:
+    """The names the ``zoo`` package registers, read from its source (each family's
+    ``register_model("name", ...)`` line) so a misspelt ``--model`` is answered without loading
+    Keras. ``tests/test_architecture.py`` checks this equals ``zoo.list_models()``."""
+    import ast
+    import importlib.util
+
+    names = []
+    for folder in importlib.util.find_spec("zoo").submodule_search_locations:
+        for path in sorted(Path(folder).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "register_model"
+                        and node.args and isinstance(node.args[0], ast.Constant)):
+                    names.append(node.args[0].value)
+    return sorted(names)
+
+
+def check_names(task: str, model: str) -> None:
+    """Unknown task or model: ValueError listing the valid names (no Keras needed)."""
+    import difflib
+
+    from training.tasks import get_task
+
+    get_task(task)
+    names = builtin_model_names()
+    if model not in names:
+        close = difflib.get_close_matches(model, names, n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ValueError(f"unknown model {model!r}.{hint} Valid models: {', '.join(names)}")
+
+
+def check_train(args) -> None:
+    """The checks that need no Keras (the dispatcher runs them before loading it)."""
+    check_names(args.task, args.model)
 
 
 def run_train(args) -> int:
+    try:
+        check_train(args)
+    except ValueError as err:
+        print(f"zoo train: error: {err}", file=sys.stderr)
+        return 2
     import keras
 
     if args.backend and keras.backend.backend() != args.backend:
@@ -130,8 +171,15 @@ def describe_recipe(config) -> str:
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", help="a run directory written by `zoo train`")
-    parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")
+    parser.add_argument("--data-dir", help="dataset folder or archive (default: where the run "
+                                           "found its data, else $ZOO_DATA_DIR)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def check_eval(args) -> None:
+    from training.rundir import RunDirectory
+
+    RunDirectory(args.run_dir).check_finished()
 
 
 def run_eval(args) -> int:

@@ -8,7 +8,7 @@ import pytest
 
 from training.analysis.report import _check_out_dir
 from training.tasks import get_task
-from zoo.cli import main
+from edge_rnn_zoo.cli import main
 
 TASK_OPTIONS = ["max_length=6", "n_train=256", "n_val=64", "n_test=64"]
 

@@ -42,7 +42,7 @@ def test_zoo_bench_one_small_run(tmp_path, shared_data):
     out = tmp_path / "bench"
     env = {**os.environ, "ZOO_CACHE_DIR": str(tmp_path / "cache"), "ZOO_OFFLINE": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "zoo.cli", "bench", "--task", "har2", "--data-dir",
+        [sys.executable, "-m", "edge_rnn_zoo", "bench", "--task", "har2", "--data-dir",
          str(shared_data / "har"), "--out", str(out), "--models", "sirnn", "--units", "16",
          "--baselines", "gru:8", "--epochs", "2", "--modes", "int8", "--runs", "3"],
         env=env, cwd=REPO, capture_output=True, text=True, timeout=900)

@@ -205,7 +205,7 @@ def test_float_sequence_export_matches_keras(har_run, har_dir, tmp_path):
 def test_drop_threshold_exits_non_zero(har_run, har_dir, tmp_path, capsys):
     """A float step export has drop 0; --max-drop -1 demands a gain, so it must fail (exit 3)
     with a clear message, and --allow-drop accepts it."""
-    from zoo.cli import main
+    from edge_rnn_zoo.cli import main
 
     base = ["export", str(har_run), "--tflite", "--form", "step", "--no-micro",
             "--data-dir", str(har_dir), "--max-drop", "-1"]
@@ -219,7 +219,7 @@ def test_drop_threshold_exits_non_zero(har_run, har_dir, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_refuses_to_overwrite(har_run, har_dir, tmp_path, capsys):
-    from zoo.cli import main
+    from edge_rnn_zoo.cli import main
 
     out = tmp_path / "exp"
     out.mkdir()

@@ -35,7 +35,7 @@ def make_tiny_config(**changes):
 @pytest.fixture(scope="session")
 def finished_har_run(tmp_path_factory, shared_data):
     """A real (one-epoch, 3-unit LSTM) HAR-2 run directory, as `zoo train` leaves it."""
-    from zoo.cli import main
+    from edge_rnn_zoo.cli import main
 
     out = tmp_path_factory.mktemp("runs") / "har2"
     assert main(["train", "--task", "har2", "--model", "lstm", "--units", "3", "--epochs", "1",

@@ -7,7 +7,7 @@ import shutil
 import pytest
 import yaml
 
-from zoo.cli import main
+from edge_rnn_zoo.cli import main
 
 
 @pytest.fixture

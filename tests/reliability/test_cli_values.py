@@ -1,11 +1,11 @@
 """Every bad `zoo train` value the adversarial pass found (issue 14) is refused before anything
-is written, with one line that names the option and what is valid. In-process (``zoo.cli.main``)
+is written, with one line that names the option and what is valid. In-process (``edge_rnn_zoo.cli.main``)
 so that the whole table costs about a second; no training runs."""
 
 import pytest
 import yaml
 
-from zoo.cli import main
+from edge_rnn_zoo.cli import main
 
 BASE = ["train", "--task", "har2", "--model", "irnn", "--recipe", "none", "--epochs", "1"]
 

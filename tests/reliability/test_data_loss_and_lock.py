@@ -1,6 +1,6 @@
 """The three ways issue 14 found to lose data, and the lock: a user's folder is never deleted by
 --overwrite; a failed --overwrite (train or export) leaves the old run / export as it was; a
-second command on a locked directory fails naming the holder. In-process (``zoo.cli.main``)."""
+second command on a locked directory fails naming the holder. In-process (``edge_rnn_zoo.cli.main``)."""
 
 import json
 import os
@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from training import rundir
-from zoo.cli import main
+from edge_rnn_zoo.cli import main
 
 TRAIN = ["train", "--task", "har2", "--model", "lstm", "--units", "3", "--epochs", "1",
          "--batch-size", "512", "--recipe", "none"]

@@ -126,7 +126,7 @@ assert zoo.__file__.startswith({str(target)!r}), zoo.__file__
 assert str(training.config.RECIPES_DIR).startswith({str(target)!r})
 model = zoo.create_model("sirnn", pretrained="har2")
 print(json.dumps({{"params": model.count_params(), "tags": zoo.list_pretrained()}}))
-from zoo.cli import main
+from edge_rnn_zoo.cli import main
 sys.exit(main(["train", "--task", "har2", "--model", "sirnn", "--data-dir",
                {str(shared_data / 'har')!r}, "--epochs", "1", "--out", "run"]))
 """

@@ -171,12 +171,12 @@ def test_layout_errors(few_clips, tmp_path):
 def test_zoo_eval_scores_a_google12_run_on_the_test_set_layout(shared_data, few_clips, tmp_path):
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "ZOO_CACHE_DIR": str(tmp_path / "cache")}
     run = tmp_path / "g12"
-    train = [sys.executable, "-m", "zoo.cli", "train", "--task", "google12", "--model", "gru",
+    train = [sys.executable, "-m", "edge_rnn_zoo", "train", "--task", "google12", "--model", "gru",
              "--units", "8", "--epochs", "1", "--recipe", "none", "--seed", "1",
              "--data-dir", str(shared_data / "speech_commands_v0.01"), "--out", str(run)]
     proc = subprocess.run(train, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = subprocess.run([sys.executable, "-m", "zoo.cli", "eval", str(run), "--json",
+    proc = subprocess.run([sys.executable, "-m", "edge_rnn_zoo", "eval", str(run), "--json",
                            "--data-dir", str(few_clips)], env=env, cwd=REPO, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -21,7 +21,7 @@ TRAIN = ["train", "--task", "har2", "--model", "sirnn", "--units", "16", "--rank
 
 
 def zoo(args, env, **kwargs):
-    return subprocess.run([sys.executable, "-m", "zoo.cli", *args], env=env, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "edge_rnn_zoo", *args], env=env, cwd=REPO,
                           capture_output=True, text=True, **kwargs)
 
 
@@ -113,7 +113,7 @@ def test_unknown_names_list_the_valid_ones(tmp_path, env):
 def test_sigkill_then_same_command_resumes_to_identical_metrics(finished_run, tmp_path, env):
     reference, _ = finished_run
     out = tmp_path / "killed"
-    args = [sys.executable, "-m", "zoo.cli", *TRAIN, "--out", str(out)]
+    args = [sys.executable, "-m", "edge_rnn_zoo", *TRAIN, "--out", str(out)]
     proc = subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     def epochs_done():  # the newest committed checkpoint (training/callbacks.py)

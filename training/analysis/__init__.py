@@ -17,6 +17,13 @@ model and the data it saw:
 This package sits above training: it imports zoo and training; only the CLI imports it.
 """
 
-from training.analysis.report import analyze_model, analyze_run
-
 __all__ = ["analyze_model", "analyze_run"]
+
+
+def __getattr__(name):
+    # Lazy, so that `zoo analyze --help` (which imports training.analysis.cli) loads no Keras.
+    if name in __all__:
+        from training.analysis import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module 'training.analysis' has no attribute {name!r}")

@@ -9,12 +9,18 @@ import sys
 def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", help="a run directory written by `zoo train`")
     parser.add_argument("--out", help="report folder (default: RUN_DIR/analysis)")
-    parser.add_argument("--data-dir", help="dataset (default: the run's metrics.json data source)")
+    parser.add_argument("--data-dir", help="dataset (default: where the run found its data)")
     parser.add_argument("--jacobian-sequences", type=int, default=16,
                         help="validation sequences whose every step gets a Jacobian (default 16)")
     parser.add_argument("--max-sequences", type=int, default=2000,
                         help="cap on sequences for truncation and the memory probe")
     parser.add_argument("--seed", type=int, default=0, help="subsampling seed")
+
+
+def check_analyze(args) -> None:
+    from training.rundir import RunDirectory
+
+    RunDirectory(args.run_dir).check_finished()
 
 
 def run_analyze(args) -> int:

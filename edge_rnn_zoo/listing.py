@@ -1,27 +1,12 @@
-"""The ``zoo`` command and its subcommands.
+"""``zoo list``: the registered models (with their options), the tasks and the pretrained models.
 
-Each subcommand lives next to the code it drives; this module only dispatches, so ``zoo --help``
-stays fast (TensorFlow is imported only by the subcommand that needs it).
-"""
+Listing tasks needs no Keras; models and pretrained models import the ``zoo`` package (Keras)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
-import sys
 
-# subcommand -> (module, one-line help). The module provides add_<name>_arguments(parser) and
-# run_<name>(args).
-SUBCOMMANDS = {
-    "list": ("zoo.cli", "list the registered models (with options) and tasks"),
-    "train": ("training.cli", "train a model on a task into a resumable run directory"),
-    "eval": ("training.cli", "evaluate a run directory on its task's test split"),
-    "export": ("export.cli", "export a run to TFLite (float / int8 / int16x8, sequence or step)"),
-    "bench": ("export.bench", "compare the zoo with Keras LSTM/GRU/SimpleRNN: accuracy, bytes, "
-                              "latency, arena, MACs"),
-    "analyze": ("training.analysis.cli", "theory report of a run: stability, memory, truncation"),
-}
+from edge_rnn_zoo.quiet import import_keras_quietly
 
 
 def add_list_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +46,8 @@ def _format_value(value) -> str:
 
 
 def run_list(args) -> int:
+    if (args.pretrained or args.what != "tasks") and not args.verbose:
+        import_keras_quietly()
     if args.pretrained:
         print_pretrained()
         return 0
@@ -86,25 +73,3 @@ def run_list(args) -> int:
             print(f"  {t['name']:<16} {shape:<14} {t['num_classes']:>7}  {t['kind']:<15} "
                   f"{t['description']}")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="zoo", description="edge-rnn-zoo: tiny stable recurrent models for edge devices.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    runners = {}
-    for name, (module_name, help_text) in SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
-        getattr(module, f"add_{name}_arguments")(
-            sub.add_parser(name, help=help_text, description=help_text))
-        runners[name] = getattr(module, f"run_{name}")
-    args = parser.parse_args(argv)
-    try:
-        return runners[args.command](args) or 0
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
