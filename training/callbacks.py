@@ -97,7 +97,7 @@ class RunCheckpoint(keras.callbacks.Callback):
                  "callbacks": {name: cb.state() for name, cb in self.stateful_callbacks.items()},
                  "history": self.history}
         commit_checkpoint(self.run_dir, epoch + 1, self.model, state, self.stateful_callbacks)
-        write_history_csv(self.history, self.run_dir / "history.csv")
+        write_history_csv(self.history, rundir.RunDirectory(self.run_dir).history)
 
 
 def commit_checkpoint(run_dir: Path, epochs_done: int, model, state: dict,
@@ -109,7 +109,7 @@ def commit_checkpoint(run_dir: Path, epochs_done: int, model, state: dict,
     partial = root / f".{final.name}.partial"
     shutil.rmtree(partial, ignore_errors=True)  # left by a kill during an earlier try
     partial.mkdir()
-    model.save(partial / "model.keras")
+    model.save(partial / rundir.RunDirectory(partial).model.name)
     for cb in stateful_callbacks.values():
         if hasattr(cb, "save_files"):
             cb.save_files(partial)
@@ -172,9 +172,16 @@ class EpochProgress(keras.callbacks.Callback):
         seconds = time.perf_counter() - self._start
         self._times.append(seconds)
         left = (self.total_epochs - epoch - 1) * float(np.mean(self._times[-5:]))
-        metrics = "  ".join(f"{k} {v:.4f}" for k, v in logs.items() if k != "learning_rate")
+        metrics = "  ".join(format_metric(k, v) for k, v in logs.items() if k != "learning_rate")
         self.print_fn(f"epoch {epoch + 1:>4}/{self.total_epochs}  {metrics}  "
                       f"{seconds:.1f}s  ~{_duration(left)} left", flush=True)
+
+
+def format_metric(name: str, value: float) -> str:
+    """``accuracy 90.44%`` (as `zoo eval` prints it), other metrics as numbers."""
+    if name.endswith("accuracy"):
+        return f"{name} {100 * float(value):.2f}%"
+    return f"{name} {float(value):.4f}"
 
 
 def _duration(seconds: float) -> str:

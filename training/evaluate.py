@@ -22,11 +22,14 @@ def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -
 
 
 def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | None = None) -> dict:
-    """Score a finished run; ``task_options`` override the run's (e.g. ``evaluate_on="all"``)."""
-    from training.rundir import check_model_fits_task
+    """Score a finished run; ``task_options`` override the run's (e.g. ``evaluate_on="all"``).
+    ``data_dir`` defaults to where the run found its data (if that still exists)."""
+    from training.rundir import RunDirectory, check_model_fits_task
     from training.tasks import get_task
 
     config, model, norm = load_run(run_dir)
+    if data_dir is None:
+        data_dir = RunDirectory(run_dir).data_source()
     task = get_task(config["task"], **{**config.get("task_options", {}), **(task_options or {})})
     check_model_fits_task(model, task, run_dir)
     # A task may score a different layout than its own test split (google12 on the official

@@ -261,6 +261,20 @@ class RunDirectory:
     def is_finished(self) -> bool:
         return self.metrics.is_file()
 
+    def check_finished(self) -> None:
+        """Raise FileNotFoundError (a file is missing) or ValueError (the run is unfinished)
+        unless this is a finished run; cheap (no file is parsed), for a command's first check."""
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"{self.root} is not a finished run: no such directory")
+        missing = [p.name for p in (self.config, self.model, self.normalization)
+                   if not p.is_file()]
+        if missing:
+            raise FileNotFoundError(f"{self.root} is not a finished run: missing "
+                                    f"{', '.join(missing)}")
+        if not self.is_finished():
+            raise ValueError(f"{self.root} is an unfinished run (no {self.metrics.name}): finish "
+                             "it with the same `zoo train` command first")
+
     def read_config(self) -> dict:
         """``config.yaml`` as a mapping; a damaged or foreign file raises ValueError naming it."""
         import yaml
@@ -277,15 +291,21 @@ class RunDirectory:
     def read_metrics(self) -> dict:
         return read_json(self.metrics, "metrics file")
 
-    def data_source(self) -> str | None:
-        """Where the run found its data, if that place still exists (else None: the task's
-        default location or download). Runs from before ``data_source_resolved`` recorded it
-        only in ``metrics.json``."""
+    def recorded_data_source(self) -> str | None:
+        """Where the run found its data, as recorded (``config.yaml``'s ``data_source_resolved``;
+        runs from before it recorded the place only in ``metrics.json``). Generated tasks record
+        ``generated ...``."""
         source = None
         if self.config.is_file():
-            source = (self.read_config() or {}).get("data_source_resolved")
+            source = self.read_config().get("data_source_resolved")
         if source is None and self.is_finished():
             source = self.read_metrics().get("data", {}).get("source")
+        return None if source is None else str(source)
+
+    def data_source(self) -> str | None:
+        """The recorded data location if it still exists (else None: the task's default
+        location, ``$ZOO_DATA_DIR``, or its download)."""
+        source = self.recorded_data_source()
         return source if source and Path(source).exists() else None
 
 
@@ -301,12 +321,7 @@ def read_finished_run(run_dir: Path):
             message names the file.
     """
     run = RunDirectory(run_dir)
-    missing = [p.name for p in (run.config, run.model, run.normalization) if not p.is_file()]
-    if missing:
-        raise FileNotFoundError(f"{run.root} is not a finished run: missing {', '.join(missing)}")
-    if not run.is_finished():
-        raise ValueError(f"{run.root} is an unfinished run (no {run.metrics.name}): finish it "
-                         "with the same `zoo train` command first")
+    run.check_finished()
     return run.read_config(), load_keras_model(run.model), load_normalization(run.normalization)
 
 

@@ -19,6 +19,7 @@ only once it has finished.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -37,7 +38,7 @@ from training import rundir
 from training.config import TrainConfig
 from training.rundir import RunDirError  # noqa: F401  (re-exported)
 
-FINAL_FILES = ("config.yaml", "normalization.json", "history.csv", "model.keras", "metrics.json")
+FINAL_FILES = rundir.RunDirectory.FINAL_FILES
 
 
 def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool
@@ -57,7 +58,7 @@ def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool
     if not run_dir.exists() or not any(run_dir.iterdir()):
         return _fresh(run_dir), None
     ours = rundir.has_marker(run_dir, rundir.RUN_MARKER)
-    legacy = not ours and (run_dir / "config.yaml").is_file()  # a run from before the marker
+    legacy = not ours and rundir.RunDirectory(run_dir).config.is_file()  # a run from before the marker
     if overwrite:
         if not ours:
             raise RunDirError(f"{run_dir} was not written by `zoo train` (no {rundir.RUN_MARKER} "
@@ -66,7 +67,7 @@ def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool
         return _staging(run_dir, config)
     if not (ours or legacy):
         raise RunDirError(f"{run_dir} is not empty and holds no run; choose another --out.")
-    if (run_dir / "metrics.json").is_file():
+    if rundir.RunDirectory(run_dir).is_finished():
         raise RunDirError(f"{run_dir} holds a finished run; choose another --out, or pass "
                           "--overwrite to replace it (only once the new run has finished).")
     if not _same_settings(run_dir, config, refuse=True):
@@ -93,7 +94,7 @@ def _staging(run_dir: Path, config: TrainConfig) -> tuple[Path, tuple[Path, dict
     stage = rundir.staging_path(run_dir)
     if stage.exists():
         if (rundir.has_marker(stage, rundir.RUN_MARKER)
-                and not (stage / "metrics.json").is_file()
+                and not rundir.RunDirectory(stage).is_finished()
                 and _same_settings(stage, config, refuse=False)):
             return stage, cb.latest_checkpoint(stage)
         if not rundir.has_marker(stage, rundir.RUN_MARKER):
@@ -105,7 +106,7 @@ def _staging(run_dir: Path, config: TrainConfig) -> tuple[Path, tuple[Path, dict
 def _same_settings(folder: Path, config: TrainConfig, refuse: bool) -> bool:
     """Whether ``folder/config.yaml`` has ``config``'s training identity (False: no config
     yet). A different one raises RunDirError when ``refuse``, else returns False."""
-    path = folder / "config.yaml"
+    path = rundir.RunDirectory(folder).config
     if not path.is_file():
         return False
     try:
@@ -165,7 +166,7 @@ def build_model(config: TrainConfig, task) -> keras.Model:
 
 def warm_start_weights(model: keras.Model, run_dir) -> list:
     """The trained weights of the run in ``run_dir`` (``init_from``), checked to fit ``model``."""
-    path = Path(run_dir) / "model.keras"
+    path = rundir.RunDirectory(run_dir).model
     if not path.is_file():
         raise FileNotFoundError(f"init_from: {path} does not exist (a finished `zoo train` run "
                                 "directory holds model.keras)")
@@ -281,7 +282,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
                             verbose, print_fn)
         if work_dir != run_dir:
             rundir.swap_in(work_dir, run_dir)
-    summary = ", ".join(f"{k} {v:.4f}" for k, v in metrics["test"].items())
+    summary = ", ".join(cb.format_metric(k, v) for k, v in metrics["test"].items())
     print_fn(f"test: {summary}  ({metrics['parameters']:,} parameters, "
              f"{metrics['training_seconds']:.0f}s training) -> {run_dir}")
     return metrics
@@ -296,92 +297,145 @@ def check_monitor(config: TrainConfig, task) -> None:
                          f"valid: {', '.join(valid)}")
 
 
+@dataclasses.dataclass
+class _Arrays:
+    """The task's splits, normalised with the training statistics."""
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
 def _train_in(run_dir: Path, config: TrainConfig, task, checkpoint, init_weights, data_dir,
               verbose, print_fn) -> dict:
+    """Train into ``run_dir`` (the directory or its staging twin): the run's stages in order."""
     keras.utils.set_random_seed(config.seed)
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
+    run = rundir.RunDirectory(run_dir)
     data = task.load(data_dir, seed=config.seed)
-    norm = data.normalization
-    x_train, y_train = norm.apply(data.train.x).astype("float32"), data.train.y
-    x_val, y_val = norm.apply(data.val.x).astype("float32"), data.val.y
-    x_test, y_test = norm.apply(data.test.x).astype("float32"), data.test.y
-    steps_per_epoch = int(np.ceil(len(x_train) / config.batch_size))
-    rundir.write_text_atomic(run_dir / "config.yaml",
-                             yaml.safe_dump(resolved_config(config, task), sort_keys=False))
-    rundir.write_text_atomic(run_dir / "normalization.json", json.dumps(norm.to_dict(), indent=1))
+    arrays = _normalised(data)
+    _write_settings(run, config, task, data)
+    model, initial_epoch, history = _model_and_history(run, config, task, checkpoint,
+                                                        init_weights, print_fn)
+    print_fn(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
+             f"{len(arrays.x_train)} train / {len(arrays.x_val)} val / {len(arrays.x_test)} "
+             f"test sequences, backend {keras.backend.backend()}")
+    steps_per_epoch = int(np.ceil(len(arrays.x_train) / config.batch_size))
+    callbacks, stateful = _callbacks(run, config, model, history, checkpoint, initial_epoch,
+                                     steps_per_epoch, has_val=len(arrays.x_val) > 0,
+                                     keras_bar=bool(verbose), print_fn=print_fn)
+    start = time.perf_counter()
+    _fit(model, config, arrays, callbacks, stateful, checkpoint, initial_epoch, steps_per_epoch,
+         verbose)
+    train_seconds = time.perf_counter() - start + sum(
+        row.get("seconds", 0.0) for row in history[:initial_epoch])
+    _check_trained(run, model, history)
+    metrics = _final_metrics(config, model, arrays, history, stateful, train_seconds, data)
+    _write_final(run_dir, model, history, metrics)
+    return metrics
 
-    saved_state = checkpoint[1] if checkpoint else None
+
+def _normalised(data) -> _Arrays:
+    norm = data.normalization
+    return _Arrays(*(a for split in (data.train, data.val, data.test)
+                     for a in (norm.apply(split.x).astype("float32"), split.y)))
+
+
+def _write_settings(run: rundir.RunDirectory, config: TrainConfig, task, data) -> None:
+    """``config.yaml`` (with where the data was found, so eval / export / analyze reuse it) and
+    the normalization, before the first epoch."""
+    saved = {**resolved_config(config, task), "data_source_resolved": str(data.source)}
+    rundir.write_text_atomic(run.config, yaml.safe_dump(saved, sort_keys=False))
+    rundir.write_text_atomic(run.normalization,
+                             json.dumps(data.normalization.to_dict(), indent=1))
+
+
+def _model_and_history(run: rundir.RunDirectory, config: TrainConfig, task, checkpoint,
+                       init_weights, print_fn) -> tuple[keras.Model, int, list]:
+    """The model to train, the epoch to start from and the history so far: a fresh (or
+    warm-started) model, or the newest committed checkpoint of an unfinished run."""
     with distribution_scope(config):
         if checkpoint:
-            model = keras.saving.load_model(checkpoint[0] / "model.keras")
-            initial_epoch = saved_state["epochs_done"]
-            history = saved_state["history"]
-            print_fn(f"resuming {run_dir} after epoch {initial_epoch}/{config.epochs}")
-        else:
-            model = build_model(config, task)
-            if init_weights is not None:
-                model.set_weights(init_weights)
-                print_fn(f"initialised from {config.init_from}")
-            initial_epoch, history = 0, []
-    print_fn(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
-             f"{len(x_train)} train / {len(x_val)} val / {len(x_test)} test sequences, "
-             f"backend {keras.backend.backend()}")
+            model = keras.saving.load_model(checkpoint[0] / run.model.name)
+            initial_epoch = checkpoint[1]["epochs_done"]
+            print_fn(f"resuming {run.root} after epoch {initial_epoch}/{config.epochs}")
+            return model, initial_epoch, checkpoint[1]["history"]
+        model = build_model(config, task)
+        if init_weights is not None:
+            model.set_weights(init_weights)
+            print_fn(f"initialised from {config.init_from}")
+        return model, 0, []
 
+
+def _callbacks(run: rundir.RunDirectory, config: TrainConfig, model, history, checkpoint,
+               initial_epoch: int, steps_per_epoch: int, *, has_val: bool, keras_bar: bool,
+               print_fn) -> tuple[list, dict]:
+    """The run's callbacks, and those whose state a checkpoint keeps (restored on resume).
+    Progress is one line per epoch from `EpochProgress`, or Keras's own bar (``keras_bar``),
+    never both."""
     stateful = {}
     # A diverged run (NaN loss) stops; early stopping then restores its best epoch.
-    callbacks = [keras.callbacks.TerminateOnNaN(),
-                 cb.EpochProgress(config.epochs, initial_epoch, print_fn=print_fn)]
+    callbacks = [keras.callbacks.TerminateOnNaN()]
+    if not keras_bar:
+        callbacks.append(cb.EpochProgress(config.epochs, initial_epoch, print_fn=print_fn))
     if config.lr_decay_epochs:
         # Keyed on the epoch index, so a resumed run picks up the same rate.
         callbacks.insert(0, keras.callbacks.LearningRateScheduler(
             lambda epoch: config.lr * config.lr_decay_factor ** (epoch // config.lr_decay_epochs)))
-    if config.early_stopping_patience and len(x_val):
-        stopper = cb.ResumableEarlyStopping(monitor=config.monitor,
-                                            patience=config.early_stopping_patience)
-        stateful["early_stopping"] = stopper
-        callbacks.append(stopper)
+    if config.early_stopping_patience and has_val:
+        stateful["early_stopping"] = cb.ResumableEarlyStopping(
+            monitor=config.monitor, patience=config.early_stopping_patience)
     if config.sparsity_w is not None or config.sparsity_u is not None:
-        thresholding = cb.HardThresholding(
+        stateful["hard_thresholding"] = cb.HardThresholding(
             recurrent_cell(model), config.sparsity_w or 1.0, config.sparsity_u or 1.0,
             total_batches=config.epochs * steps_per_epoch,
             initial_batch=initial_epoch * steps_per_epoch)
-        stateful["hard_thresholding"] = thresholding
-        callbacks.append(thresholding)
+    callbacks += list(stateful.values())
     if checkpoint:
-        for name, state in saved_state["callbacks"].items():
+        for name, state in checkpoint[1]["callbacks"].items():
             if name in stateful and hasattr(stateful[name], "load_state"):
                 stateful[name].load_state(state, checkpoint[0])
-    callbacks += [keras.callbacks.TensorBoard(log_dir=str(run_dir / "tensorboard")),
-                  cb.RunCheckpoint(run_dir, history, stateful)]
+    callbacks += [keras.callbacks.TensorBoard(log_dir=str(run.tensorboard)),
+                  cb.RunCheckpoint(run.root, history, stateful)]
+    return callbacks, stateful
 
-    start = time.perf_counter()
-    stopped = bool(saved_state and saved_state.get("stopped"))
+
+def _fit(model, config: TrainConfig, arrays: _Arrays, callbacks, stateful, checkpoint,
+         initial_epoch: int, steps_per_epoch: int, verbose) -> None:
+    stopped = bool(checkpoint and checkpoint[1].get("stopped"))
     if initial_epoch < config.epochs and not stopped:
-        model.fit(epoch_batches(x_train, y_train, config.batch_size, config.seed, initial_epoch,
-                                config.epochs),
+        has_val = len(arrays.x_val) > 0
+        model.fit(epoch_batches(arrays.x_train, arrays.y_train, config.batch_size, config.seed,
+                                initial_epoch, config.epochs),
                   steps_per_epoch=steps_per_epoch, epochs=config.epochs,
                   initial_epoch=initial_epoch, shuffle=False,
-                  validation_data=(x_val, y_val) if len(x_val) else None,
-                  callbacks=callbacks,
-                  verbose=(1 if sys.stdout.isatty() else 0) if verbose is None else verbose)
+                  validation_data=(arrays.x_val, arrays.y_val) if has_val else None,
+                  callbacks=callbacks, verbose=1 if verbose else 0)
     elif "early_stopping" in stateful and stateful["early_stopping"].resumed_best_weights:
         # Killed after the last epoch's checkpoint but before the run was written: finish it
         # the way EarlyStopping.on_train_end would have (restore the best epoch).
         model.set_weights(stateful["early_stopping"].resumed_best_weights)
-    train_seconds = time.perf_counter() - start + sum(
-        row.get("seconds", 0.0) for row in history[:initial_epoch])
+
+
+def _check_trained(run: rundir.RunDirectory, model, history: list) -> None:
     if not history:
-        raise RuntimeError(f"no epoch was trained into {run_dir}; nothing to save")
+        raise RuntimeError(f"no epoch was trained into {run.root}; nothing to save")
     if not all(np.all(np.isfinite(w)) for w in model.get_weights()):
         # TerminateOnNaN stopped it and no finite best epoch could be restored.
         raise ValueError(f"training diverged: the model's weights are not finite after epoch "
                          f"{len(history)} (loss {history[-1].get('loss')}); lower --lr or set "
-                         f"--clipnorm. Nothing was saved as finished in {run_dir}.")
+                         f"--clipnorm. Nothing was saved as finished in {run.root}.")
 
-    test = model.evaluate(x_test, y_test, batch_size=max(config.batch_size, 256), verbose=0,
-                          return_dict=True)
-    metrics = {
+
+def _final_metrics(config: TrainConfig, model, arrays: _Arrays, history, stateful,
+                   train_seconds: float, data) -> dict:
+    """``metrics.json``: the test split is scored here, once, at the end of the run."""
+    test = model.evaluate(arrays.x_test, arrays.y_test, batch_size=max(config.batch_size, 256),
+                          verbose=0, return_dict=True)
+    return {
         "task": config.task, "model": config.model,
         "test": {k: float(v) for k, v in test.items()},
         "parameters": int(model.count_params()),
@@ -389,23 +443,22 @@ def _train_in(run_dir: Path, config: TrainConfig, task, checkpoint, init_weights
         "epochs_run": len(history),
         "best_epoch": (int(stateful["early_stopping"].best_epoch) + 1
                        if "early_stopping" in stateful else len(history)),
-        "data": {"train": len(x_train), "val": len(x_val), "test": len(x_test),
-                 "source": str(data.source)},
+        "data": {"train": len(arrays.x_train), "val": len(arrays.x_val),
+                 "test": len(arrays.x_test), "source": str(data.source)},
         "hardware": hardware(), "versions": versions(),
     }
-    _write_final(run_dir, model, history, metrics)
-    return metrics
 
 
 def _write_final(run_dir: Path, model: keras.Model, history: list, metrics: dict) -> None:
     """model.keras, history.csv, then metrics.json (whose rename marks the run finished), then
     the checkpoints go."""
+    run = rundir.RunDirectory(run_dir)
     tmp = run_dir / ".model.tmp.keras"
     model.save(tmp)
     rundir.crash_point("model.keras: written, not renamed")
-    os.replace(tmp, run_dir / "model.keras")
+    os.replace(tmp, run.model)
     rundir.crash_point("model.keras: renamed")
-    cb.write_history_csv(history, run_dir / "history.csv")
-    rundir.write_json_atomic(run_dir / "metrics.json", metrics)
+    cb.write_history_csv(history, run.history)
+    rundir.write_json_atomic(run.metrics, metrics)
     shutil.rmtree(run_dir / cb.CHECKPOINTS, ignore_errors=True)
     rundir.crash_point("checkpoints removed")

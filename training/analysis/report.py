@@ -144,18 +144,15 @@ def _last_above(curve: np.ndarray, level: float) -> int | None:
 def load_validation(run_dir: Path, data_dir=None):
     """(config, model, x_val normalised, y_val, task kind) of a finished run."""
     from training.evaluate import load_run
+    from training.rundir import RunDirectory
     from training.tasks import get_task
 
     config, model, norm = load_run(run_dir)
-    metrics_path = run_dir / "metrics.json"
-    if not metrics_path.is_file():
-        raise FileNotFoundError(f"{run_dir} is not a finished run: missing metrics.json")
-    metrics = json.loads(metrics_path.read_text())
-    source = str(metrics.get("data", {}).get("source", ""))
+    source = RunDirectory(run_dir).recorded_data_source() or ""
     if data_dir is None and source and not source.startswith("generated"):
         if not Path(source).exists():
-            raise FileNotFoundError(f"{metrics_path}: data source {source} does not exist; pass "
-                                    "--data-dir with the dataset the run was trained on")
+            raise FileNotFoundError(f"{run_dir}: the run's data source {source} does not exist; "
+                                    "pass --data-dir with the dataset the run was trained on")
         data_dir = source
     task = get_task(config["task"], **config.get("task_options", {}))
     data = task.load(data_dir, seed=config.get("seed", 0))
@@ -172,7 +169,7 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=print, **options)
         run_dir: a finished run (model.keras, config.yaml, normalization.json, metrics.json).
         out_dir: where the report goes (default ``RUN_DIR/analysis``); created, and never
             written into when it already holds files other than a previous report.
-        data_dir: the dataset (default: the run's ``metrics.json["data"]["source"]``).
+        data_dir: the dataset (default: where the run found its data, `RunDirectory.data_source`).
         print_fn: progress messages.
         **options: `analyze_model` options.
 

@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from training.rundir import RunDirectory
+
 TASK = "google12_testset"
 # The bounded state of the int8 recipe. eta needs no eta_constraint="non_neg": the iRNN's default
 # eta_parametrization "sigmoid" keeps it in (0, 1), and the cell refuses the constraint with it.
@@ -45,7 +47,7 @@ def _train_one(job: dict) -> dict:
     """Train one run in this (fresh) process; returns the job with its validation accuracy
     (None for an unfinished run under ``--no-train``)."""
     if job["no_train"]:
-        done = (Path(job["out"]) / "metrics.json").is_file()
+        done = RunDirectory(job["out"]).is_finished()
         job["val_accuracy"] = best_val_accuracy(Path(job["out"])) if done else None
         return job
     import keras
@@ -61,7 +63,7 @@ def _train_one(job: dict) -> dict:
                  "task_options": {}}
     config = resolve(TASK, job["model"], "none", overrides)
     out = Path(job["out"])
-    if not (out / "metrics.json").is_file():
+    if not RunDirectory(out).is_finished():
         t0 = time.time()
         train(config, out, data_dir=job["data_dir"])
         job["seconds"] = round(time.time() - t0, 1)
@@ -72,8 +74,8 @@ def _train_one(job: dict) -> dict:
 
 def best_val_accuracy(run_dir: Path) -> float:
     """Validation accuracy at the run's best (restored) epoch."""
-    best = json.loads((run_dir / "metrics.json").read_text())["best_epoch"]
-    rows = list(csv.DictReader(open(run_dir / "history.csv")))
+    best = RunDirectory(run_dir).read_metrics()["best_epoch"]
+    rows = list(csv.DictReader(open(RunDirectory(run_dir).history)))
     return float(rows[best - 1]["val_accuracy"])
 
 

@@ -26,6 +26,8 @@ import os
 import statistics
 from pathlib import Path
 
+from training.rundir import RunDirectory
+
 # label -> (model, model options). Hidden 80 everywhere (004 Table 5); the iRNN family with the
 # bounded, 8-bit fake-quantized state that integer export needs (docs/export.md).
 BOUNDED = {"state_clip": 1.0, "state_quant_bits": 8}
@@ -106,8 +108,8 @@ def collapse_epoch(history: list[dict], chance: float) -> int | None:
 
 
 def summarise(run_dir: Path, task: str) -> dict:
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    history = list(csv.DictReader(open(run_dir / "history.csv")))
+    metrics = RunDirectory(run_dir).read_metrics()
+    history = list(csv.DictReader(open(RunDirectory(run_dir).history)))
     classes = {"har2": 2, "dsa19": 19}[task]
     best = history[metrics["best_epoch"] - 1]
     return {"val": 100 * float(best["val_accuracy"]), "test": 100 * metrics["test"]["accuracy"],
@@ -124,7 +126,7 @@ def train_shard(args) -> None:
     for i, (task, label, seed) in enumerate(grid(args)):
         run_dir = run_dir_of(out, task, label, seed)
         # Whole (label, seed) groups per shard, so every shard trains every task.
-        if (i // len(args.tasks)) % count != index or (run_dir / "metrics.json").is_file():
+        if (i // len(args.tasks)) % count != index or RunDirectory(run_dir).is_finished():
             continue
         print(f"== {task} / {label} / seed {seed} -> {run_dir}", flush=True)
         data = args.har if task == "har2" else args.dsa
@@ -147,7 +149,7 @@ def report(args) -> str:
     for task in args.tasks:
         for label in args.models:
             runs = [summarise(run_dir_of(out, task, label, s), task) for s in range(args.seeds)
-                    if (run_dir_of(out, task, label, s) / "metrics.json").is_file()]
+                    if RunDirectory(run_dir_of(out, task, label, s)).is_finished()]
             if not runs:
                 continue
             collapsed = [f"seed {i}: epoch {r['collapsed']}" for i, r in enumerate(runs)
