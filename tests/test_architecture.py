@@ -111,7 +111,8 @@ def _run(code: str) -> subprocess.CompletedProcess:
     ["train", "--task", "har2"], ["eval", "no/such/run"], ["export", "no/such/run", "--tflite"],
     ["analyze", "no/such/run"], ["frobnicate"], ["list", "tasks"],
 ])
-def test_help_and_usage_errors_load_no_tensorflow(argv):
+def test_help_and_usage_errors_load_no_tensorflow(argv, tmp_path):
+    argv = [str(tmp_path / a) if a.startswith("no/") else a for a in argv]
     code = ("import sys; from edge_rnn_zoo.cli import main\n"
             f"try:\n    code = main({argv!r})\nexcept SystemExit as e:\n    code = e.code\n"
             "print('LOADED', sorted(m for m in ('tensorflow', 'keras', 'jax') if m in sys.modules))\n"
