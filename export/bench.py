@@ -129,15 +129,13 @@ def time_c_loop(export_dir: Path, card: dict, args, out: Path) -> dict:
 # ----------------------------------------------------------------------------------------- running
 def _train_or_load(task, model, options, args, out: Path, print_fn) -> Path:
     from training.config import TrainConfig
-    from training.trainer import train
+    from training.runs import train_or_reuse
 
-    run_dir = out / "runs" / _label(model, options)
-    if not RunDirectory(run_dir).is_finished():
-        config = TrainConfig(task=task, model=model, model_options=options, epochs=args.epochs,
-                             batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                             clipnorm=1.0, early_stopping_patience=10)
-        train(config, run_dir, data_dir=args.data_dir, verbose=0, print_fn=print_fn)
-    return run_dir
+    config = TrainConfig(task=task, model=model, model_options=options, epochs=args.epochs,
+                         batch_size=args.batch_size, lr=args.lr, seed=args.seed, clipnorm=1.0,
+                         early_stopping_patience=10)
+    return train_or_reuse(config, out / "runs" / _label(model, options), data_dir=args.data_dir,
+                          verbose=0, print_fn=print_fn)
 
 
 def _label(model, options) -> str:

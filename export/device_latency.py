@@ -27,7 +27,6 @@ import numpy as np
 from export import device_bench, device_build
 from export.exportdir import ExportDirectory
 from export.micro import quiet_stderr
-from training.rundir import RunDirectory
 
 __all__ = ["measure", "main"]
 
@@ -45,14 +44,12 @@ STEP_MODELS = {
 
 def _train(task, name, options, args, out: Path) -> Path:
     from training.config import TrainConfig
-    from training.trainer import train
+    from training.runs import train_or_reuse
 
-    run_dir = out / "runs" / f"{name}-{options.get('units', '')}".rstrip("-")
-    if not RunDirectory(run_dir).is_finished():
-        config = TrainConfig(task=task, model=name, model_options=options, epochs=args.epochs,
-                             batch_size=64, lr=args.lr, clipnorm=1.0, seed=args.seed)
-        train(config, run_dir, data_dir=args.data_dir, verbose=0, print_fn=lambda *a, **k: None)
-    return run_dir
+    config = TrainConfig(task=task, model=name, model_options=options, epochs=args.epochs,
+                         batch_size=64, lr=args.lr, clipnorm=1.0, seed=args.seed)
+    return train_or_reuse(config, out / "runs" / f"{name}-{options.get('units', '')}".rstrip("-"),
+                          data_dir=args.data_dir, verbose=0, print_fn=lambda *a, **k: None)
 
 
 def _export(run_dir: Path, mode: str, form: str, args, out: Path) -> Path:

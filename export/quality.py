@@ -102,7 +102,7 @@ def ensure_run(task, label, model, options, reuse_name, runs: Path, reuse: Path 
     if RunDirectory(run).is_finished():
         return run
     from training.config import TrainConfig
-    from training.trainer import train
+    from training.runs import train_or_reuse
 
     budget = {**BUDGET, **(budget or {})}
     if budget.get("init_from"):
@@ -111,8 +111,8 @@ def ensure_run(task, label, model, options, reuse_name, runs: Path, reuse: Path 
                                              *row[4:]))
     config = TrainConfig(task=task, model=model, model_options=dict(options), **budget)
     print(f"training {run} ...", flush=True)
-    train(config, run, data_dir=data_dir, verbose=0, print_fn=lambda *a, **k: None)
-    return run
+    return train_or_reuse(config, run, data_dir=data_dir, verbose=0,
+                          print_fn=lambda *a, **k: None)
 
 
 def main(argv=None) -> int:

@@ -57,7 +57,7 @@ def main(argv=None) -> int:
 
     from training.config import TrainConfig
     from training.rundir import RunDirectory
-    from training.trainer import train
+    from training.runs import train_or_reuse
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -65,15 +65,14 @@ def main(argv=None) -> int:
     for task in args.tasks:
         for label in args.models:
             model, options = MODELS[label]
-            run = RunDirectory(out / f"{task}-{label.replace(' ', '').replace('=', '')}")
-            run_dir = run.root
-            if not run.is_finished():  # finished runs are reused; unfinished ones resume
-                config = TrainConfig(task=task, model=model, seed=args.seed,
-                                     model_options={"units": args.units, **options},
-                                     epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                                     early_stopping_patience=args.patience,
-                                     clipnorm=args.clipnorm)
-                train(config, run_dir, data_dir=Path(args.data_root) / DATA_FOLDERS[task])
+            config = TrainConfig(task=task, model=model, seed=args.seed,
+                                 model_options={"units": args.units, **options},
+                                 epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                                 early_stopping_patience=args.patience, clipnorm=args.clipnorm)
+            # Finished runs are reused; unfinished ones resume.
+            run = RunDirectory(train_or_reuse(
+                config, out / f"{task}-{label.replace(' ', '').replace('=', '')}",
+                data_dir=Path(args.data_root) / DATA_FOLDERS[task]))
             m = run.read_metrics()
             with open(run.history, newline="") as f:
                 history = list(csv.DictReader(f))
