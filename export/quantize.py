@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MODES", "CALIBRATED", "ConversionCrashed", "configure", "convert_saved_model",
-           "convert", "CRASH_HOOK_ENV"]
+__all__ = ["MODES", "CALIBRATED", "ConversionCrashed", "configure", "set_integer_mode",
+           "convert_saved_model", "convert", "CRASH_HOOK_ENV"]
 
 MODES = ("none", "fp16", "dynamic", "int16x8", "int8")
 CALIBRATED = ("int16x8", "int8")
@@ -76,6 +76,21 @@ def configure(converter, mode: str, calibration: dict[str, np.ndarray] | None = 
                 sample = {name: np.asarray(a[i:i + 1], np.float32) for name, a in arrays.items()}
                 yield (key, sample) if per_signature else sample
 
+    set_integer_mode(converter, mode, representative_dataset, per_tensor=per_tensor)
+
+
+def set_integer_mode(converter, mode: str, representative_dataset, *,
+                     per_tensor: bool = True) -> None:
+    """The settings of a calibrated integer mode (``int8`` or ``int16x8``): integer kernels only,
+    integer input and output, activations calibrated on ``representative_dataset`` (a callable
+    yielding samples as the converter takes them); weights per tensor unless ``per_tensor`` is
+    False."""
+    import tensorflow as tf
+
+    if mode not in CALIBRATED:
+        raise ValueError(f"{mode!r} is not a calibrated integer mode; valid: "
+                         f"{', '.join(CALIBRATED)}")
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = representative_dataset
     if mode == "int8":
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
