@@ -1,4 +1,5 @@
-"""Shared fixtures. Tests use the real data subsets in ``../shared/data`` (never a download)."""
+"""Shared fixtures. Tests use the real data subsets in ``../shared/data`` (never a download), and
+every test session's caches live in temporary folders (the one place that is set up)."""
 
 import os
 from pathlib import Path
@@ -20,3 +21,21 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.fail(f"shared test data not found at {path}; set ZOO_SHARED_DATA to the shared/data folder")
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_cache(tmp_path_factory) -> Path:
+    """No test writes into the user's home or reaches the network: caches go to a temporary
+    folder, the default data root is an empty temporary folder, downloads are disabled, and
+    TensorFlow's C++ logs are off (subprocesses inherit all of it).
+
+    Session-scoped (not a function ``monkeypatch``) so it is already in force when module- or
+    session-scoped fixtures load data; tests may still override it with ``monkeypatch``.
+    """
+    cache = tmp_path_factory.mktemp("zoo-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ZOO_CACHE_DIR", str(cache))
+        mp.setenv("ZOO_DATA_DIR", str(tmp_path_factory.mktemp("empty-data-root")))
+        mp.setenv("ZOO_OFFLINE", "1")
+        mp.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+        yield cache

@@ -1,17 +1,7 @@
-"""Fixtures for the reliability tests: caches in a temporary folder, never a download, and a
+"""Fixtures for the reliability tests (caches: the root conftest): a
 tiny synthetic training configuration (seconds per run) shared by the run-directory tests."""
 
 import pytest
-
-
-@pytest.fixture(scope="session", autouse=True)
-def isolated_cache(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("zoo-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ZOO_CACHE_DIR", str(cache))
-        mp.setenv("ZOO_DATA_DIR", str(tmp_path_factory.mktemp("empty-data-root")))
-        mp.setenv("ZOO_OFFLINE", "1")
-        yield cache
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
-"""Fixtures for the task tests: caches in temporary folders, never a download, small copies of
-the shared data to damage."""
+"""Fixtures for the task tests: small copies of the shared data to damage (caches: the root
+conftest)."""
 
 import shutil
 from pathlib import Path
@@ -7,22 +7,6 @@ from pathlib import Path
 import pytest
 
 HAR = "har/UCI HAR Dataset"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def session_cache(tmp_path_factory) -> Path:
-    """No test writes into the user's home or reaches the network: caches go to a temporary
-    folder, the default data root is an empty temporary folder, downloads are disabled.
-
-    Session-scoped (not a function ``monkeypatch``) so it is already in force when module- or
-    session-scoped fixtures load data; tests may still override it with ``monkeypatch``.
-    """
-    cache = tmp_path_factory.mktemp("zoo-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ZOO_CACHE_DIR", str(cache))
-        mp.setenv("ZOO_DATA_DIR", str(tmp_path_factory.mktemp("empty-data-root")))
-        mp.setenv("ZOO_OFFLINE", "1")
-        yield cache
 
 
 @pytest.fixture

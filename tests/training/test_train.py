@@ -78,34 +78,40 @@ def test_eval_prints_accuracy_per_class_and_confusion(finished_run, env):
     assert "confusion matrix" in text and "per-class accuracy" in text
 
 
-def test_existing_finished_run_is_refused_not_overwritten(finished_run, env):
+# The refusals below run in-process (`edge_rnn_zoo.cli.main`): they answer before training.
+
+
+def test_existing_finished_run_is_refused_not_overwritten(finished_run, capsys):
+    from edge_rnn_zoo.cli import main
+
     out, _ = finished_run
     before = (out / "model.keras").read_bytes()
-    proc = zoo([*TRAIN, "--out", str(out)], env, timeout=300)
-    assert proc.returncode == 2 and "finished run" in proc.stderr
+    assert main([*TRAIN, "--out", str(out)]) == 2
+    assert "finished run" in capsys.readouterr().err
     assert (out / "model.keras").read_bytes() == before
 
 
-def test_other_settings_in_unfinished_run_are_refused(tmp_path, env):
+def test_other_settings_in_unfinished_run_are_refused(tmp_path, capsys):
+    from edge_rnn_zoo.cli import main
+
     out = tmp_path / "run"
     out.mkdir()
     (out / "config.yaml").write_text(yaml.safe_dump({"task": "har2", "model": "sirnn", "seed": 99}))
-    proc = zoo([*TRAIN, "--out", str(out)], env, timeout=300)
-    assert proc.returncode == 2 and "other settings" in proc.stderr
+    assert main([*TRAIN, "--out", str(out)]) == 2
+    assert "other settings" in capsys.readouterr().err
 
 
-def test_unknown_names_list_the_valid_ones(tmp_path, env):
-    out = ["--out", str(tmp_path / "run")]
-    proc = zoo(["train", "--task", "har3", "--model", "irnn", *out], env, timeout=300)
-    assert proc.returncode == 2 and "har2" in proc.stderr
-    proc = zoo(["train", "--task", "har2", "--model", "irnnn", *out], env, timeout=300)
-    assert proc.returncode == 2 and "sirnn" in proc.stderr
-    proc = zoo(["train", "--task", "har2", "--model", "irnn", "--option", "kk=3", *out], env,
-               timeout=300)
-    assert proc.returncode == 2 and "Valid options" in proc.stderr
-    proc = zoo(["train", "--task", "har2", "--model", "irnn", "--task-option", "bad=1", *out],
-               env, timeout=300)
-    assert proc.returncode == 2 and "val_fraction" in proc.stderr
+@pytest.mark.parametrize("args, says", [
+    (["--task", "har3", "--model", "irnn"], "har2"),
+    (["--task", "har2", "--model", "irnnn"], "sirnn"),
+    (["--task", "har2", "--model", "irnn", "--option", "kk=3"], "Valid options"),
+    (["--task", "har2", "--model", "irnn", "--task-option", "bad=1"], "val_fraction"),
+])
+def test_unknown_names_list_the_valid_ones(tmp_path, capsys, args, says):
+    from edge_rnn_zoo.cli import main
+
+    assert main(["train", *args, "--out", str(tmp_path / "run")]) == 2
+    assert says in capsys.readouterr().err
     assert not (tmp_path / "run").exists()  # nothing written for a bad command
 
 
