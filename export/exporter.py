@@ -70,15 +70,6 @@ def _task_data(config: dict, run_dir: Path, data_dir):
     return task, task.load(data_dir, seed=config.get("seed", 0))
 
 
-def _state_size(model):
-    import keras
-
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.RNN) and isinstance(layer.cell.state_size, int):
-            return int(layer.cell.state_size)
-    return None
-
-
 def _predict_all(model, x, limit=None):
     n = len(x) if limit is None else min(limit, len(x))
     return np.stack([model.predict(x[i]) for i in range(n)])
@@ -193,7 +184,8 @@ def _export_run(run_dir, out, *, quantize: str = "none", form: str = "sequence",
     from export.micro import (c_array_sources, quiet_stderr, smallest_arena,
                               streaming_sources)
     from export.quantize import convert
-    from export.step import calibration_pairs as pairs_from, step_models, without_fake_quant
+    from export.step import (calibration_pairs as pairs_from, state_size, step_models,
+                             without_fake_quant)
     from training.evaluate import load_run
 
     if quantize not in MODES:
@@ -275,7 +267,7 @@ def _export_run(run_dir, out, *, quantize: str = "none", form: str = "sequence",
         card = ModelCard(
             form=form, quantize=quantize, unroll=unroll, files=files,
             timesteps=timesteps, features=features,
-            state_size=_state_size(model),
+            state_size=state_size(model),
             classes=int(task.num_classes), class_names=list(task.class_names),
             testset=staged.write_testset(x_test, y_test),
             normalization=staged.write_normalization(norm),

@@ -18,21 +18,32 @@ import numpy as np
 
 from export.convert import clone_with_config
 
-__all__ = ["split_model", "step_models", "trajectories", "calibration_pairs",
-           "without_fake_quant"]
+__all__ = ["recurrent_layers", "state_size", "split_model", "step_models", "trajectories",
+           "calibration_pairs", "without_fake_quant"]
 
 # Input names of the step signature. The converter orders inputs alphabetically, so device code
 # must look the indices up (zoo export records them in model_card.json as step_io).
 X_NAME, H_NAME = "x_t", "h_prev"
 
 
+def recurrent_layers(model: keras.Model) -> list:
+    """The model's recurrent layers (`keras.layers.RNN`, the zoo's cells included), in order."""
+    return [layer for layer in model.layers if isinstance(layer, keras.layers.RNN)]
+
+
+def state_size(model: keras.Model) -> int | None:
+    """The state width of the model's first recurrent layer with a single state vector (None if
+    it has none: e.g. an LSTM carries two)."""
+    sizes = [layer.cell.state_size for layer in recurrent_layers(model)]
+    return next((int(size) for size in sizes if isinstance(size, int)), None)
+
+
 def split_model(model: keras.Model):
     """(recurrent layer, Dense head) of a zoo classifier; raises if it is not streamable."""
-    rnn = [layer for layer in model.layers if isinstance(layer, keras.layers.RNN)]
+    rnn = recurrent_layers(model)
     dense = [layer for layer in model.layers if isinstance(layer, keras.layers.Dense)]
-    other = [layer for layer in model.layers
-             if not isinstance(layer, (keras.layers.InputLayer, keras.layers.RNN,
-                                       keras.layers.Dense))]
+    other = [layer for layer in model.layers if layer not in rnn + dense
+             and not isinstance(layer, keras.layers.InputLayer)]
     if len(rnn) != 1 or len(dense) != 1 or other:
         raise ValueError(f"step export needs input -> one recurrent layer -> Dense; model "
                          f"{model.name} has {[type(l).__name__ for l in model.layers]}")
