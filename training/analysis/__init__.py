@@ -1,7 +1,10 @@
 """``zoo analyze``: the theory papers as measurements of a trained recurrent model.
 
-Each module turns one part of ``shared/REFERENCE.md`` section 3 into numbers computed from a
-model and the data it saw:
+Each module turns one of the theory papers into numbers computed from a model and the data it
+saw. Papers are cited by key (the full citations are in ``docs/analysis.md``): 000 Miller & Hardt
+(stable recurrent models, truncation), 001 Ribeiro et al. (memory vs smoothness), 002 Cayci &
+Eryilmaz (gradient descent on RNNs), 003 Panigrahi & Goyal (learning and generalization in RNNs),
+004 Kag et al., ICLR 2020 (the iRNN).
 
 - `stepper`: the recurrent cell as a step map ``s_t = f(s_{t-1}, x_t)``, its visited states and
   batched Jacobians (every cell and Keras baseline; LSTM's state is ``[h, c]``).

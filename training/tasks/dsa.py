@@ -4,7 +4,7 @@ Each official file ``data/aXX/pY/sZZ.txt`` is one window of 125 lines (25 Hz) x 
 values: 5 units (torso, right arm, left arm, right leg, left leg) x (acc, gyro, mag) x (x, y, z).
 FastGRNN and iRNN report a 4,560 / 4,560 split without pinning the rule; the zoo splits by
 subject, p1-p4 train / p5-p8 test, which gives exactly 4,560 / 4,560 on the full data and keeps
-subjects disjoint (REFERENCE.md 2.1).
+subjects disjoint.
 """
 
 from __future__ import annotations

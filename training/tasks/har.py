@@ -1,6 +1,6 @@
 """HAR-6 and HAR-2 from UCI HAR's raw ``Inertial Signals`` (9 channels x 128 steps at 50 Hz).
 
-Channel order (REFERENCE.md 2.1): body_acc x,y,z; body_gyro x,y,z; total_acc x,y,z.
+Channel order (as the iRNN and FastGRNN papers' code reads it): body_acc x,y,z; body_gyro x,y,z; total_acc x,y,z.
 Train and test are the official subject-disjoint files (21 / 9 subjects). Validation is held out
 of the official training split by whole subjects (no subject in two splits), see `HARTask`.
 HAR-2 merges {Sitting, Laying, Walking_Upstairs} = UCI labels {2,4,6} -> class 1 against

@@ -3,7 +3,7 @@
 Data: ``mnist.npz`` (the file `keras.datasets.mnist` uses) found under the data location, else
 `keras.datasets.mnist.load_data()` when online (Keras checks its sha256 and caches it in
 ``~/.keras/datasets``). The permutation is ``numpy.random.RandomState(42).permutation(784)``:
-004 A.4 says seed 42 without naming the generator (REFERENCE.md 5, item 7).
+The iRNN paper (Kag et al. 2020, App. A.4) says seed 42 without naming the generator.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Long-memory synthetic tasks (REFERENCE.md 2.2, after Arjovsky et al. 2016), generated in numpy.
+"""Long-memory synthetic tasks (after Arjovsky et al. 2016), generated in numpy.
 
 Training data come from the load ``seed``; validation and test data from ``split_seed`` (fixed by
 default), so every training run is scored on the same held-out sequences. The generators use
