@@ -126,6 +126,8 @@ assert zoo.__file__.startswith({str(target)!r}), zoo.__file__
 assert str(training.config.RECIPES_DIR).startswith({str(target)!r})
 model = zoo.create_model("sirnn", pretrained="har2")
 print(json.dumps({{"params": model.count_params(), "tags": zoo.list_pretrained()}}))
+import edge_rnn_zoo
+assert edge_rnn_zoo.__file__.startswith({str(target)!r}), edge_rnn_zoo.__file__  # the command too
 from edge_rnn_zoo.cli import main
 sys.exit(main(["train", "--task", "har2", "--model", "sirnn", "--data-dir",
                {str(shared_data / 'har')!r}, "--epochs", "1", "--out", "run"]))
