@@ -1,21 +1,20 @@
 """``zoo export --tflite``: a trained run directory -> a checked TFLite export directory.
 
-Export directory (the contract `export/device_bench.py` reads)::
+`export_run` is a pipeline of named stages::
 
-    model.tflite                 form "sequence": x [1, T, d] -> logits [1, C]
-    step.tflite, head.tflite     form "step": (x_t, h_prev) -> h_t and h_T -> logits
-    stream.tflite                form "step": the same pair as one model with signatures
-                                 "step" and "head" (LiteRT signature runners)
-    normalization.json           per-feature mean / std: device code applies (x - mean) / std
-    testset.npz                  the task's test split, x already normalised (float32), y (int)
-    model_card.json / .md        task, data, accuracy (Keras float vs TFLite, argmax agreement),
-                                 parameters, bytes, ops, TFLM arena, state quantization, usage
-    model_data.h / .cc, main.cc  TFLM C arrays and the C++ streaming loop (step form)
+    read_run            the finished run, its task's data, the Keras float model's predictions
+    convert_models      TFLite models (sequence, or step + head + stream), builtin ops only
+    write_artifacts     models, test set, normalization and the model card's first part
+    check_litert        accuracy on the whole test split with ai-edge-litert (device_bench.py's
+                        code path) against the Keras float model; the stream model's agreement
+    check_tflite_micro  smallest arena (bisection) and agreement under the tflite-micro
+                        interpreter, for the models TFLite Micro runs (not fp16 / "dynamic")
+    write_c_sources     C arrays and, for a step export, the C++ streaming loop
+    finish              the card (json and md) and the marker; the new export replaces ``out``
 
-Every artifact is checked builtin-only and evaluated on the whole test split with ai-edge-litert
-(the same code path as device_bench.py), against the Keras float model. Models that TFLite Micro
-can run (not "dynamic") are run under the tflite-micro Python interpreter too, with the smallest
-arena found by bisection.
+The files are those of `export.exportdir.ExportDirectory`; the card is a
+`export.exportdir.ModelCard`. Everything is built in a staging directory beside ``out`` and
+swapped in only when every stage has passed.
 """
 
 from __future__ import annotations
@@ -23,7 +22,10 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -32,7 +34,364 @@ from export.exportdir import FORMS, ExportDirectory, ModelCard
 from export.quantize import CALIBRATED, MODES
 from training import rundir
 
-__all__ = ["export_run", "ExportDirError", "AccuracyDropError", "FORMS"]
+__all__ = ["export_run", "ExportOptions", "ExportDirError", "AccuracyDropError", "FORMS"]
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What `export_run` does besides the run and the output folder (checked on creation)."""
+
+    quantize: str = "none"
+    form: str = "sequence"
+    unroll: bool = False
+    data_dir: str | Path | None = None  # None: where the run found its data
+    max_drop: float = 1.0  # accuracy points the TFLite model may lose
+    allow_drop: bool = False  # report a larger drop without raising AccuracyDropError
+    overwrite: bool = False
+    per_tensor: bool = True
+    calibration_sequences: int = 200
+    calibration_pairs: int = 1000
+    micro: bool = True
+    micro_sequences: int | None = 200
+    print_fn: Callable = print
+
+    def __post_init__(self):
+        if self.quantize not in MODES:
+            raise ValueError(f"unknown --quantize {self.quantize!r}; valid: {', '.join(MODES)}")
+        if self.form not in FORMS:
+            raise ValueError(f"unknown --form {self.form!r}; valid: {', '.join(FORMS)}")
+        if self.unroll and self.form == "step":
+            raise ValueError("--unroll applies to --form sequence (a step model has no loop)")
+
+    @property
+    def calibrated(self) -> bool:
+        return self.quantize in CALIBRATED
+
+    @property
+    def micro_runs_it(self) -> bool:
+        """Whether TFLite Micro has kernels for this mode (not fp16 weights or hybrid ones)."""
+        return self.quantize in ("none",) + CALIBRATED
+
+    def default_out(self, run_dir) -> Path:
+        unroll = "-unroll" if self.unroll else ""
+        return Path(run_dir) / f"export-{self.form}-{self.quantize}{unroll}"
+
+
+@dataclass
+class _Run:
+    """What `read_run` read: the run, its data (normalised) and the float model's test logits."""
+
+    run_dir: Path
+    config: dict
+    model: object
+    norm: object
+    task: object
+    data_source: str
+    x_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    keras_logits: np.ndarray
+
+    @property
+    def float_accuracy(self) -> float:
+        return float(np.mean(self.keras_logits.argmax(-1) == self.y_test))
+
+
+@dataclass
+class _Converted:
+    """What `convert_models` made: the TFLite models (and for the step form the two-signature
+    stream model and the calibration pairs, reused by the single-step TFLM check)."""
+
+    models: dict
+    ops: dict
+    calibration: str | None = None
+    stream: bytes | None = None
+    pairs: tuple | None = None  # (x_t [P, d], h_prev [P, D])
+
+
+def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequence",
+               unroll: bool = False, **options) -> dict:
+    """Export the run in ``run_dir`` to ``out`` (default ``RUN_DIR/export-FORM-QUANTIZE``) and
+    return the model card as written (`ModelCard.to_dict`).
+
+    ``out`` is locked meanwhile; an existing export there is replaced (``overwrite=True``) only
+    once the new one is complete. ``options``: the other fields of `ExportOptions`.
+
+    Raises:
+        ExportDirError: ``out`` may not be written.
+        export.quantize.ConversionCrashed: the converter crashed or failed.
+        AccuracyDropError: (after writing the export) the TFLite accuracy is more than
+            ``max_drop`` points below the Keras float model's, unless ``allow_drop``.
+    """
+    opts = ExportOptions(quantize=quantize, form=form, unroll=unroll, **options)
+    out = Path(out) if out else opts.default_out(run_dir)
+    with rundir.exclusive(out, "export directory"):
+        _prepare_out(out, opts.overwrite)
+        t_start = time.perf_counter()
+        run = read_run(Path(run_dir), opts)
+        converted = convert_models(run, opts)
+        with _staging(out) as export:
+            card = write_artifacts(export, run, converted, opts)
+            lite_logits = check_litert(export, card, run, converted, opts)
+            check_tflite_micro(export, card, run, converted, lite_logits, opts)
+            write_c_sources(export, card, run, converted, opts)
+            finish(export, card, t_start)
+    opts.print_fn(f"  wrote {out}")
+    _raise_on_drop(card, opts, out)
+    return card.to_dict()
+
+
+# ---------------------------------------------------------------------------------- stages
+def read_run(run_dir: Path, opts: ExportOptions) -> _Run:
+    """The finished run, its task's data (normalised as in training) and the Keras float
+    model's logits on the test split. Only classification tasks: the check is accuracy."""
+    from training.evaluate import load_run
+
+    config, model, norm = load_run(run_dir)
+    task, data = _task_data(config, run_dir, opts.data_dir)
+    rundir.check_model_fits_task(model, task, run_dir)
+    if task.kind != "classification":
+        raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
+                         f"{task.kind}")
+    x_test = norm.apply(data.test.x).astype(np.float32)
+    run = _Run(run_dir=run_dir, config=config, model=model, norm=norm, task=task,
+               data_source=str(data.source), x_train=norm.apply(data.train.x).astype(np.float32),
+               x_test=x_test, y_test=np.asarray(data.test.y),
+               keras_logits=model.predict(x_test, batch_size=256, verbose=0))
+    opts.print_fn(f"{config['model']} on {task.name}: Keras float accuracy "
+                  f"{100 * run.float_accuracy:.2f}% ({len(x_test)} test sequences); exporting "
+                  f"--form {opts.form} --quantize {opts.quantize}")
+    return run
+
+
+def convert_models(run: _Run, opts: ExportOptions) -> _Converted:
+    """The TFLite models of the requested form and mode, each checked builtin-only (raises
+    `export.convert.NonBuiltinOpError` naming the ops)."""
+    from export.convert import check_builtin_only, op_names
+    from export.step import without_fake_quant
+
+    # Integer modes: the quantized state replaces the training-time fake quantization (kept in
+    # float modes, where it is part of the model's function).
+    source = without_fake_quant(run.model) if opts.calibrated else run.model
+    converted = (_convert_step if opts.form == "step" else _convert_sequence)(source, run, opts)
+    for name, tflite in converted.models.items():
+        check_builtin_only(tflite)
+        converted.ops[name] = sorted(set(op_names(tflite)))
+    return converted
+
+
+def _convert_sequence(source, run: _Run, opts: ExportOptions) -> _Converted:
+    from export.convert import with_batch_size
+    from export.quantize import convert
+
+    calib, note = None, None
+    if opts.calibrated:
+        x_train = run.x_train
+        idx = np.random.default_rng(0).choice(
+            len(x_train), size=min(opts.calibration_sequences, len(x_train)), replace=False)
+        calib = {run.model.inputs[0].name: x_train[idx]}
+        note = f"{len(idx)} training sequences"
+    model = convert(with_batch_size(source), opts.quantize, calib, unroll=opts.unroll,
+                    per_tensor=opts.per_tensor, form=opts.form)
+    return _Converted(models={"model": model}, ops={}, calibration=note)
+
+
+def _convert_step(source, run: _Run, opts: ExportOptions) -> _Converted:
+    from export.convert import check_builtin_only
+    from export.quantize import convert
+    from export.step import calibration_pairs, step_models
+
+    step, head = step_models(source)
+    xs, hs, h_final = calibration_pairs(source, run.x_train, sequences=opts.calibration_sequences,
+                                        pairs=opts.calibration_pairs)
+    if opts.calibrated and float(np.ptp(h_final)) == 0.0:
+        raise ValueError(f"the float model's final state is constant ({float(h_final.flat[0])}"
+                         ") on every calibration sequence: the state collapsed in training "
+                         "(the model predicts from the bias alone), so there is no range "
+                         "to calibrate. Retrain it (docs/export.md).")
+    calib = ({"step": {"x_t": xs, "h_prev": hs}, "head": {"h": h_final}} if opts.calibrated
+             else {"step": None, "head": None})
+    kwargs = dict(per_tensor=opts.per_tensor, form=opts.form)
+    models = {"step": convert(step, opts.quantize, calib["step"], **kwargs),
+              "head": convert(head, opts.quantize, calib["head"], **kwargs)}
+    # The same pair as one file with `step` and `head` signatures, for LiteRT users
+    # (TFLite Micro runs a model's first subgraph only, so it keeps the two files).
+    stream = convert({"step": step, "head": head}, opts.quantize,
+                     calib if opts.calibrated else None, **kwargs)
+    check_builtin_only(stream)
+    note = (f"{len(xs)} (x_t, h_t-1) pairs from float trajectories of {len(h_final)} training "
+            "sequences; head: their final states")
+    return _Converted(models=models, ops={}, calibration=note, stream=stream, pairs=(xs, hs))
+
+
+def write_artifacts(export: ExportDirectory, run: _Run, converted: _Converted,
+                    opts: ExportOptions) -> ModelCard:
+    """The models, test set and normalization; returns the card with what they determine."""
+    from export.step import state_size
+
+    models, config, task = converted.models, run.config, run.task
+    files = export.write_models(models)
+    if converted.stream is not None:
+        export.write_stream(converted.stream)
+    card = ModelCard(
+        form=opts.form, quantize=opts.quantize, unroll=opts.unroll, files=files,
+        timesteps=int(run.x_test.shape[1]), features=int(run.x_test.shape[2]),
+        state_size=state_size(run.model),
+        classes=int(task.num_classes), class_names=list(task.class_names),
+        testset=export.write_testset(run.x_test, run.y_test),
+        normalization=export.write_normalization(run.norm),
+        task=task.name, task_options=task.options(),
+        model=config["model"], model_options=config.get("model_options_resolved",
+                                                        config.get("model_options")),
+        run_dir=str(run.run_dir.resolve()), parameters=int(run.model.count_params()),
+        data={"source": run.data_source, "train": len(run.x_train), "test": len(run.x_test),
+              "calibration": converted.calibration},
+        weights="per-tensor" if opts.per_tensor else "per-channel",
+        bytes={name: len(b) for name, b in models.items()},
+        total_bytes=sum(len(b) for b in models.values()), ops=converted.ops)
+    if opts.form == "step":
+        card.step_io, card.state_quantization = _step_io(export.model("step"))
+    return card
+
+
+def check_litert(export: ExportDirectory, card: ModelCard, run: _Run, converted: _Converted,
+                 opts: ExportOptions) -> np.ndarray:
+    """``card.accuracy`` (and ``card.stream``): the export on the whole test split with
+    ai-edge-litert, state fed back as device_bench.py does it. Returns the LiteRT logits."""
+    t0 = time.perf_counter()
+    lite_logits = _predict_all(device_bench.open_export(str(export.root), card, "litert", 1),
+                               run.x_test)
+    lite_pred, keras_pred = lite_logits.argmax(-1), run.keras_logits.argmax(-1)
+    lite_acc = float(np.mean(lite_pred == run.y_test))
+    drop = 100 * (run.float_accuracy - lite_acc)
+    card.accuracy = {
+        "keras_float": run.float_accuracy, "tflite": lite_acc, "drop_points": drop,
+        "argmax_agreement": float(np.mean(lite_pred == keras_pred)),
+        "max_abs_logit_diff": float(np.abs(lite_logits - run.keras_logits).max()),
+        "runtime": "ai-edge-litert", "test_sequences": len(run.x_test),
+        "max_drop_points": opts.max_drop, "passed": bool(drop <= opts.max_drop),
+        "eval_seconds": round(time.perf_counter() - t0, 1)}
+    if converted.stream is not None:
+        card.stream = _stream_agreement(export, converted.stream, run, lite_logits)
+    ops = sorted(set(sum(converted.ops.values(), [])))
+    opts.print_fn(f"  TFLite ({opts.quantize}, {opts.form}): accuracy {100 * lite_acc:.2f}% "
+                  f"(drop {drop:+.2f} points), argmax agreement with Keras "
+                  f"{100 * card.accuracy['argmax_agreement']:.2f}%, "
+                  f"{card.total_bytes:,} bytes, ops {ops}")
+    return lite_logits
+
+
+def _stream_agreement(export: ExportDirectory, stream: bytes, run: _Run,
+                      lite_logits: np.ndarray) -> dict:
+    """The two-signature stream model against the step / head pair, over the test split."""
+    t0 = time.perf_counter()
+    stream_out = stream_logits(stream, run.x_test)
+    return {"file": export.stream.name, "bytes": len(stream), "signatures": ["step", "head"],
+            "argmax_agreement_with_step_head": float(np.mean(stream_out.argmax(-1)
+                                                             == lite_logits.argmax(-1))),
+            "max_abs_logit_diff_vs_step_head": float(np.abs(stream_out - lite_logits).max()),
+            "accuracy": float(np.mean(stream_out.argmax(-1) == run.y_test)),
+            "eval_seconds": round(time.perf_counter() - t0, 1)}
+
+
+def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: _Run,
+                       converted: _Converted, lite_logits: np.ndarray,
+                       opts: ExportOptions) -> None:
+    """``card.tflite_micro`` and the arenas: the smallest arena of each model, and the first
+    ``micro_sequences`` test sequences under the tflite-micro interpreter against LiteRT."""
+    from export.micro import quiet_stderr, smallest_arena
+
+    if not opts.micro:
+        return
+    if not opts.micro_runs_it:
+        card.tflite_micro = {"skipped": f"TFLite Micro does not run {opts.quantize} models "
+                                        "(float16 weights / hybrid dynamic-range kernels); "
+                                        "use --quantize int8, int16x8 or none"}
+        return
+    t0, step = time.perf_counter(), opts.form == "step"
+    card.arena_bytes = smallest_arena(converted.models["step" if step else "model"])
+    if step:
+        card.head_arena_bytes = smallest_arena(converted.models["head"])
+    with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
+        tflm = device_bench.open_export(str(export.root), card, "tflite-micro", 1)
+    micro_logits = _predict_all(tflm, run.x_test, opts.micro_sequences)
+    card.tflite_micro = {"arena_bytes": card.arena_bytes,
+                         "head_arena_bytes": card.head_arena_bytes,
+                         **_agreement(micro_logits, lite_logits, run.y_test)}
+    if step:
+        xs, hs = converted.pairs
+        card.tflite_micro["single_step_vs_litert"] = _single_step_agreement(
+            export.model("step"), card.step_io, card.arena_bytes, xs[:200], hs[:200])
+    card.tflite_micro["seconds"] = round(time.perf_counter() - t0, 1)
+    opts.print_fn(f"  TFLite Micro: arena {card.arena_bytes:,} bytes"
+                  + (f" (head {card.head_arena_bytes:,})" if step else "")
+                  + f", accuracy {100 * card.tflite_micro['accuracy']:.2f}% on "
+                  f"{card.tflite_micro['test_sequences']} sequences, argmax agreement with "
+                  f"LiteRT {100 * card.tflite_micro['argmax_agreement_with_litert']:.2f}%")
+
+
+def _agreement(micro_logits: np.ndarray, lite_logits: np.ndarray, y: np.ndarray) -> dict:
+    """TFLite Micro's logits on the first n test sequences against LiteRT's on the same."""
+    n = len(micro_logits)
+    micro_pred, lite_pred = micro_logits.argmax(-1), lite_logits[:n].argmax(-1)
+    return {"test_sequences": n, "accuracy": float(np.mean(micro_pred == y[:n])),
+            "litert_accuracy_same_sequences": float(np.mean(lite_pred == y[:n])),
+            "argmax_agreement_with_litert": float(np.mean(micro_pred == lite_pred)),
+            "max_abs_logit_diff_vs_litert": float(np.abs(micro_logits - lite_logits[:n]).max())}
+
+
+def write_c_sources(export: ExportDirectory, card: ModelCard, run: _Run, converted: _Converted,
+                    opts: ExportOptions) -> None:
+    """``card.c_sources``: the models as C arrays (the modes TFLite Micro runs) and, for a step
+    export, the C++ streaming loop with its host self-test and Makefile."""
+    from export.micro import c_array_sources, streaming_sources
+
+    models, ops = converted.models, converted.ops
+    if opts.form == "step":
+        card.c_sources = export.write_sources(c_array_sources(
+            {"step": models["step"], "head": models["head"]}))
+        card.c_sources += export.write_sources(streaming_sources(
+            title=f"{run.config['model']} on {run.task.name} ({opts.quantize})",
+            io_dtype=card.state_quantization["h_in"]["dtype"], card=card,
+            step_ops=ops["step"], head_ops=ops["head"]))
+    elif opts.micro_runs_it:
+        card.c_sources = export.write_sources(c_array_sources({"model": models["model"]}))
+
+
+def finish(export: ExportDirectory, card: ModelCard, t_start: float) -> None:
+    """The card (json and md) and the marker: the staging directory is a complete export."""
+    card.export_seconds = round(time.perf_counter() - t_start, 1)
+    export.write_card(card)
+    export.write_marker(atomic=False)  # the staging directory's rename into place commits it
+
+
+# ---------------------------------------------------------------------------------- helpers
+@contextmanager
+def _staging(out: Path):
+    """An empty staging directory beside ``out``, swapped in for ``out`` when the block ends
+    without an error (the old export, if any, goes only then) and deleted when it fails."""
+    stage = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    try:
+        yield ExportDirectory(stage)
+        rundir.swap_in(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+
+
+def _raise_on_drop(card: ModelCard, opts: ExportOptions, out: Path) -> None:
+    acc = card.accuracy
+    if acc["passed"] or opts.allow_drop:
+        return
+    raise AccuracyDropError(
+        f"{opts.quantize} {opts.form} model: test accuracy {100 * acc['tflite']:.2f}% is "
+        f"{acc['drop_points']:.2f} points below the Keras float model's "
+        f"{100 * acc['keras_float']:.2f}% (allowed: {opts.max_drop} points; the export is in "
+        f"{out} for inspection). Pass --allow-drop to accept it, or try int16x8, or retrain "
+        "with the integer-friendly options (docs/export.md).")
+
 
 class ExportDirError(RuntimeError):
     """The output directory cannot be used (exists, or is not an export)."""
@@ -155,220 +514,3 @@ def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
         h = h if direct_head else q(dq(h, h_in), head_in)
         out.append(dq(head(h=h)["output_0"], logits_out)[0])
     return np.stack(out)
-
-
-def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequence",
-               unroll: bool = False, **options) -> dict:
-    """Export the run in ``run_dir`` to ``out`` (default ``RUN_DIR/export-FORM-QUANTIZE``),
-    holding a lock on ``out``; returns the model card as written (`ModelCard.to_dict`). An existing export in ``out``
-    is replaced (``overwrite=True``) only once the new one is complete. Options: see
-    `_export_run`."""
-    out = Path(out) if out else Path(run_dir) / (f"export-{form}-{quantize}"
-                                                 f"{'-unroll' if unroll else ''}")
-    with rundir.exclusive(out, "export directory"):
-        return _export_run(run_dir, out, quantize=quantize, form=form, unroll=unroll, **options)
-
-
-def _export_run(run_dir, out, *, quantize: str = "none", form: str = "sequence",
-                unroll: bool = False, data_dir=None, max_drop: float = 1.0,
-                allow_drop: bool = False, overwrite: bool = False, per_tensor: bool = True,
-                calibration_sequences: int = 200, calibration_pairs: int = 1000,
-                micro: bool = True, micro_sequences: int | None = 200, print_fn=print) -> dict:
-    """Export the run in ``run_dir`` to ``out``; returns the model card (a dict).
-
-    Raises `ExportDirError`, `export.quantize.ConversionCrashed`, or `AccuracyDropError` (after
-    writing the export) when the TFLite accuracy is more than ``max_drop`` points below the Keras
-    float model's, unless ``allow_drop``.
-    """
-    from export.convert import check_builtin_only, op_names, with_batch_size
-    from export.micro import (c_array_sources, quiet_stderr, smallest_arena,
-                              streaming_sources)
-    from export.quantize import convert
-    from export.step import (calibration_pairs as pairs_from, state_size, step_models,
-                             without_fake_quant)
-    from training.evaluate import load_run
-
-    if quantize not in MODES:
-        raise ValueError(f"unknown --quantize {quantize!r}; valid: {', '.join(MODES)}")
-    if form not in FORMS:
-        raise ValueError(f"unknown --form {form!r}; valid: {', '.join(FORMS)}")
-    if unroll and form == "step":
-        raise ValueError("--unroll applies to --form sequence (a step model has no loop)")
-    run_dir = Path(run_dir)
-    out = Path(out)
-    _prepare_out(out, overwrite)
-    t_start = time.perf_counter()
-
-    config, model, norm = load_run(run_dir)
-    task, data = _task_data(config, run_dir, data_dir)
-    rundir.check_model_fits_task(model, task, run_dir)
-    if task.kind != "classification":
-        raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
-                         f"{task.kind}")
-    x_train = norm.apply(data.train.x).astype(np.float32)
-    x_test, y_test = norm.apply(data.test.x).astype(np.float32), np.asarray(data.test.y)
-    keras_logits = model.predict(x_test, batch_size=256, verbose=0)
-    keras_pred = keras_logits.argmax(-1)
-    float_acc = float(np.mean(keras_pred == y_test))
-    timesteps, features = int(x_test.shape[1]), int(x_test.shape[2])
-    print_fn(f"{config['model']} on {task.name}: Keras float accuracy {100 * float_acc:.2f}% "
-             f"({len(x_test)} test sequences); exporting --form {form} --quantize {quantize}")
-
-    # ---------------------------------------------------------------------- convert
-    rng = np.random.default_rng(0)
-    # Integer modes: the quantized state replaces the training-time fake quantization (kept in
-    # float modes, where it is part of the model's function).
-    source = without_fake_quant(model) if quantize in CALIBRATED else model
-    calib_note = None
-    if form == "sequence":
-        calib = None
-        if quantize in CALIBRATED:
-            idx = rng.choice(len(x_train), size=min(calibration_sequences, len(x_train)),
-                             replace=False)
-            calib = {model.inputs[0].name: x_train[idx]}
-            calib_note = f"{len(idx)} training sequences"
-        models = {"model": convert(with_batch_size(source), quantize, calib, unroll=unroll,
-                                   per_tensor=per_tensor, form=form)}
-    else:
-        step, head = step_models(source)
-        xs, hs, h_final = pairs_from(source, x_train, sequences=calibration_sequences,
-                                     pairs=calibration_pairs)
-        calib_note = (f"{len(xs)} (x_t, h_t-1) pairs from float trajectories of "
-                      f"{len(h_final)} training sequences; head: their final states")
-        if quantize in CALIBRATED and float(np.ptp(h_final)) == 0.0:
-            raise ValueError(f"the float model's final state is constant ({float(h_final.flat[0])}"
-                             ") on every calibration sequence: the state collapsed in training "
-                             "(the model predicts from the bias alone), so there is no range "
-                             "to calibrate. Retrain it (docs/export.md).")
-        step_calib = {"x_t": xs, "h_prev": hs} if quantize in CALIBRATED else None
-        head_calib = {"h": h_final} if quantize in CALIBRATED else None
-        models = {"step": convert(step, quantize, step_calib, per_tensor=per_tensor, form=form),
-                  "head": convert(head, quantize, head_calib, per_tensor=per_tensor, form=form)}
-        # The same pair as one file with `step` and `head` signatures, for LiteRT users
-        # (TFLite Micro runs a model's first subgraph only, so it keeps the two files).
-        stream = convert({"step": step, "head": head}, quantize,
-                         {"step": step_calib, "head": head_calib} if step_calib else None,
-                         per_tensor=per_tensor, form=form)
-        check_builtin_only(stream)
-    ops = {}
-    for name, tflite in models.items():
-        check_builtin_only(tflite)  # raises NonBuiltinOpError naming the ops
-        ops[name] = sorted(set(op_names(tflite)))
-
-    # ------------------------------------------------------------------------ write
-    stage = out.with_name(f".{out.name}.partial-{os.getpid()}")
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir(parents=True)
-    try:
-        staged = ExportDirectory(stage)
-        files = staged.write_models(models)
-        if form == "step":
-            staged.write_stream(stream)
-        card = ModelCard(
-            form=form, quantize=quantize, unroll=unroll, files=files,
-            timesteps=timesteps, features=features,
-            state_size=state_size(model),
-            classes=int(task.num_classes), class_names=list(task.class_names),
-            testset=staged.write_testset(x_test, y_test),
-            normalization=staged.write_normalization(norm),
-            task=task.name, task_options=task.options(),
-            model=config["model"], model_options=config.get("model_options_resolved",
-                                                            config.get("model_options")),
-            run_dir=str(run_dir.resolve()), parameters=int(model.count_params()),
-            data={"source": str(data.source), "train": len(x_train), "test": len(x_test),
-                  "calibration": calib_note},
-            weights="per-tensor" if per_tensor else "per-channel",
-            bytes={name: len(b) for name, b in models.items()},
-            total_bytes=sum(len(b) for b in models.values()), ops=ops,
-        )
-        if form == "step":
-            card.step_io, card.state_quantization = _step_io(staged.model("step"))
-
-        # ------------------------------------------------------------- accuracy (LiteRT)
-        t0 = time.perf_counter()
-        runner = device_bench.open_export(str(stage), card, "litert", 1)
-        lite_logits = _predict_all(runner, x_test)
-        lite_pred = lite_logits.argmax(-1)
-        lite_acc = float(np.mean(lite_pred == y_test))
-        drop = 100 * (float_acc - lite_acc)
-        card.accuracy = {
-            "keras_float": float_acc, "tflite": lite_acc, "drop_points": drop,
-            "argmax_agreement": float(np.mean(lite_pred == keras_pred)),
-            "max_abs_logit_diff": float(np.abs(lite_logits - keras_logits).max()),
-            "runtime": "ai-edge-litert", "test_sequences": len(x_test),
-            "max_drop_points": max_drop, "passed": bool(drop <= max_drop),
-            "eval_seconds": round(time.perf_counter() - t0, 1)}
-        if form == "step":
-            t0 = time.perf_counter()
-            stream_out = stream_logits(stream, x_test)
-            card.stream = {
-                "file": staged.stream.name, "bytes": len(stream), "signatures": ["step", "head"],
-                "argmax_agreement_with_step_head": float(np.mean(stream_out.argmax(-1)
-                                                                 == lite_pred)),
-                "max_abs_logit_diff_vs_step_head": float(np.abs(stream_out - lite_logits).max()),
-                "accuracy": float(np.mean(stream_out.argmax(-1) == y_test)),
-                "eval_seconds": round(time.perf_counter() - t0, 1)}
-        print_fn(f"  TFLite ({quantize}, {form}): accuracy {100 * lite_acc:.2f}% "
-                 f"(drop {drop:+.2f} points), argmax agreement with Keras "
-                 f"{100 * card.accuracy['argmax_agreement']:.2f}%, "
-                 f"{card.total_bytes:,} bytes, ops {sorted(set(sum(ops.values(), [])))}")
-
-        # ---------------------------------------------------------------- TFLite Micro
-        if micro and quantize in ("none",) + CALIBRATED:
-            t0 = time.perf_counter()
-            main = "step" if form == "step" else "model"
-            card.arena_bytes = smallest_arena(models[main])
-            if form == "step":
-                card.head_arena_bytes = smallest_arena(models["head"])
-            with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
-                tflm = device_bench.open_export(str(stage), card, "tflite-micro", 1)
-            micro_logits = _predict_all(tflm, x_test, micro_sequences)
-            n = len(micro_logits)
-            micro_pred = micro_logits.argmax(-1)
-            card.tflite_micro = {
-                "arena_bytes": card.arena_bytes, "head_arena_bytes": card.head_arena_bytes,
-                "test_sequences": n, "accuracy": float(np.mean(micro_pred == y_test[:n])),
-                "litert_accuracy_same_sequences": float(np.mean(lite_pred[:n] == y_test[:n])),
-                "argmax_agreement_with_litert": float(np.mean(micro_pred == lite_pred[:n])),
-                "max_abs_logit_diff_vs_litert": float(np.abs(micro_logits - lite_logits[:n]).max()),
-            }
-            if form == "step":
-                card.tflite_micro["single_step_vs_litert"] = _single_step_agreement(
-                    staged.model("step"), card.step_io, card.arena_bytes, xs[:200], hs[:200])
-            card.tflite_micro["seconds"] = round(time.perf_counter() - t0, 1)
-            print_fn(f"  TFLite Micro: arena {card.arena_bytes:,} bytes"
-                     + (f" (head {card.head_arena_bytes:,})" if form == "step" else "")
-                     + f", accuracy {100 * card.tflite_micro['accuracy']:.2f}% on {n} "
-                     f"sequences, argmax agreement with LiteRT "
-                     f"{100 * card.tflite_micro['argmax_agreement_with_litert']:.2f}%")
-        elif micro:
-            card.tflite_micro = {"skipped": f"TFLite Micro does not run {quantize} models "
-                                               "(float16 weights / hybrid dynamic-range kernels); "
-                                               "use --quantize int8, int16x8 or none"}
-
-        # --------------------------------------------------------------- C sources
-        if form == "step":
-            io_dtype = card.state_quantization["h_in"]["dtype"]
-            card.c_sources = staged.write_sources(c_array_sources(
-                {"step": models["step"], "head": models["head"]}))
-            card.c_sources += staged.write_sources(streaming_sources(
-                title=f"{config['model']} on {task.name} ({quantize})", io_dtype=io_dtype,
-                card=card, step_ops=ops["step"], head_ops=ops["head"]))
-        elif quantize in ("none",) + CALIBRATED:
-            card.c_sources = staged.write_sources(c_array_sources({"model": models["model"]}))
-
-        card.export_seconds = round(time.perf_counter() - t_start, 1)
-        staged.write_card(card)
-        staged.write_marker(atomic=False)
-        rundir.swap_in(stage, out)  # the old export (if any) goes only now
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    print_fn(f"  wrote {out}")
-    if not card.accuracy["passed"] and not allow_drop:
-        raise AccuracyDropError(
-            f"{quantize} {form} model: test accuracy {100 * lite_acc:.2f}% is {drop:.2f} points "
-            f"below the Keras float model's {100 * float_acc:.2f}% (allowed: {max_drop} points; "
-            f"the export is in {out} for inspection). Pass --allow-drop to accept it, or try "
-            "int16x8, or retrain with the integer-friendly options (docs/export.md).")
-    return card.to_dict()
