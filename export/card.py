@@ -14,70 +14,97 @@ def _pct(v):
 
 
 def card_markdown(card: ModelCard) -> str:
-    acc = card.accuracy
-    lines = [f"# {card.model} on {card.task}: {card.form} model, {card.quantize}", ""]
-    lines += ["| | |", "|---|---|",
-              f"| task | `{card.task}` ({card.classes} classes), input {card.timesteps} x "
-              f"{card.features} |",
-              f"| data | {card.data['source']}: {card.data['train']} training sequences, "
-              f"{card.data['test']} test sequences |",
-              f"| calibration | {card.data['calibration'] or 'none (no calibrated mode)'} |",
-              f"| parameters | {card.parameters:,} |",
-              f"| files | " + ", ".join(f"`{f}` {card.bytes[k]:,} bytes"
-                                       for k, f in card.files.items()) + " |",
-              f"| ops | " + "; ".join(f"{k}: {', '.join(v)}" for k, v in card.ops.items())
-              + " (builtin only) |",
-              f"| weights | {card.weights} |",
-              f"| Keras float accuracy | {_pct(acc['keras_float'])} |",
-              f"| TFLite accuracy ({acc['runtime']}) | {_pct(acc['tflite'])} "
-              f"(drop {acc['drop_points']:+.2f} points; allowed {acc['max_drop_points']}) |",
-              f"| argmax agreement with Keras | {_pct(acc['argmax_agreement'])} |"]
-    micro = card.tflite_micro or {}
+    """The card as Markdown: a headline (starting with FAILED when the accuracy check failed, so
+    that a kept-for-inspection export is not mistaken for a good one), the summary table, and how
+    to run the export."""
+    lines = [_headline(card), ""] + _summary_table(card) + [""] + _running_it(card)
+    return "\n".join(lines)
+
+
+def _headline(card: ModelCard) -> str:
+    title = f"{card.model} on {card.task}: {card.form} model, {card.quantize}"
+    acc = card.accuracy or {}
+    if acc.get("passed", True):
+        return f"# {title}"
+    return (f"# FAILED: {title}: TFLite accuracy {acc['drop_points']:.2f} points below the "
+            f"Keras float model's (allowed {acc['max_drop_points']})")
+
+
+def _summary_table(card: ModelCard) -> list[str]:
+    acc, data = card.accuracy, card.data
+    files = ", ".join(f"`{f}` {card.bytes[k]:,} bytes" for k, f in card.files.items())
+    ops = "; ".join(f"{k}: {', '.join(v)}" for k, v in card.ops.items())
+    return ["| | |", "|---|---|",
+            f"| task | `{card.task}` ({card.classes} classes), input {card.timesteps} x "
+            f"{card.features} |",
+            f"| data | {data['source']}: {data['train']} training sequences, "
+            f"{data['test']} test sequences |",
+            f"| calibration | {data['calibration'] or 'none (no calibrated mode)'} |",
+            f"| parameters | {card.parameters:,} |",
+            f"| files | {files} |",
+            f"| ops | {ops} (builtin only) |",
+            f"| weights | {card.weights} |",
+            f"| Keras float accuracy | {_pct(acc['keras_float'])} |",
+            f"| TFLite accuracy ({acc['runtime']}) | {_pct(acc['tflite'])} "
+            f"(drop {acc['drop_points']:+.2f} points; allowed {acc['max_drop_points']}) |",
+            f"| argmax agreement with Keras | {_pct(acc['argmax_agreement'])} |",
+            *_micro_rows(card.tflite_micro or {})]
+
+
+def _micro_rows(micro: dict) -> list[str]:
     if "arena_bytes" in micro:
         arena = f"{micro['arena_bytes']:,} bytes"
         if micro.get("head_arena_bytes"):
             arena += f" (head {micro['head_arena_bytes']:,})"
-        lines += [f"| TFLite Micro arena (smallest that works) | {arena} |",
-                  f"| TFLite Micro accuracy | {_pct(micro['accuracy'])} on the first "
-                  f"{micro['test_sequences']} test sequences (LiteRT on the same: "
-                  f"{_pct(micro['litert_accuracy_same_sequences'])}; argmax agreement "
-                  f"{_pct(micro['argmax_agreement_with_litert'])}) |"]
-    elif micro.get("skipped"):
-        lines.append(f"| TFLite Micro | {micro['skipped']} |")
-    lines.append("")
-    lines += ["## Running it", "",
-              f"Inputs are normalised per feature with `{NORMALIZATION_FILE}` "
-              f"(`x = (raw - mean) / std`) before quantization; `{TESTSET_FILE}` is already "
-              "normalised.", ""]
+        return [f"| TFLite Micro arena (smallest that works) | {arena} |",
+                f"| TFLite Micro accuracy | {_pct(micro['accuracy'])} on the first "
+                f"{micro['test_sequences']} test sequences (LiteRT on the same: "
+                f"{_pct(micro['litert_accuracy_same_sequences'])}; argmax agreement "
+                f"{_pct(micro['argmax_agreement_with_litert'])}) |"]
+    if micro.get("skipped"):
+        return [f"| TFLite Micro | {micro['skipped']} |"]
+    return []
+
+
+def _running_it(card: ModelCard) -> list[str]:
+    lines = ["## Running it", "",
+             f"Inputs are normalised per feature with `{NORMALIZATION_FILE}` "
+             f"(`x = (raw - mean) / std`) before quantization; `{TESTSET_FILE}` is already "
+             "normalised.", ""]
     if card.form == "step":
-        io, sq = card.step_io, card.state_quantization
-        lines += [f"`{card.files['step']}` takes x_t at input {io['x']} and h_prev at input {io['h']} "
-                  f"(the converter orders inputs alphabetically) and returns h_t at output "
-                  f"{io['h_out']}; start from h_0 = 0, invoke once per sample, then run "
-                  f"`{card.files['head']}` on the final state.", "",
-                  f"State quantization: h_prev {sq['h_in']['dtype']} scale {sq['h_in']['scale']:.6g}"
-                  f" zero point {sq['h_in']['zero_point']}; h_t scale {sq['h_out']['scale']:.6g} "
-                  f"zero point {sq['h_out']['zero_point']}. Feedback: **{sq['feedback']}**. "
-                  "x_t is quantized with scale "
-                  f"{sq['x']['scale']:.6g}, zero point {sq['x']['zero_point']}.", "",
-                  f"`{MAIN_SOURCE}` is the TFLite Micro streaming loop (with "
-                  f"`{C_ARRAY_STEM}.h/.cc`).", ""]
-        stream = card.stream
-        if stream:
-            lines += [f"`{stream['file']}` ({stream['bytes']:,} bytes) is the same pair as one "
-                      "model with signatures `step` (inputs `x_t`, `h_prev`) and `head` (input "
-                      "`h`), for LiteRT's signature runners; over the test split its logits "
-                      f"differ from the two files' by at most {stream['max_abs_logit_diff_vs_step_head']:.3g} "
-                      f"(argmax agreement {_pct(stream['argmax_agreement_with_step_head'])}):", "",
-                      "```python",
-                      "from ai_edge_litert.interpreter import Interpreter",
-                      f"m = Interpreter(model_path=\"{stream['file']}\")",
-                      "step, head = m.get_signature_runner(\"step\"), m.get_signature_runner(\"head\")",
-                      "h = h0                                   # quantized zeros",
-                      "for x_t in xq:                           # quantized, normalised samples",
-                      "    h = step(x_t=x_t[None], h_prev=h)[\"output_0\"]   # requantize if not tied",
-                      "logits = head(h=h)[\"output_0\"]",
-                      "```", ""]
-    lines += ["```bash", "python export/device_bench.py EXPORT_DIR            # latency, accuracy",
-              "python export/device_bench.py EXPORT_DIR --runtime tflite-micro", "```", ""]
-    return "\n".join(lines)
+        lines += _step_usage(card) + (_stream_usage(card.stream) if card.stream else [])
+    return lines + ["```bash",
+                    "python export/device_bench.py EXPORT_DIR            # latency, accuracy",
+                    "python export/device_bench.py EXPORT_DIR --runtime tflite-micro", "```", ""]
+
+
+def _step_usage(card: ModelCard) -> list[str]:
+    io, sq = card.step_io, card.state_quantization
+    return [f"`{card.files['step']}` takes x_t at input {io['x']} and h_prev at input {io['h']} "
+            f"(the converter orders inputs alphabetically) and returns h_t at output "
+            f"{io['h_out']}; start from h_0 = 0, invoke once per sample, then run "
+            f"`{card.files['head']}` on the final state.", "",
+            f"State quantization: h_prev {sq['h_in']['dtype']} scale {sq['h_in']['scale']:.6g}"
+            f" zero point {sq['h_in']['zero_point']}; h_t scale {sq['h_out']['scale']:.6g} "
+            f"zero point {sq['h_out']['zero_point']}. Feedback: **{sq['feedback']}**. "
+            "x_t is quantized with scale "
+            f"{sq['x']['scale']:.6g}, zero point {sq['x']['zero_point']}.", "",
+            f"`{MAIN_SOURCE}` is the TFLite Micro streaming loop (with "
+            f"`{C_ARRAY_STEM}.h/.cc`).", ""]
+
+
+def _stream_usage(stream: dict) -> list[str]:
+    return [f"`{stream['file']}` ({stream['bytes']:,} bytes) is the same pair as one model with "
+            "signatures `step` (inputs `x_t`, `h_prev`) and `head` (input `h`), for LiteRT's "
+            "signature runners; over the test split its logits differ from the two files' by at "
+            f"most {stream['max_abs_logit_diff_vs_step_head']:.3g} (argmax agreement "
+            f"{_pct(stream['argmax_agreement_with_step_head'])}):", "",
+            "```python",
+            "from ai_edge_litert.interpreter import Interpreter",
+            f"m = Interpreter(model_path=\"{stream['file']}\")",
+            "step, head = m.get_signature_runner(\"step\"), m.get_signature_runner(\"head\")",
+            "h = h0                                   # quantized zeros",
+            "for x_t in xq:                           # quantized, normalised samples",
+            "    h = step(x_t=x_t[None], h_prev=h)[\"output_0\"]   # requantize if not tied",
+            "logits = head(h=h)[\"output_0\"]",
+            "```", ""]

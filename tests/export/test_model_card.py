@@ -91,3 +91,15 @@ def test_testset_round_trip(tmp_path):
     card = ModelCard.from_dict(minimal(testset=export.write_testset(x, y)))
     got_x, got_y = export.read_testset(card)
     assert got_x.dtype == np.float32 and got_x.shape == x.shape and got_y.tolist() == [0, 1, 1]
+
+
+def test_a_failed_export_says_failed_in_the_first_line_of_its_markdown():
+    from export.card import card_markdown
+
+    card = ModelCard.from_dict(shipped_card())
+    assert "FAILED" not in card_markdown(card)
+    card.accuracy = {**card.accuracy, "drop_points": 2.5, "max_drop_points": 1.0,
+                     "passed": False}
+    first = card_markdown(card).splitlines()[0]
+    assert first.startswith("# FAILED: ") and f"{card.model} on {card.task}" in first
+    assert "2.50 points below" in first and "allowed 1.0" in first

@@ -1,0 +1,22 @@
+"""A real export that misses the accuracy bar is written for inspection and says so: the card
+records the failed check and model_card.md starts with FAILED."""
+
+import json
+
+import pytest
+
+from export.exportdir import ExportDirectory
+
+
+@pytest.mark.slow
+def test_a_failed_export_is_kept_and_headed_failed(har_run, har_dir, tmp_path):
+    from export.exporter import AccuracyDropError, export_run
+
+    out = tmp_path / "failed"
+    # A float step export loses nothing (drop 0); --max-drop -1 demands a gain, so it fails.
+    with pytest.raises(AccuracyDropError, match="points below the Keras float model"):
+        export_run(har_run, out, quantize="none", form="step", data_dir=har_dir, micro=False,
+                   max_drop=-1.0, print_fn=lambda *a, **k: None)
+    export = ExportDirectory(out)
+    assert json.loads(export.card.read_text())["accuracy"]["passed"] is False
+    assert export.card_markdown.read_text().splitlines()[0].startswith("# FAILED: ")
