@@ -184,7 +184,7 @@ def pareto_plot(rows: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="KWS table: int8 exports, accuracy, bytes, arena, "
                                             "latency, next to the published anchors")
     p.add_argument("selection", nargs="+",
@@ -200,41 +200,65 @@ def main(argv=None) -> int:
     p.add_argument("--skip", nargs="*", default=[], help="models of the selection to leave out")
     p.add_argument("--reuse", action="store_true",
                    help="keep an export already in --out when its card names the same run")
-    args = p.parse_args(argv)
+    return p
+
+
+def _selection(args) -> dict:
     selection = {}
     for path in args.selection:
         selection.update(json.loads(Path(path).read_text()))
     for name in args.skip:
         selection.pop(name, None)
-    out = Path(args.out)
+    return selection
+
+
+def _form(model: str) -> str:
     # The DS-CNN has no state. The zoo's step export needs one state vector, and Keras's LSTM
     # carries two (h, c); its int8 sequence export crashes the converter (TF bug #75140), so the
     # LSTM is left out with --skip lstm.
-    forms = {name: "sequence" if sel["model"] in ("dscnn", "lstm") else "step"
-             for name, sel in selection.items()}
+    return "sequence" if model in ("dscnn", "lstm") else "step"
+
+
+def export_all(selection: dict, args, out: Path) -> dict[str, list[dict]]:
+    """model name -> the cards of its exported runs (every seed with --all-seeds, else the
+    first), exported in ``args.jobs`` parallel processes."""
     exported_runs = {name: sel["runs"] if args.all_seeds else sel["runs"][:1]
                      for name, sel in selection.items()}
-    jobs = [(run, out / f"{name}-{i}", forms[name], args.reuse)
+    jobs = [(run, out / f"{name}-{i}", _form(selection[name]["model"]), args.reuse)
             for name, runs in exported_runs.items() for i, run in enumerate(runs)]
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:  # CPU-bound conversions
         exported = pool.starmap(export_one, jobs, chunksize=1)
-    cards_by_out = {str(job[1]): card for job, card in zip(jobs, exported)}
+    cards, start = {}, 0
+    for name, runs in exported_runs.items():
+        cards[name], start = exported[start:start + len(runs)], start + len(runs)
+    return cards
+
+
+def table_row(name: str, sel: dict, cards: list[dict], args, out: Path) -> dict:
+    """One model's row: sizes of its first export, accuracies of every export, the float
+    accuracy of every run (seed) as `zoo train` measured it, and the first export's latency."""
+    first = cards[0]
+    micro = [c["tflite_micro"] for c in cards]
+    return {
+        "form": _form(sel["model"]), "params": first["parameters"],
+        "bytes": first["total_bytes"], "arena": first["arena_bytes"],
+        "head_arena": first.get("head_arena_bytes"),
+        "float": [RunDirectory(r).read_metrics()["test"]["accuracy"] for r in sel["runs"]],
+        "int8": [c["accuracy"]["tflite"] for c in cards],
+        "int8_tflm": [m["accuracy"] for m in micro],
+        "int8_litert_same": [m["litert_accuracy_same_sequences"] for m in micro],
+        "tflm_agreement": [m["argmax_agreement_with_litert"] for m in micro],
+        "tflm_sequences": micro[0]["test_sequences"],
+        "timing": time_export(out / f"{name}-0", args.runs), "lr": sel["lr"]}
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    selection, out = _selection(args), Path(args.out)
+    cards = export_all(selection, args, out)
     rows = {}
     for name, sel in selection.items():
-        form = forms[name]
-        cards = [cards_by_out[str(out / f"{name}-{i}")] for i in range(len(exported_runs[name]))]
-        first = cards[0]
-        rows[name] = {
-            "form": form, "params": first["parameters"], "bytes": first["total_bytes"],
-            "arena": first["arena_bytes"], "head_arena": first.get("head_arena_bytes"),
-            # Keras float test accuracy of every run (seed), as `zoo train` measured it.
-            "float": [RunDirectory(r).read_metrics()["test"]["accuracy"] for r in sel["runs"]],
-            "int8": [c["accuracy"]["tflite"] for c in cards],
-            "int8_tflm": [c["tflite_micro"]["accuracy"] for c in cards],
-            "int8_litert_same": [c["tflite_micro"]["litert_accuracy_same_sequences"] for c in cards],
-            "tflm_agreement": [c["tflite_micro"]["argmax_agreement_with_litert"] for c in cards],
-            "tflm_sequences": cards[0]["tflite_micro"]["test_sequences"],
-            "timing": time_export(out / f"{name}-0", args.runs), "lr": sel["lr"]}
+        rows[name] = table_row(name, sel, cards[name], args, out)
         print(f"{name}: {json.dumps({k: v for k, v in rows[name].items() if k != 'timing'})}",
               flush=True)
     fe = frontend_cost_us()

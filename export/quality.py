@@ -115,6 +115,33 @@ def ensure_run(task, label, model, options, reuse_name, runs: Path, reuse: Path 
                           print_fn=lambda *a, **k: None)
 
 
+def export_modes(row: dict, run: Path, out_stem: Path, data_dir) -> None:
+    """Export ``run`` as a step model in each mode into ``OUT_STEM-MODE`` and record the figures
+    in ``row`` (a mode already exported from this run is kept); a run that cannot be exported
+    (e.g. a collapsed state: nothing to calibrate) records the error's first words."""
+    from export.exporter import export_run
+
+    for mode in MODES:
+        if mode in row and row.get("run_at_export") == str(run):
+            continue
+        try:
+            card = export_run(run, out_stem.with_name(f"{out_stem.name}-{mode}"), quantize=mode,
+                              form="step", data_dir=data_dir, allow_drop=True, overwrite=True,
+                              micro_sequences=100, print_fn=lambda *a, **k: None)
+        except ValueError as err:
+            row["error"] = str(err).split(":")[0]
+            break
+        acc = card["accuracy"]
+        row[mode] = {"accuracy": acc["tflite"], "float": acc["keras_float"],
+                     "drop": acc["drop_points"], "agreement": acc["argmax_agreement"],
+                     "bytes": card["total_bytes"], "step_bytes": card["bytes"]["step"],
+                     "arena": card.get("arena_bytes"),
+                     "tied": card["state_quantization"]["tied"],
+                     "tflm_agreement": card["tflite_micro"]["argmax_agreement_with_litert"],
+                     "parameters": card["parameters"]}
+    row["run_at_export"] = str(run)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--har", help="UCI HAR folder or archive")
@@ -125,8 +152,6 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="+", help="row labels to run (default: all)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from export.exporter import export_run
-
     runs = Path(args.runs)
     runs.mkdir(parents=True, exist_ok=True)
     cache_path = runs / "results.json"
@@ -143,27 +168,7 @@ def main(argv=None) -> int:
             row = results.get(key, {})
             row.update({"run": str(run), "model": model, "options": options})
             row.pop("error", None)
-            for mode in MODES:
-                if mode in row and row.get("run_at_export") == str(run):
-                    continue
-                try:
-                    card = export_run(run, runs / "exports" / f"{task}-{_slug(label)}-{mode}",
-                                      quantize=mode, form="step", data_dir=data_dirs[task],
-                                      allow_drop=True, overwrite=True, micro_sequences=100,
-                                      print_fn=lambda *a, **k: None)
-                except ValueError as err:  # e.g. a collapsed state: nothing to calibrate
-                    row["error"] = str(err).split(":")[0]
-                    break
-                row[mode] = {"accuracy": card["accuracy"]["tflite"],
-                             "float": card["accuracy"]["keras_float"],
-                             "drop": card["accuracy"]["drop_points"],
-                             "agreement": card["accuracy"]["argmax_agreement"],
-                             "bytes": card["total_bytes"], "step_bytes": card["bytes"]["step"],
-                             "arena": card.get("arena_bytes"),
-                             "tied": card["state_quantization"]["tied"],
-                             "tflm_agreement": card["tflite_micro"]["argmax_agreement_with_litert"],
-                             "parameters": card["parameters"]}
-            row["run_at_export"] = str(run)
+            export_modes(row, run, runs / "exports" / f"{task}-{_slug(label)}", data_dirs[task])
             row["seconds"] = round(time.perf_counter() - t0, 1)
             # Re-read before writing: another task may run in a second process on the same cache.
             results = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
