@@ -29,6 +29,7 @@ quantization (the zoo's exports do) and requantized otherwise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -346,19 +347,8 @@ class MicroInterpreter:
         from tflite_micro.python.tflite_micro import runtime
 
         self._interp = runtime.Interpreter.from_file(path, arena_size=arena_bytes)
-        n_in, n_out = 0, 0
-        while True:  # the TFLM API has no count: probe until an index is rejected
-            try:
-                self._interp.get_input_details(n_in)
-                n_in += 1
-            except Exception:  # noqa: BLE001 - TFLM raises a bare RuntimeError
-                break
-        while True:
-            try:
-                self._interp.get_output_details(n_out)
-                n_out += 1
-            except Exception:  # noqa: BLE001
-                break
+        n_in = count_micro_tensors(self._interp.get_input_details)
+        n_out = count_micro_tensors(self._interp.get_output_details)
         self.inputs = [self._interp.get_input_details(i) for i in range(n_in)]
         self.outputs = [self._interp.get_output_details(i) for i in range(n_out)]
 
@@ -387,6 +377,35 @@ class MicroInterpreter:
 
     def reset(self):
         self._interp.reset()
+
+
+@contextlib.contextmanager
+def quiet_stderr():
+    """Silence file descriptor 2 for the block: TFLite Micro's C++ code reports there (a
+    rejected tensor index, a failed arena allocation), bypassing Python."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def count_micro_tensors(get_details):
+    """How many inputs (or outputs) a TFLite Micro interpreter has, given its
+    ``get_input_details`` (or ``get_output_details``): the API has no count, so indices are tried
+    until one is rejected, with the rejection TFLM prints on stderr silenced."""
+    n = 0
+    with quiet_stderr():
+        while True:
+            try:
+                get_details(n)
+            except Exception:  # noqa: BLE001 - TFLM raises a bare RuntimeError
+                return n
+            n += 1
 
 
 def detect_runtime() -> str:

@@ -124,10 +124,7 @@ def classify_c(binary, windows_file, n: int, classes: int) -> tuple[np.ndarray, 
 
 def python_micro_model(export_dir, card):
     """``device_bench.StepModel`` on the tflite-micro Python runtime, with the export's arenas."""
-    from export.micro import quiet_stderr
-
-    with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
-        return device_bench.StepModel(str(export_dir), card, "tflite-micro", 1)
+    return device_bench.StepModel(str(export_dir), card, "tflite-micro", 1)
 
 
 def check_against_python(export_dir, binary, work_dir, limit: int | None = None) -> dict:

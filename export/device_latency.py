@@ -26,7 +26,6 @@ import numpy as np
 
 from export import device_bench, device_build
 from export.exportdir import ExportDirectory
-from export.micro import quiet_stderr
 
 __all__ = ["measure", "main"]
 
@@ -95,8 +94,7 @@ def measure_lstm(run_dir: Path, args, out: Path, reps: int) -> dict:
     window = export.read_testset(card)[0][0]
     timing = {}
     for runtime in ("tflite-micro", "litert"):
-        with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
-            model = device_bench.SequenceModel(str(export_dir), card, runtime, 1)
+        model = device_bench.SequenceModel(str(export_dir), card, runtime, 1)
         timing[runtime] = device_bench.benchmark(model, "sequence", window, runs=reps, warmup=5)
     return {"python": timing, "bytes": card.total_bytes, "arena_bytes": card.arena_bytes,
             "accuracy": card.accuracy["tflite"]}

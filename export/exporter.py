@@ -299,7 +299,7 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: _Run,
                        opts: ExportOptions) -> None:
     """``card.tflite_micro`` and the arenas: the smallest arena of each model, and the first
     ``micro_sequences`` test sequences under the tflite-micro interpreter against LiteRT."""
-    from export.micro import quiet_stderr, smallest_arena
+    from export.micro import smallest_arena
 
     if not opts.micro:
         return
@@ -312,8 +312,7 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: _Run,
     card.arena_bytes = smallest_arena(converted.models["step" if step else "model"])
     if step:
         card.head_arena_bytes = smallest_arena(converted.models["head"])
-    with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
-        tflm = device_bench.open_export(str(export.root), card, "tflite-micro", 1)
+    tflm = device_bench.open_export(str(export.root), card, "tflite-micro", 1)
     micro_logits = _predict_all(tflm, run.x_test, opts.micro_sequences)
     card.tflite_micro = {"arena_bytes": card.arena_bytes,
                          "head_arena_bytes": card.head_arena_bytes,
@@ -467,11 +466,8 @@ def _step_io(step_path: Path) -> tuple[dict, dict]:
 
 def _single_step_agreement(step_path: Path, io, arena, pairs_x, pairs_h):
     """Max |LiteRT - TFLM| of one step's raw output (in quantization steps / float units)."""
-    from export.micro import quiet_stderr
-
     lite = device_bench.open_model(str(step_path), "litert", None, None)
-    with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
-        micro = device_bench.open_model(str(step_path), "tflite-micro", 1, arena)
+    micro = device_bench.open_model(str(step_path), "tflite-micro", 1, arena)
     worst, differing, total = 0.0, 0, 0
     for x, h in zip(pairs_x, pairs_h):
         for i, value in ((io["x"], x), (io["h"], h)):

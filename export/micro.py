@@ -9,18 +9,16 @@ C++ example adds headroom.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sys
 
 import numpy as np
 
+from export.device_bench import count_micro_tensors, quiet_stderr
 from export.device_sources import device_sources, resolver_calls
 from export.exportdir import C_ARRAY_STEM
 
-__all__ = ["micro_interpreter", "works_with_arena", "smallest_arena", "c_array_sources",
-           "streaming_sources", "resolver_calls"]
+__all__ = ["micro_interpreter", "quiet_stderr", "works_with_arena", "smallest_arena",
+           "c_array_sources", "streaming_sources", "resolver_calls"]
 
 
 def micro_interpreter(tflite: bytes, arena_size: int):
@@ -33,41 +31,16 @@ def micro_interpreter(tflite: bytes, arena_size: int):
     return runtime.Interpreter.from_bytes(bytes(tflite), arena_size=int(arena_size))
 
 
-def _input_count(interp) -> int:
-    n = 0
-    while True:  # the TFLM Python API has no input count: probe until an index is rejected
-        try:
-            interp.get_input_details(n)
-        except Exception:  # noqa: BLE001 - TFLM raises a bare RuntimeError
-            return n
-        n += 1
-
-
-@contextlib.contextmanager
-def quiet_stderr():
-    """Silence file descriptor 2: TFLM's C++ error reporter prints every failed allocation of
-    the arena bisection ("Failed to allocate tail memory...") there, bypassing Python."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def works_with_arena(tflite: bytes, arena_size: int) -> bool:
     """Whether the model allocates in ``arena_size`` bytes and runs one invoke on zero inputs."""
-    with quiet_stderr():
+    with quiet_stderr():  # TFLM prints every failed allocation of the bisection
         return _works(tflite, arena_size)
 
 
 def _works(tflite, arena_size):
     try:
         interp = micro_interpreter(tflite, arena_size)
-        for i in range(_input_count(interp)):
+        for i in range(count_micro_tensors(interp.get_input_details)):
             d = interp.get_input_details(i)
             interp.set_input(np.zeros(d["shape"], dtype=d["dtype"]), i)
         interp.invoke()
