@@ -298,6 +298,16 @@ def lowrank_or_full(p, name):
     return (p[f"{name}_1"] @ p[f"{name}_2"]).T
 
 
+def fastrnn_oracle(x, h0, W, U, b, alpha, beta, act=np.tanh):
+    """FastGRNN paper Eq. 2: ``h_t = alpha act(W x_t + U h_{t-1} + b) + beta h_{t-1}``."""
+    h, out = h0, []
+    for t in range(x.shape[1]):
+        h_tilde = act(mv(W, x[:, t]) + mv(U, h) + b)
+        h = alpha * h_tilde + beta * h
+        out.append(h)
+    return np.stack(out, 1)
+
+
 @pytest.mark.parametrize("ranks", [(None, None), (2, 3)], ids=["full", "lowrank"])
 def test_fastrnn_matches_eq2(ranks, rng, data):
     x, h0 = data
@@ -310,12 +320,22 @@ def test_fastrnn_matches_eq2(ranks, rng, data):
         assert p["kernel_1"].shape == (d, w_rank) and p["recurrent_kernel_1"].shape == (D, u_rank)
     W, U = lowrank_or_full(p, "kernel"), lowrank_or_full(p, "recurrent_kernel")
     alpha, beta = sigmoid(p["alpha_raw"]), sigmoid(p["beta_raw"])
-    h, want = h0, []
-    for t in range(T):
-        h_tilde = np.tanh(mv(W, x[:, t]) + mv(U, h) + p["bias"])
-        h = alpha * h_tilde + beta * h
-        want.append(h)
-    assert_close(run(layer, x, h0), np.stack(want, 1))
+    want = fastrnn_oracle(x, h0, W, U, p["bias"], alpha, beta)
+    assert_close(run(layer, x, h0), want)
+
+
+def fastgrnn_oracle(x, h0, W, U, b_z, b_h, zeta, nu, sg=sigmoid, su=np.tanh):
+    """FastGRNN paper Eq. 6: ``z = sg(W x + U h + b_z)``, ``h~ = su(W x + U h + b_h)``,
+    ``h = (zeta (1 - z) + nu) h~ + z h``. Returns the states and the update pre-activations."""
+    h, out, pres = h0, [], []
+    for t in range(x.shape[1]):
+        shared = mv(W, x[:, t]) + mv(U, h)
+        z = sg(shared + b_z)
+        h_tilde = su(shared + b_h)
+        h = (zeta * (1.0 - z) + nu) * h_tilde + z * h
+        out.append(h)
+        pres.append(shared + b_h)
+    return np.stack(out, 1), np.stack(pres)
 
 
 @pytest.mark.parametrize("ranks,acts", [
@@ -336,23 +356,31 @@ def test_fastgrnn_matches_eq6(ranks, acts, rng, data):
     p = weights(layer)
     W, U = lowrank_or_full(p, "kernel"), lowrank_or_full(p, "recurrent_kernel")
     zeta, nu = sigmoid(p["zeta_raw"]), sigmoid(p["nu_raw"])
-    sg, su = NP_ACT[gate_act], NP_ACT[update_act]
-    h, want, pres = h0, [], []
-    for t in range(T):
-        shared = mv(W, x[:, t]) + mv(U, h)
-        z = sg(shared + p["gate_bias"])
-        h_tilde = su(shared + p["update_bias"])
-        h = (zeta * (1.0 - z) + nu) * h_tilde + z * h
-        want.append(h)
-        pres.append(shared + p["update_bias"])
+    want, pres = fastgrnn_oracle(x, h0, W, U, p["gate_bias"], p["update_bias"], zeta, nu,
+                                 NP_ACT[gate_act], NP_ACT[update_act])
     if gate_act.startswith("quant"):
-        pres = np.abs(np.stack(pres))
+        pres = np.abs(pres)
         assert (pres > 1).mean() > 0.1 and (pres < 1).mean() > 0.1, "clip not exercised"
-    assert_close(run(layer, x, h0), np.stack(want, 1))
+    assert_close(run(layer, x, h0), want)
 
 
 # ---------------------------------------------------------------------------------------------
 # AntisymmetricRNN (Chang et al. 2019), ungated and gated
+
+
+def antisymmetric_oracle(x, h0, Wm, V, bias, eps, gamma, gated):
+    """Chang et al.: ``A = W - W^T - gamma I``, ``h += eps tanh(A h + V_h x + b_h)``, the update
+    scaled by ``sigmoid(A h + V_z x + b_z)`` when gated (``V``, ``bias``: ``[V_h; V_z]``)."""
+    D_ = Wm.shape[0]
+    A = Wm - Wm.T - gamma * np.eye(D_)
+    h, out = h0, []
+    for t in range(x.shape[1]):
+        update = np.tanh(mv(A, h) + mv(V[:D_], x[:, t]) + bias[:D_])
+        if gated:
+            update = sigmoid(mv(A, h) + mv(V[D_:], x[:, t]) + bias[D_:]) * update
+        h = h + eps * update
+        out.append(h)
+    return np.stack(out, 1)
 
 
 @pytest.mark.parametrize("gated", [False, True], ids=["ungated", "gated"])
@@ -363,38 +391,35 @@ def test_antisymmetric_matches_paper(gated, rng, data):
                                        return_sequences=True))
     randomise(layer, rng)
     p = weights(layer)
-    Wm = p["recurrent_kernel"].T
-    A = Wm - Wm.T - gamma * np.eye(D)
     V = p["kernel"].T  # (D or 2D, d): rows [V_h; V_z]
-    bias = p["bias"]
-    h, want = h0, []
-    for t in range(T):
-        update = np.tanh(mv(A, h) + mv(V[:D], x[:, t]) + bias[:D])
-        if gated:
-            z = sigmoid(mv(A, h) + mv(V[D:], x[:, t]) + bias[D:])
-            update = z * update
-        h = h + eps * update
-        want.append(h)
-    assert_close(run(layer, x, h0), np.stack(want, 1))
+    want = antisymmetric_oracle(x, h0, p["recurrent_kernel"].T, V, p["bias"], eps, gamma, gated)
+    assert_close(run(layer, x, h0), want)
 
 
 # ---------------------------------------------------------------------------------------------
 # StableRNN (000 Sec. 6.2): h_t = tanh(W h_{t-1} + U x_t + b)
 
 
+def tanh_rnn_oracle(x, h0, W, U, b):
+    """Miller & Hardt Sec. 6.2: ``h_t = tanh(W h_{t-1} + U x_t + b)``."""
+    h, out = h0, []
+    for t in range(x.shape[1]):
+        h = np.tanh(mv(W, h) + mv(U, x[:, t]) + b)
+        out.append(h)
+    return np.stack(out, 1)
+
+
+def inside_ball(rng, shape, norm=0.9):
+    """A recurrent matrix of spectral norm ``norm``: the 0.99 projection leaves it unchanged."""
+    m = rng.normal(0.0, 0.3, size=shape)
+    return norm * m / np.linalg.norm(m, 2)
+
+
 def test_stablernn_matches_tanh_rnn(rng, data):
     x, h0 = data
     layer = build(zoo.StableRNN(D, max_norm=0.99, return_sequences=True))
-
-    def inside_ball(shape):  # a recurrent matrix the constraint would leave unchanged
-        m = rng.normal(0.0, 0.3, size=shape)
-        return 0.9 * m / np.linalg.norm(m, 2)
-
-    randomise(layer, rng, {"recurrent_kernel": inside_ball})
+    randomise(layer, rng, {"recurrent_kernel": lambda s: inside_ball(rng, s)})
     p = weights(layer)
-    W, U, b = p["recurrent_kernel"].T, p["kernel"].T, p["bias"]
-    h, want = h0, []
-    for t in range(T):
-        h = np.tanh(mv(W, h) + mv(U, x[:, t]) + b)
-        want.append(h)
-    assert_close(run(layer, x, h0), np.stack(want, 1))
+    want = tanh_rnn_oracle(x, h0, p["recurrent_kernel"].T, p["kernel"].T, p["bias"])
+    assert_close(run(layer, x, h0), want)
+
