@@ -4,7 +4,7 @@ import keras
 from keras import initializers, ops
 
 from zoo import activations
-from zoo.layers import CellRNN
+from zoo.layers import CellRNN, next_state, previous_state
 from zoo.state_bound import bound_state, check_state_bound
 from zoo.registry import register_model
 
@@ -86,14 +86,14 @@ class AntisymmetricRNNCell(keras.layers.Layer):
         return w - ops.transpose(w) - self.gamma * ops.eye(self.units, dtype=w.dtype)
 
     def call(self, inputs, states, training=False):
-        h_prev = states[0]
+        h_prev = previous_state(states)
         recurrent = ops.matmul(h_prev, self.recurrence_matrix())
         drive = ops.matmul(inputs, self.kernel) + self.bias
         update = self.activation(recurrent + drive[:, :self.units])
         if self.gated:
             update = ops.sigmoid(recurrent + drive[:, self.units:]) * update
         h = self._bound(h_prev + self.epsilon * update)
-        return h, [h]
+        return h, next_state(h, states)
 
     def _bound(self, state):
         return bound_state(state, self.state_clip, self.state_quant_bits, signed=True)

@@ -6,7 +6,7 @@ import numpy as np
 from keras import initializers, ops
 
 from zoo import activations
-from zoo.layers import CellRNN
+from zoo.layers import CellRNN, next_state, previous_state
 from zoo.registry import register_model
 
 PAPER = "Cayci & Eryilmaz, Convergence of gradient descent for RNNs: a nonasymptotic analysis"
@@ -194,11 +194,11 @@ class DiagonalRNNCell(keras.layers.Layer):
         return self._value(self._recurrent)
 
     def call(self, inputs, states, training=False):
-        pre = ops.matmul(inputs, self.kernel) + self.recurrent_kernel * states[0]
+        pre = ops.matmul(inputs, self.kernel) + self.recurrent_kernel * previous_state(states)
         if self.use_bias:
             pre = pre + self.bias
         h = self.activation(pre)
-        return h, [h]
+        return h, next_state(h, states)
 
     def get_config(self):
         config = {"units": self.units, "alpha": self.alpha, "rho_w": self.rho_w,

@@ -5,7 +5,7 @@ import keras
 from keras import initializers, ops
 
 from zoo import activations
-from zoo.layers import CellRNN
+from zoo.layers import CellRNN, next_state, previous_state
 from zoo.registry import register_model
 
 PAPER = ("Kusupati et al., FastGRNN: A Fast, Accurate, Stable and Tiny Kilobyte Sized Gated "
@@ -112,10 +112,10 @@ class FastRNNCell(_FastCellBase):
                                         initializer=initializers.Constant(self.beta_init))
 
     def call(self, inputs, states, training=False):
-        h_prev = states[0]
+        h_prev = previous_state(states)
         candidate = self.activation(self.pre_activation(inputs, h_prev) + self.bias)
         h = ops.sigmoid(self.alpha_raw) * candidate + ops.sigmoid(self.beta_raw) * h_prev
-        return h, [h]
+        return h, next_state(h, states)
 
     def get_config(self):
         config = {
@@ -172,13 +172,13 @@ class FastGRNNCell(_FastCellBase):
                                       initializer=initializers.Constant(self.nu_init))
 
     def call(self, inputs, states, training=False):
-        h_prev = states[0]
+        h_prev = previous_state(states)
         pre = self.pre_activation(inputs, h_prev)
         z = self.gate_activation(pre + self.gate_bias)
         candidate = self.update_activation(pre + self.update_bias)
         zeta, nu = ops.sigmoid(self.zeta_raw), ops.sigmoid(self.nu_raw)
         h = (zeta * (1.0 - z) + nu) * candidate + z * h_prev
-        return h, [h]
+        return h, next_state(h, states)
 
     def get_config(self):
         config = {

@@ -7,7 +7,7 @@ import keras
 from keras import initializers, ops, regularizers, constraints
 
 from zoo import activations
-from zoo.layers import CellRNN
+from zoo.layers import CellRNN, next_state, previous_state
 from zoo.state_bound import bound_state, check_state_bound
 from zoo.registry import register_model
 
@@ -199,7 +199,10 @@ class IRNNCell(keras.layers.Layer):
         return bound_state(state, self.state_clip, self.state_quant_bits, signed=False)
 
     def call(self, inputs, states, training=False):
-        h_prev = states[0]
+        if self.eta_timesteps is not None and not isinstance(states, (list, tuple)):
+            raise ValueError("with eta_timesteps the cell's state is the list [h, step]: "
+                             "a bare state tensor has no step counter")
+        h_prev = previous_state(states)
         dtype = h_prev.dtype
         alpha = ops.cast(self.alpha_value(), dtype)
         drive = ops.matmul(inputs, self.kernel)  # W x_m (+ b), shared by all K recursions
@@ -223,7 +226,7 @@ class IRNNCell(keras.layers.Layer):
                 pre = self._apply_u(pre, alpha)
             g = self._bound(g + eta * (self.activation(pre) - alpha * v))
         if self.eta_timesteps is None:
-            return g, [g]
+            return g, next_state(g, states)
         return g, [g, states[1] + 1]
 
     def get_config(self):

@@ -13,6 +13,18 @@ from keras.layers import InputSpec
 _SHARED = ("name", "dtype", "trainable")
 
 
+def previous_state(states):
+    """h_{t-1} from ``states`` as Keras's cells take it: a bare tensor, or a list/tuple whose
+    first entry is h_{t-1} (`keras.layers.RNN` always passes the list)."""
+    return states[0] if isinstance(states, (list, tuple)) else states
+
+
+def next_state(h, states):
+    """The new state in the form ``states`` came in, as `keras.layers.SimpleRNNCell` returns it:
+    ``[h]`` for a list or tuple, ``h`` for a bare tensor."""
+    return [h] if isinstance(states, (list, tuple)) else h
+
+
 class CellRNN(keras.layers.RNN):
     """``keras.layers.RNN`` over ``cell_class``, configured flat like ``keras.layers.SimpleRNN``.
 

@@ -5,7 +5,7 @@ import keras
 from keras import initializers, ops
 
 from zoo import activations
-from zoo.layers import CellRNN
+from zoo.layers import CellRNN, next_state, previous_state
 from zoo.registry import register_model
 
 PAPER = "Miller & Hardt, Stable Recurrent Models, ICLR 2019"
@@ -84,11 +84,12 @@ class StableRNNCell(keras.layers.Layer):
                      if self.use_bias else None)
 
     def call(self, inputs, states, training=False):
-        pre = ops.matmul(inputs, self.kernel) + ops.matmul(states[0], self.recurrent_kernel)
+        h_prev = previous_state(states)
+        pre = ops.matmul(inputs, self.kernel) + ops.matmul(h_prev, self.recurrent_kernel)
         if self.use_bias:
             pre = pre + self.bias
         h = self.activation(pre)
-        return h, [h]
+        return h, next_state(h, states)
 
     def get_config(self):
         config = {
