@@ -4,7 +4,7 @@ import keras
 from keras import initializers, ops
 
 from zoo import activations
-from zoo.layers import CellRNN, next_state, previous_state
+from zoo.layers import CellRNN, ZooCell, next_state, previous_state
 from zoo.state_bound import bound_state, check_state_bound
 from zoo.registry import register_model
 
@@ -13,7 +13,7 @@ PAPER = ("Chang, Chen, Haber & Chi, AntisymmetricRNN: A Dynamical System View on
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
-class AntisymmetricRNNCell(keras.layers.Layer):
+class AntisymmetricRNNCell(ZooCell):
     r"""AntisymmetricRNN cell: a forward-Euler step of an ODE whose Jacobian has an (almost)
     imaginary spectrum::
 
@@ -48,37 +48,33 @@ class AntisymmetricRNNCell(keras.layers.Layer):
 
     def __init__(self, units, epsilon=0.01, gamma=0.01, gated=False, activation="tanh",
                  sigma_w=1.0, kernel_initializer=None, recurrent_initializer=None,
-                 bias_initializer="zeros", state_clip=None, state_quant_bits=None, **kwargs):
-        super().__init__(**kwargs)
-        if units <= 0:
-            raise ValueError(f"units must be positive, got {units}")
+                 bias_initializer="zeros", state_clip=None, state_quant_bits=None, use_bias=True,
+                 kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
+                 kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
+                 **kwargs):
+        super().__init__(
+            units, use_bias=use_bias,
+            kernel_initializer=kernel_initializer or _normal_fan_in(1.0),
+            recurrent_initializer=recurrent_initializer or _normal_fan_in(float(sigma_w) ** 2),
+            bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer, bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint, recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint, **kwargs)
         if epsilon <= 0 or gamma < 0:
             raise ValueError(f"need epsilon > 0 and gamma >= 0, got {epsilon}, {gamma}")
         self.state_clip, self.state_quant_bits = check_state_bound(
             state_clip, state_quant_bits, "[-state_clip, state_clip]")
-        self.units = units
         self.epsilon = float(epsilon)
         self.gamma = float(gamma)
         self.gated = gated
         self.activation = activations.get(activation)
         self.sigma_w = float(sigma_w)
-        self.kernel_initializer = initializers.get(kernel_initializer or initializers.VarianceScaling(
-            1.0, mode="fan_in", distribution="untruncated_normal"))
-        self.recurrent_initializer = initializers.get(
-            recurrent_initializer or initializers.VarianceScaling(
-                max(self.sigma_w ** 2, 1e-12), mode="fan_in", distribution="untruncated_normal"))
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.state_size = units
-        self.output_size = units
 
     def build(self, input_shape):
         width = self.units * (2 if self.gated else 1)  # [V_h | V_z]
-        self.kernel = self.add_weight(shape=(input_shape[-1], width), name="kernel",
-                                      initializer=self.kernel_initializer)
-        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units),
-                                                name="recurrent_kernel",
-                                                initializer=self.recurrent_initializer)
-        self.bias = self.add_weight(shape=(width,), name="bias", initializer=self.bias_initializer)
+        self.kernel = self.add_kernel((input_shape[-1], width))
+        self.recurrent_kernel = self.add_recurrent_kernel((self.units, self.units))
+        self.bias = self.add_bias((width,)) if self.use_bias else None
 
     def recurrence_matrix(self):
         """A = W - W^T - gamma I, in Keras orientation (``h @ A``)."""
@@ -88,7 +84,9 @@ class AntisymmetricRNNCell(keras.layers.Layer):
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
         recurrent = ops.matmul(h_prev, self.recurrence_matrix())
-        drive = ops.matmul(inputs, self.kernel) + self.bias
+        drive = ops.matmul(inputs, self.kernel)
+        if self.use_bias:
+            drive = drive + self.bias
         update = self.activation(recurrent + drive[:, :self.units])
         if self.gated:
             update = ops.sigmoid(recurrent + drive[:, self.units:]) * update
@@ -100,15 +98,18 @@ class AntisymmetricRNNCell(keras.layers.Layer):
 
     def get_config(self):
         config = {
-            "units": self.units, "epsilon": self.epsilon, "gamma": self.gamma,
+            "epsilon": self.epsilon, "gamma": self.gamma,
             "gated": self.gated, "activation": activations.serialize(self.activation),
             "sigma_w": self.sigma_w,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
             "state_clip": self.state_clip, "state_quant_bits": self.state_quant_bits,
         }
         return {**super().get_config(), **config}
+
+
+def _normal_fan_in(scale):
+    # N(0, scale / fan_in); VarianceScaling rejects scale 0, and sigma_w = 0 is on the paper's grid.
+    return initializers.VarianceScaling(max(scale, 1e-12), mode="fan_in",
+                                        distribution="untruncated_normal")
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")

@@ -6,7 +6,7 @@ import numpy as np
 from keras import initializers, ops
 
 from zoo import activations
-from zoo.layers import CellRNN, next_state, previous_state
+from zoo.layers import CellRNN, ZooCell, next_state, previous_state
 from zoo.registry import register_model
 
 PAPER = "Cayci & Eryilmaz, Convergence of gradient descent for RNNs: a nonasymptotic analysis"
@@ -94,8 +94,23 @@ class SymmetricInit(keras.initializers.Initializer):
                 "axis": self.axis, "seed": self.seed}
 
 
+def _of_value(regularizer, start):
+    """``regularizer`` of the weight ``W(0) + delta``, as a regularizer of delta."""
+    if regularizer is None:
+        return None
+    return lambda delta: regularizer(start + delta)
+
+
+def _projected(constraint, ball, start):
+    """The constraint on delta: ``constraint`` on the weight ``W(0) + delta`` (when given), then
+    the max-norm ``ball`` around W(0), which therefore holds whatever ``constraint`` does."""
+    if constraint is None:
+        return ball
+    return lambda delta: ball(constraint(start + delta) - start)
+
+
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
-class DiagonalRNNCell(keras.layers.Layer):
+class DiagonalRNNCell(ZooCell):
     r"""Elman cell with a diagonal recurrence (002 Eq. 2)::
 
         h_t^{(i)} = sigma( w_i h_{t-1}^{(i)} + U_i^T x_t [+ b_i] ),    i = 1..m
@@ -131,27 +146,34 @@ class DiagonalRNNCell(keras.layers.Layer):
     """
 
     def __init__(self, units, alpha=0.5, rho_w=None, rho_u=None, activation="tanh",
-                 use_bias=False, symmetric_init=True, seed=None, **kwargs):
-        super().__init__(**kwargs)
-        if units <= 0 or (symmetric_init and units % 2):
-            raise ValueError(f"units must be positive (and even with symmetric_init), got {units}")
+                 use_bias=False, symmetric_init=True, seed=None, kernel_initializer=None,
+                 recurrent_initializer=None, bias_initializer="zeros", kernel_regularizer=None,
+                 recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(
+            units, use_bias=use_bias, kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer, bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint, **kwargs)
+        if symmetric_init and units % 2:
+            raise ValueError(f"units must be even with symmetric_init, got {units}")
         if not alpha >= 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         for name, rho in (("rho_w", rho_w), ("rho_u", rho_u)):
             if rho is not None and not rho > 0:
                 raise ValueError(f"{name} must be None or > 0, got {rho}")
-        self.units, self.alpha = units, float(alpha)
+        self.alpha = float(alpha)
         self.rho_w = None if rho_w is None else float(rho_w)
         self.rho_u = None if rho_u is None else float(rho_u)
         self.activation = activations.get(activation)
-        self.use_bias, self.symmetric_init, self.seed = use_bias, symmetric_init, seed
+        self.symmetric_init, self.seed = symmetric_init, seed
         root_m = float(np.sqrt(units))
-        self.recurrent_constraint = None if rho_w is None else MaxNormBall(self.rho_w / root_m)
-        self.kernel_constraint = None if rho_u is None else MaxNormBall(self.rho_u / root_m)
-        self.state_size = units
-        self.output_size = units
+        self.recurrent_projection = None if rho_w is None else MaxNormBall(self.rho_w / root_m)
+        self.kernel_projection = None if rho_u is None else MaxNormBall(self.rho_u / root_m)
 
-    def _initializers(self):
+    def _default_initializers(self):
+        """Def. 1 (or independent draws) for U and w, from ``alpha`` and ``seed``."""
         if self.symmetric_init:
             return (SymmetricInit("normal", 1.0, seed=self.seed),
                     SymmetricInit("rademacher", self.alpha,
@@ -159,24 +181,29 @@ class DiagonalRNNCell(keras.layers.Layer):
         return (initializers.RandomNormal(stddev=1.0, seed=self.seed),
                 initializers.RandomUniform(-self.alpha, self.alpha, seed=self.seed))
 
-    def _weight(self, name, shape, initializer, constraint):
+    def _weight(self, name, shape, initializer, regularizer, constraint, projection):
         """A trainable weight, or ``W(0) + delta`` with W(0) frozen when projected."""
-        if constraint is None:
-            return self.add_weight(shape=shape, name=name, initializer=initializer), None
+        if projection is None:
+            return self.add_weight(shape=shape, name=name, initializer=initializer,
+                                   regularizer=regularizer, constraint=constraint), None
         start = self.add_weight(shape=shape, name=f"{name}_init", initializer=initializer,
                                 trainable=False)
         delta = self.add_weight(shape=shape, name=f"{name}_delta", initializer="zeros",
-                                constraint=constraint)
+                                regularizer=_of_value(regularizer, start),
+                                constraint=_projected(constraint, projection, start))
         return start, delta
 
     def build(self, input_shape):
-        kernel_init, recurrent_init = self._initializers()
-        self._kernel = self._weight("kernel", (input_shape[-1], self.units), kernel_init,
-                                    self.kernel_constraint)
-        self._recurrent = self._weight("recurrent_kernel", (self.units,), recurrent_init,
-                                       self.recurrent_constraint)
-        self.bias = (self.add_weight(shape=(self.units,), name="bias", initializer="zeros")
-                     if self.use_bias else None)
+        kernel_init, recurrent_init = self._default_initializers()
+        self._kernel = self._weight("kernel", (input_shape[-1], self.units),
+                                    self.kernel_initializer or kernel_init,
+                                    self.kernel_regularizer, self.kernel_constraint,
+                                    self.kernel_projection)
+        self._recurrent = self._weight("recurrent_kernel", (self.units,),
+                                       self.recurrent_initializer or recurrent_init,
+                                       self.recurrent_regularizer, self.recurrent_constraint,
+                                       self.recurrent_projection)
+        self.bias = self.add_bias((self.units,)) if self.use_bias else None
 
     @staticmethod
     def _value(pair):
@@ -194,17 +221,17 @@ class DiagonalRNNCell(keras.layers.Layer):
         return self._value(self._recurrent)
 
     def call(self, inputs, states, training=False):
-        pre = ops.matmul(inputs, self.kernel) + self.recurrent_kernel * previous_state(states)
+        h_prev = previous_state(states)
+        pre = ops.matmul(inputs, self.kernel) + self.recurrent_kernel * h_prev
         if self.use_bias:
             pre = pre + self.bias
         h = self.activation(pre)
         return h, next_state(h, states)
 
     def get_config(self):
-        config = {"units": self.units, "alpha": self.alpha, "rho_w": self.rho_w,
-                  "rho_u": self.rho_u, "activation": activations.serialize(self.activation),
-                  "use_bias": self.use_bias, "symmetric_init": self.symmetric_init,
-                  "seed": self.seed}
+        config = {"alpha": self.alpha, "rho_w": self.rho_w, "rho_u": self.rho_u,
+                  "activation": activations.serialize(self.activation),
+                  "symmetric_init": self.symmetric_init, "seed": self.seed}
         return {**super().get_config(), **config}
 
 

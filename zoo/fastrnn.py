@@ -5,14 +5,20 @@ import keras
 from keras import initializers, ops
 
 from zoo import activations
-from zoo.layers import CellRNN, next_state, previous_state
+from zoo.layers import CellRNN, ZooCell, next_state, previous_state
 from zoo.registry import register_model
 
 PAPER = ("Kusupati et al., FastGRNN: A Fast, Accurate, Stable and Tiny Kilobyte Sized Gated "
          "Recurrent Neural Network, NeurIPS 2018")
 
 
-class _FastCellBase(keras.layers.Layer):
+def _normal_01():
+    # EdgeML initialises W, U, W1, W2, U1, U2 ~ N(0, 0.1^2).
+    return initializers.RandomNormal(stddev=0.1)
+
+
+
+class _FastCellBase(ZooCell):
     """Shared by FastRNN and FastGRNN: the (optionally low-rank) pre-activation ``W x + U h``.
 
     EdgeML stores ``W = W1 W2`` as ``W1: [d, r_w]``, ``W2: [r_w, D]`` and computes ``x @ W1 @ W2``
@@ -20,37 +26,23 @@ class _FastCellBase(keras.layers.Layer):
     O(D (d + D)).
     """
 
-    def __init__(self, units, w_rank=None, u_rank=None, kernel_initializer=None,
-                 recurrent_initializer=None, **kwargs):
-        super().__init__(**kwargs)
-        if units <= 0:
-            raise ValueError(f"units must be positive, got {units}")
+    def __init__(self, units, w_rank=None, u_rank=None, **kwargs):
+        super().__init__(units, **kwargs)
         for name, rank in (("w_rank", w_rank), ("u_rank", u_rank)):
             if rank is not None and rank <= 0:
                 raise ValueError(f"{name} must be None or positive, got {rank}")
-        self.units = units
         self.w_rank = w_rank
         self.u_rank = u_rank
-        # EdgeML initialises W, U, W1, W2, U1, U2 ~ N(0, 0.1^2).
-        self.kernel_initializer = initializers.get(
-            kernel_initializer or initializers.RandomNormal(stddev=0.1))
-        self.recurrent_initializer = initializers.get(
-            recurrent_initializer or initializers.RandomNormal(stddev=0.1))
-        self.state_size = units
-        self.output_size = units
 
-    def _matrix(self, name, rows, rank, initializer):
+    def _matrix(self, add, name, rows, rank):
         if rank is None:
-            return [self.add_weight(shape=(rows, self.units), name=name, initializer=initializer)]
-        return [self.add_weight(shape=(rows, rank), name=f"{name}_1", initializer=initializer),
-                self.add_weight(shape=(rank, self.units), name=f"{name}_2",
-                                initializer=initializer)]
+            return [add((rows, self.units), name)]
+        return [add((rows, rank), f"{name}_1"), add((rank, self.units), f"{name}_2")]
 
     def build(self, input_shape):
-        self.kernels = self._matrix("kernel", input_shape[-1], self.w_rank,
-                                    self.kernel_initializer)
-        self.recurrent_kernels = self._matrix("recurrent_kernel", self.units, self.u_rank,
-                                              self.recurrent_initializer)
+        self.kernels = self._matrix(self.add_kernel, "kernel", input_shape[-1], self.w_rank)
+        self.recurrent_kernels = self._matrix(self.add_recurrent_kernel, "recurrent_kernel",
+                                              self.units, self.u_rank)
 
     @staticmethod
     def _chain(x, matrices):
@@ -66,12 +58,7 @@ class _FastCellBase(keras.layers.Layer):
         return list(self.kernels) + list(self.recurrent_kernels)
 
     def get_config(self):
-        config = {
-            "units": self.units, "w_rank": self.w_rank, "u_rank": self.u_rank,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-        }
-        return {**super().get_config(), **config}
+        return {**super().get_config(), "w_rank": self.w_rank, "u_rank": self.u_rank}
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
@@ -93,19 +80,24 @@ class FastRNNCell(_FastCellBase):
 
     def __init__(self, units, activation="tanh", alpha_init=-3.0, beta_init=3.0, w_rank=None,
                  u_rank=None, kernel_initializer=None, recurrent_initializer=None,
-                 bias_initializer=None, **kwargs):
-        super().__init__(units, w_rank=w_rank, u_rank=u_rank,
-                         kernel_initializer=kernel_initializer,
-                         recurrent_initializer=recurrent_initializer, **kwargs)
+                 bias_initializer=None, use_bias=True, kernel_regularizer=None,
+                 recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                 recurrent_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(
+            units, w_rank=w_rank, u_rank=u_rank, use_bias=use_bias,
+            kernel_initializer=kernel_initializer or _normal_01(),
+            recurrent_initializer=recurrent_initializer or _normal_01(),
+            bias_initializer=bias_initializer or initializers.Constant(1.0),
+            kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint, **kwargs)
         self.activation = activations.get(activation)
         self.alpha_init = float(alpha_init)
         self.beta_init = float(beta_init)
-        self.bias_initializer = initializers.get(bias_initializer or initializers.Constant(1.0))
 
     def build(self, input_shape):
         super().build(input_shape)
-        self.bias = self.add_weight(shape=(self.units,), name="bias",
-                                    initializer=self.bias_initializer)
+        self.bias = self.add_bias((self.units,)) if self.use_bias else None
         self.alpha_raw = self.add_weight(shape=(), name="alpha_raw",
                                          initializer=initializers.Constant(self.alpha_init))
         self.beta_raw = self.add_weight(shape=(), name="beta_raw",
@@ -113,15 +105,16 @@ class FastRNNCell(_FastCellBase):
 
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
-        candidate = self.activation(self.pre_activation(inputs, h_prev) + self.bias)
-        h = ops.sigmoid(self.alpha_raw) * candidate + ops.sigmoid(self.beta_raw) * h_prev
+        pre = self.pre_activation(inputs, h_prev)
+        if self.use_bias:
+            pre = pre + self.bias
+        h = ops.sigmoid(self.alpha_raw) * self.activation(pre) + ops.sigmoid(self.beta_raw) * h_prev
         return h, next_state(h, states)
 
     def get_config(self):
         config = {
             "activation": activations.serialize(self.activation),
             "alpha_init": self.alpha_init, "beta_init": self.beta_init,
-            "bias_initializer": initializers.serialize(self.bias_initializer),
         }
         return {**super().get_config(), **config}
 
@@ -148,24 +141,35 @@ class FastGRNNCell(_FastCellBase):
     def __init__(self, units, gate_activation="sigmoid", update_activation="tanh", zeta_init=1.0,
                  nu_init=-4.0, w_rank=None, u_rank=None, kernel_initializer=None,
                  recurrent_initializer=None, gate_bias_initializer=None,
-                 update_bias_initializer=None, **kwargs):
-        super().__init__(units, w_rank=w_rank, u_rank=u_rank,
-                         kernel_initializer=kernel_initializer,
-                         recurrent_initializer=recurrent_initializer, **kwargs)
+                 update_bias_initializer=None, use_bias=True, bias_initializer=None,
+                 kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
+                 kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
+                 **kwargs):
+        super().__init__(
+            units, w_rank=w_rank, u_rank=u_rank, use_bias=use_bias,
+            kernel_initializer=kernel_initializer or _normal_01(),
+            recurrent_initializer=recurrent_initializer or _normal_01(),
+            bias_initializer=bias_initializer or initializers.Constant(1.0),
+            kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint, **kwargs)
         self.gate_activation = activations.get(gate_activation)
         self.update_activation = activations.get(update_activation)
         self.zeta_init = float(zeta_init)
         self.nu_init = float(nu_init)
-        one = initializers.Constant(1.0)
-        self.gate_bias_initializer = initializers.get(gate_bias_initializer or one)
-        self.update_bias_initializer = initializers.get(update_bias_initializer or one)
+        self.gate_bias_initializer = initializers.get(
+            gate_bias_initializer or self.bias_initializer)
+        self.update_bias_initializer = initializers.get(
+            update_bias_initializer or self.bias_initializer)
 
     def build(self, input_shape):
         super().build(input_shape)
-        self.gate_bias = self.add_weight(shape=(self.units,), name="gate_bias",
-                                         initializer=self.gate_bias_initializer)
-        self.update_bias = self.add_weight(shape=(self.units,), name="update_bias",
-                                           initializer=self.update_bias_initializer)
+        if self.use_bias:
+            self.gate_bias = self.add_bias((self.units,), "gate_bias", self.gate_bias_initializer)
+            self.update_bias = self.add_bias((self.units,), "update_bias",
+                                             self.update_bias_initializer)
+        else:
+            self.gate_bias = self.update_bias = None
         self.zeta_raw = self.add_weight(shape=(), name="zeta_raw",
                                         initializer=initializers.Constant(self.zeta_init))
         self.nu_raw = self.add_weight(shape=(), name="nu_raw",
@@ -174,8 +178,11 @@ class FastGRNNCell(_FastCellBase):
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
         pre = self.pre_activation(inputs, h_prev)
-        z = self.gate_activation(pre + self.gate_bias)
-        candidate = self.update_activation(pre + self.update_bias)
+        gate_pre, update_pre = pre, pre
+        if self.use_bias:
+            gate_pre, update_pre = pre + self.gate_bias, pre + self.update_bias
+        z = self.gate_activation(gate_pre)
+        candidate = self.update_activation(update_pre)
         zeta, nu = ops.sigmoid(self.zeta_raw), ops.sigmoid(self.nu_raw)
         h = (zeta * (1.0 - z) + nu) * candidate + z * h_prev
         return h, next_state(h, states)

@@ -4,10 +4,10 @@ ICLR 2020; ``shared/papers/004``)."""
 import math
 
 import keras
-from keras import initializers, ops, regularizers, constraints
+from keras import constraints, initializers, ops
 
 from zoo import activations
-from zoo.layers import CellRNN, next_state, previous_state
+from zoo.layers import CellRNN, ZooCell, next_state, previous_state
 from zoo.state_bound import bound_state, check_state_bound
 from zoo.registry import register_model
 
@@ -20,7 +20,7 @@ def _normal_01():
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
-class IRNNCell(keras.layers.Layer):
+class IRNNCell(ZooCell):
     r"""Cell of the incremental RNN (iRNN, Eqs. 4-5 and 9; Algorithm 1).
 
     At each time step m the cell runs K Euler steps of the incremental ODE from ``g_0``::
@@ -95,9 +95,16 @@ class IRNNCell(keras.layers.Layer):
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
                  recurrent_constraint=None, bias_constraint=None, eta_constraint=None,
                  eta_parametrization="sigmoid", state_clip=None, state_quant_bits=None, **kwargs):
-        super().__init__(**kwargs)
-        if units <= 0 or k <= 0:
-            raise ValueError(f"units and k must be positive, got units={units}, k={k}")
+        super().__init__(
+            units, use_bias=use_bias,
+            kernel_initializer=kernel_initializer or _normal_01(),
+            recurrent_initializer=recurrent_initializer or _normal_01(),
+            bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer, bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint, recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint, **kwargs)
+        if k <= 0:
+            raise ValueError(f"k must be positive, got k={k}")
         if alpha <= 0:
             raise ValueError(f"alpha must be > 0, got {alpha}")
         if g0 not in ("previous", "zero"):
@@ -111,7 +118,6 @@ class IRNNCell(keras.layers.Layer):
         _check_eta(eta_parametrization, eta_init, eta_constraint)
         self.state_clip, self.state_quant_bits = check_state_bound(
             state_clip, state_quant_bits, "[0, state_clip]")
-        self.units = units
         self.k = k
         self.alpha = float(alpha)
         self.trainable_alpha = trainable_alpha
@@ -122,40 +128,20 @@ class IRNNCell(keras.layers.Layer):
         self.activation = activations.get(activation)
         self.rank = rank
         self.premultiply = premultiply
-        self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer or _normal_01())
-        self.recurrent_initializer = initializers.get(recurrent_initializer or _normal_01())
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.recurrent_constraint = constraints.get(recurrent_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
         self.eta_constraint = constraints.get(eta_constraint)
         self.eta_parametrization = eta_parametrization
-        self.state_size = units if eta_timesteps is None else [units, 1]
-        self.output_size = units
+        if eta_timesteps is not None:
+            self.state_size = [units, 1]
 
     def build(self, input_shape):
         d, D = input_shape[-1], self.units
-        self.kernel = self.add_weight(shape=(d, D), name="kernel",
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        recurrent = dict(initializer=self.recurrent_initializer,
-                         regularizer=self.recurrent_regularizer,
-                         constraint=self.recurrent_constraint)
+        self.kernel = self.add_kernel((d, D))
         if self.rank is None:
-            self.recurrent_kernel = self.add_weight(shape=(D, D), name="recurrent_kernel",
-                                                    **recurrent)
+            self.recurrent_kernel = self.add_recurrent_kernel((D, D))
         else:
-            self.recurrent_v = self.add_weight(shape=(D, self.rank), name="recurrent_v", **recurrent)
-            self.recurrent_h = self.add_weight(shape=(self.rank, D), name="recurrent_h", **recurrent)
-        self.bias = (self.add_weight(shape=(D,), name="bias", initializer=self.bias_initializer,
-                                     regularizer=self.bias_regularizer,
-                                     constraint=self.bias_constraint)
-                     if self.use_bias else None)
+            self.recurrent_v = self.add_recurrent_kernel((D, self.rank), "recurrent_v")
+            self.recurrent_h = self.add_recurrent_kernel((self.rank, D), "recurrent_h")
+        self.bias = self.add_bias((D,)) if self.use_bias else None
         eta_shape = (self.k,) if self.eta_timesteps is None else (self.k, self.eta_timesteps)
         # self.eta is the stored weight: eta itself ("raw") or its logit ("sigmoid");
         # eta_value() is the step size the recursion uses.
@@ -231,20 +217,11 @@ class IRNNCell(keras.layers.Layer):
 
     def get_config(self):
         config = {
-            "units": self.units, "k": self.k, "alpha": self.alpha,
+            "k": self.k, "alpha": self.alpha,
             "trainable_alpha": self.trainable_alpha, "eta_init": self.eta_init,
             "eta_timesteps": self.eta_timesteps, "g0": self.g0, "state_sign": self.state_sign,
             "activation": activations.serialize(self.activation), "rank": self.rank,
-            "premultiply": self.premultiply, "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
-            "recurrent_regularizer": regularizers.serialize(self.recurrent_regularizer),
-            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
-            "kernel_constraint": constraints.serialize(self.kernel_constraint),
-            "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
-            "bias_constraint": constraints.serialize(self.bias_constraint),
+            "premultiply": self.premultiply,
             "eta_constraint": constraints.serialize(self.eta_constraint),
             "eta_parametrization": self.eta_parametrization,
             "state_clip": self.state_clip, "state_quant_bits": self.state_quant_bits,

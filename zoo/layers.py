@@ -1,4 +1,6 @@
-"""The thin `keras.layers.RNN` wrapper every zoo cell shares.
+"""What every zoo cell shares: the Keras weight arguments (`ZooCell`), the state convention of
+Keras's own cells (`previous_state` / `next_state`) and the thin `keras.layers.RNN` wrapper
+(`CellRNN`).
 
 Keras's SimpleRNN/GRU layers forward each cell argument by hand; here the cell's own signature says
 which keyword arguments belong to the cell, so a new cell needs only ``cell_class = MyCell``.
@@ -7,6 +9,7 @@ which keyword arguments belong to the cell, so a new cell needs only ``cell_clas
 import inspect
 
 import keras
+from keras import constraints, initializers, regularizers
 from keras.layers import InputSpec
 
 # Layer arguments that both the cell and the RNN layer accept; the RNN keeps them.
@@ -23,6 +26,82 @@ def next_state(h, states):
     """The new state in the form ``states`` came in, as `keras.layers.SimpleRNNCell` returns it:
     ``[h]`` for a list or tuple, ``h`` for a bare tensor."""
     return [h] if isinstance(states, (list, tuple)) else h
+
+
+class ZooCell(keras.layers.Layer):
+    """Base of the zoo's cells: stores and serializes the Keras weight arguments.
+
+    The arguments mean what they mean in `keras.layers.SimpleRNNCell`; a subclass lists them in
+    its own signature (the registry and `CellRNN` read the options from it), resolves its
+    paper's defaults and passes them here. ``build`` creates the weights with `add_kernel`,
+    `add_recurrent_kernel` and `add_bias`, which attach the matching initializer, regularizer
+    and constraint.
+
+    Args:
+        units: hidden size D (positive).
+        use_bias: whether the cell has a bias.
+        kernel_initializer, recurrent_initializer, bias_initializer: initializers of the input
+            weights, the recurrent weights and the bias.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: their regularizers.
+        kernel_constraint, recurrent_constraint, bias_constraint: their constraints.
+        **kwargs: `keras.layers.Layer` arguments.
+    """
+
+    def __init__(self, units, use_bias=True, kernel_initializer="glorot_uniform",
+                 recurrent_initializer="orthogonal", bias_initializer="zeros",
+                 kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
+                 kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if units <= 0:
+            raise ValueError(f"units must be positive, got {units}")
+        self.units = units
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.recurrent_initializer = initializers.get(recurrent_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.recurrent_constraint = constraints.get(recurrent_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
+        self.state_size = units
+        self.output_size = units
+
+    def add_kernel(self, shape, name="kernel"):
+        """An input weight (W, or one factor of a low-rank W)."""
+        return self.add_weight(shape=shape, name=name, initializer=self.kernel_initializer,
+                               regularizer=self.kernel_regularizer,
+                               constraint=self.kernel_constraint)
+
+    def add_recurrent_kernel(self, shape, name="recurrent_kernel", constraint=None):
+        """A recurrent weight (U, or one factor of a low-rank U); ``constraint`` replaces
+        ``recurrent_constraint`` where the cell composes it with its own projection."""
+        return self.add_weight(shape=shape, name=name, initializer=self.recurrent_initializer,
+                               regularizer=self.recurrent_regularizer,
+                               constraint=constraint or self.recurrent_constraint)
+
+    def add_bias(self, shape, name="bias", initializer=None):
+        """A bias; ``initializer`` overrides ``bias_initializer`` (cells with several biases)."""
+        return self.add_weight(shape=shape, name=name,
+                               initializer=initializer or self.bias_initializer,
+                               regularizer=self.bias_regularizer, constraint=self.bias_constraint)
+
+    def get_config(self):
+        config = {
+            "units": self.units, "use_bias": self.use_bias,
+            "kernel_initializer": initializers.serialize(self.kernel_initializer),
+            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
+            "bias_initializer": initializers.serialize(self.bias_initializer),
+            "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
+            "recurrent_regularizer": regularizers.serialize(self.recurrent_regularizer),
+            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
+        }
+        return {**super().get_config(), **config}
 
 
 class CellRNN(keras.layers.RNN):

@@ -2,10 +2,10 @@
 recurrent models don't need to be recurrent", ICLR 2019; ``shared/papers/000``)."""
 
 import keras
-from keras import initializers, ops
+from keras import ops
 
 from zoo import activations
-from zoo.layers import CellRNN, next_state, previous_state
+from zoo.layers import CellRNN, ZooCell, next_state, previous_state
 from zoo.registry import register_model
 
 PAPER = "Miller & Hardt, Stable Recurrent Models, ICLR 2019"
@@ -33,8 +33,15 @@ class SpectralNormBall(keras.constraints.Constraint):
         return {"max_norm": self.max_norm}
 
 
+def _then(first, second):
+    """The constraint ``w -> second(first(w))``; ``second`` alone when ``first`` is None."""
+    if first is None:
+        return second
+    return lambda w: second(first(w))
+
+
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
-class StableRNNCell(keras.layers.Layer):
+class StableRNNCell(ZooCell):
     r"""Stable tanh RNN cell (000 Sec. 6.2)::
 
         h_t = tanh(W h_{t-1} + U x_t + b),     ||W||_2 <= lambda
@@ -55,33 +62,27 @@ class StableRNNCell(keras.layers.Layer):
 
     def __init__(self, units, max_norm=0.99, activation="tanh", use_bias=True,
                  kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
-                 bias_initializer="zeros", **kwargs):
-        super().__init__(**kwargs)
-        if units <= 0:
-            raise ValueError(f"units must be positive, got {units}")
-        self.units = units
+                 bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
+                 bias_constraint=None, **kwargs):
+        super().__init__(
+            units, use_bias=use_bias, kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer, bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint, **kwargs)
         self.max_norm = float(max_norm)
-        self.recurrent_constraint = SpectralNormBall(max_norm)
+        self.projection = SpectralNormBall(max_norm)
         self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.recurrent_initializer = initializers.get(recurrent_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.state_size = units
-        self.output_size = units
 
     def build(self, input_shape):
-        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), name="kernel",
-                                      initializer=self.kernel_initializer)
-        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units),
-                                                name="recurrent_kernel",
-                                                initializer=self.recurrent_initializer,
-                                                constraint=self.recurrent_constraint)
+        self.kernel = self.add_kernel((input_shape[-1], self.units))
+        constraint = _then(self.recurrent_constraint, self.projection)
+        self.recurrent_kernel = self.add_recurrent_kernel((self.units, self.units),
+                                                          constraint=constraint)
         # Start inside the ball, not only after the first update.
-        self.recurrent_kernel.assign(self.recurrent_constraint(self.recurrent_kernel))
-        self.bias = (self.add_weight(shape=(self.units,), name="bias",
-                                     initializer=self.bias_initializer)
-                     if self.use_bias else None)
+        self.recurrent_kernel.assign(constraint(self.recurrent_kernel))
+        self.bias = self.add_bias((self.units,)) if self.use_bias else None
 
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
@@ -92,13 +93,8 @@ class StableRNNCell(keras.layers.Layer):
         return h, next_state(h, states)
 
     def get_config(self):
-        config = {
-            "units": self.units, "max_norm": self.max_norm,
-            "activation": activations.serialize(self.activation), "use_bias": self.use_bias,
-            "kernel_initializer": initializers.serialize(self.kernel_initializer),
-            "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-        }
+        config = {"max_norm": self.max_norm,
+                  "activation": activations.serialize(self.activation)}
         return {**super().get_config(), **config}
 
 

@@ -423,3 +423,81 @@ def test_stablernn_matches_tanh_rnn(rng, data):
     want = tanh_rnn_oracle(x, h0, p["recurrent_kernel"].T, p["kernel"].T, p["bias"])
     assert_close(run(layer, x, h0), want)
 
+
+# ---------------------------------------------------------------------------------------------
+# DiagonalRNN (Cayci & Eryilmaz, Eq. 2): h_t^(i) = tanh(w_i h_{t-1}^(i) + U_i^T x_t + b_i)
+
+
+def diagonal_oracle(x, h0, U, w, b):
+    """Neuron by neuron: ``h^(i) = tanh(w_i h^(i) + U_i . x + b_i)`` (U: math (m, d))."""
+    h, out = h0, []
+    for t in range(x.shape[1]):
+        h = np.stack([np.tanh(w[i] * h[:, i] + x[:, t] @ U[i] + b[i]) for i in range(len(w))],
+                     axis=1)
+        out.append(h)
+    return np.stack(out, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# use_bias=False: no bias weight, and the oracle with a zero bias
+
+
+def _no_bias_fastrnn(layer, p, x, h0):
+    return fastrnn_oracle(x, h0, lowrank_or_full(p, "kernel"),
+                          lowrank_or_full(p, "recurrent_kernel"), np.zeros(D),
+                          sigmoid(p["alpha_raw"]), sigmoid(p["beta_raw"]))
+
+
+def _no_bias_fastgrnn(layer, p, x, h0):
+    zero = np.zeros(D)
+    return fastgrnn_oracle(x, h0, lowrank_or_full(p, "kernel"),
+                           lowrank_or_full(p, "recurrent_kernel"), zero, zero,
+                           sigmoid(p["zeta_raw"]), sigmoid(p["nu_raw"]))[0]
+
+
+def _no_bias_antisymmetric(layer, p, x, h0):
+    cell = layer.cell
+    return antisymmetric_oracle(x, h0, p["recurrent_kernel"].T, p["kernel"].T,
+                                np.zeros(2 * D), cell.epsilon, cell.gamma, cell.gated)
+
+
+def _no_bias_stable(layer, p, x, h0):
+    return tanh_rnn_oracle(x, h0, p["recurrent_kernel"].T, p["kernel"].T, np.zeros(D))
+
+
+def _no_bias_diagonal(layer, p, x, h0):
+    return diagonal_oracle(x, h0, p["kernel"].T, p["recurrent_kernel"], np.zeros(D))
+
+
+NO_BIAS = {
+    "fastrnn": (lambda: zoo.FastRNN(D, use_bias=False, return_sequences=True), _no_bias_fastrnn),
+    "fastrnn_lowrank": (lambda: zoo.FastRNN(D, w_rank=2, u_rank=3, use_bias=False,
+                                            return_sequences=True), _no_bias_fastrnn),
+    "fastgrnn": (lambda: zoo.FastGRNN(D, use_bias=False, return_sequences=True),
+                 _no_bias_fastgrnn),
+    "antisymmetric": (lambda: zoo.AntisymmetricRNN(D, epsilon=0.5, gamma=0.3, use_bias=False,
+                                                   return_sequences=True), _no_bias_antisymmetric),
+    "gated_antisymmetric": (lambda: zoo.AntisymmetricRNN(D, epsilon=0.5, gamma=0.3, gated=True,
+                                                         use_bias=False, return_sequences=True),
+                            _no_bias_antisymmetric),
+    "stablernn": (lambda: zoo.StableRNN(D, use_bias=False, return_sequences=True),
+                  _no_bias_stable),
+    "diagonal_rnn": (lambda: zoo.DiagonalRNN(D, use_bias=False, symmetric_init=False,
+                                             return_sequences=True), _no_bias_diagonal),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NO_BIAS))
+def test_no_bias_matches_numpy_with_zero_bias(case, rng, data):
+    """(The iRNN's no-bias case is ``IRNN_CASES["no_bias_k3"]``.)"""
+    make, oracle = NO_BIAS[case]
+    x, h0 = data
+    layer = build(make())
+    assert not [w.name for w in layer.weights if "bias" in w.name]
+    scalars = lambda s: rng.uniform(-2.0, 2.0, size=s)  # noqa: E731
+    randomise(layer, rng, {"alpha_raw": scalars, "beta_raw": scalars, "zeta_raw": scalars,
+                           "nu_raw": scalars, "recurrent_kernel": (
+                               (lambda s: inside_ball(rng, s)) if case == "stablernn" else
+                               (lambda s: rng.normal(0.0, 0.3, size=s)))})
+    want = oracle(layer, weights(layer), x, h0)
+    assert_close(run(layer, x, h0), want)
