@@ -1,5 +1,7 @@
 """AntisymmetricRNN and its gated form (Chang, Chen, Haber & Chi, ICLR 2019)."""
 
+import warnings
+
 import keras
 from keras import initializers, ops
 
@@ -76,14 +78,20 @@ class AntisymmetricRNNCell(ZooCell):
         self.recurrent_kernel = self.add_recurrent_kernel((self.units, self.units))
         self.bias = self.add_bias((width,)) if self.use_bias else None
 
-    def recurrence_matrix(self):
+    def recurrent_matrix(self):
         """A = W - W^T - gamma I, in Keras orientation (``h @ A``)."""
         w = self.recurrent_kernel
         return w - ops.transpose(w) - self.gamma * ops.eye(self.units, dtype=w.dtype)
 
+    def recurrence_matrix(self):
+        """Deprecated name of `recurrent_matrix` (the name every zoo cell shares)."""
+        warnings.warn("AntisymmetricRNNCell.recurrence_matrix() is deprecated; use "
+                      "recurrent_matrix()", DeprecationWarning, stacklevel=2)
+        return self.recurrent_matrix()
+
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
-        recurrent = ops.matmul(h_prev, self.recurrence_matrix())
+        recurrent = ops.matmul(h_prev, self.recurrent_matrix())
         drive = ops.matmul(inputs, self.kernel)
         if self.use_bias:
             drive = drive + self.bias

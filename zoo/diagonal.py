@@ -220,6 +220,10 @@ class DiagonalRNNCell(ZooCell):
         """The diagonal w (m,): ``w(0) + delta`` when projected."""
         return self._value(self._recurrent)
 
+    def recurrent_matrix(self):
+        """diag(w), materialised (Keras orientation and math orientation agree)."""
+        return ops.diag(self.recurrent_kernel)
+
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
         pre = ops.matmul(inputs, self.kernel) + self.recurrent_kernel * h_prev

@@ -53,6 +53,11 @@ class _FastCellBase(ZooCell):
     def pre_activation(self, x, h):
         return self._chain(x, self.kernels) + self._chain(h, self.recurrent_kernels)
 
+    def recurrent_matrix(self):
+        """U (``U1 U2`` when low-rank) in Keras orientation (``h @ U``), materialised."""
+        return self._chain(ops.eye(self.units, dtype=self.recurrent_kernels[0].dtype),
+                           self.recurrent_kernels)
+
     def sparsifiable_weights(self):
         """The matrices that FastGRNN's iterative hard thresholding sparsifies (W*, U*)."""
         return list(self.kernels) + list(self.recurrent_kernels)

@@ -84,6 +84,10 @@ class StableRNNCell(ZooCell):
         self.recurrent_kernel.assign(constraint(self.recurrent_kernel))
         self.bias = self.add_bias((self.units,)) if self.use_bias else None
 
+    def recurrent_matrix(self):
+        """W in Keras orientation (``h @ W``)."""
+        return self.recurrent_kernel
+
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
         pre = ops.matmul(inputs, self.kernel) + ops.matmul(h_prev, self.recurrent_kernel)

@@ -1,5 +1,6 @@
 """Keras parity of every zoo cell: the state convention of `keras.layers.SimpleRNNCell`, Keras's
-weight arguments (initializers, regularizers, constraints, ``use_bias``) through the config.
+weight arguments (initializers, regularizers, constraints, ``use_bias``) through the config, and
+the recurrent-matrix method every cell shares.
 
 The regularizer and constraint checks compare with NumPy from the layer's weights, read by name
 (``kernel``, ``recurrent_*``, ``*bias``; a projected DiagonalRNN weight is ``*_init + *_delta``),
@@ -7,6 +8,7 @@ never through zoo code; the constraint oracles are the projections' definitions.
 """
 
 import json
+import warnings
 from pathlib import Path
 
 import keras
@@ -297,3 +299,44 @@ def test_constraint_is_applied_after_each_update(name, opts, role):
             want, stepped, atol=1e-3)
         np.testing.assert_allclose(np_(var), want, atol=2e-6, err_msg=var.name)
     assert acted, "NonNeg changed nothing: the check would pass without the constraint"
+
+
+# ----------------------------------------------------------------------------- recurrent matrix
+
+
+def math_recurrence(cell):
+    """The matrix acting on h_{t-1}, in Keras orientation (``h @ M``), from the weights."""
+    w = {v.name: np.asarray(v, np.float64) for v in cell.weights}
+    if isinstance(cell, zoo.IRNNCell):
+        if "recurrent_kernel" in w:
+            return w["recurrent_kernel"]
+        return cell.alpha * np.eye(cell.units) + w["recurrent_v"] @ w["recurrent_h"]
+    if isinstance(cell, zoo.AntisymmetricRNNCell):
+        m = w["recurrent_kernel"]
+        return m - m.T - cell.gamma * np.eye(cell.units)
+    if isinstance(cell, (zoo.FastRNNCell, zoo.FastGRNNCell)):
+        if "recurrent_kernel" in w:
+            return w["recurrent_kernel"]
+        return w["recurrent_kernel_1"] @ w["recurrent_kernel_2"]
+    if isinstance(cell, zoo.DiagonalRNNCell):
+        return np.diag(w["recurrent_kernel_init"] + w["recurrent_kernel_delta"]
+                       if "recurrent_kernel_delta" in w else w["recurrent_kernel"])
+    if isinstance(cell, zoo.StableRNNCell):
+        return w["recurrent_kernel"]
+    raise AssertionError(f"no oracle for {type(cell).__name__}")
+
+
+@pytest.mark.parametrize("name,opts", CASES)
+def test_recurrent_matrix(name, opts):
+    cell = built(name, opts).cell
+    np.testing.assert_allclose(np_(cell.recurrent_matrix()), math_recurrence(cell), atol=1e-6)
+
+
+def test_recurrence_matrix_is_a_deprecated_alias():
+    cell = built("antisymmetric", small("antisymmetric")).cell
+    with pytest.warns(DeprecationWarning, match="recurrent_matrix"):
+        old = cell.recurrence_matrix()
+    np.testing.assert_array_equal(np_(old), np_(cell.recurrent_matrix()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cell.recurrent_matrix()

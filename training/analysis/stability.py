@@ -42,7 +42,7 @@ def recurrence_matrix(cell) -> tuple[np.ndarray | None, str]:
         u = np.asarray(cell.recurrent_matrix(), dtype=np.float64).T
         return u, "U (004; alpha I + V H when low-rank)"
     if isinstance(cell, AntisymmetricRNNCell):
-        return np.asarray(cell.recurrence_matrix(), dtype=np.float64).T, "W - W^T - gamma I"
+        return np.asarray(cell.recurrent_matrix(), dtype=np.float64).T, "W - W^T - gamma I"
     if isinstance(cell, _FastCellBase):
         m = np.eye(cell.units)
         for w in cell.recurrent_kernels:
