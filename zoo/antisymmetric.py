@@ -89,6 +89,11 @@ class AntisymmetricRNNCell(ZooCell):
                       "recurrent_matrix()", DeprecationWarning, stacklevel=2)
         return self.recurrent_matrix()
 
+    def macs_per_step(self, input_dim):
+        """``h @ A`` once (shared by the gate), ``x @ [V_h | V_z]``."""
+        D = self.units
+        return D * D + input_dim * D * (2 if self.gated else 1)
+
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
         recurrent = ops.matmul(h_prev, self.recurrent_matrix())

@@ -224,6 +224,10 @@ class DiagonalRNNCell(ZooCell):
         """diag(w), materialised (Keras orientation and math orientation agree)."""
         return ops.diag(self.recurrent_kernel)
 
+    def macs_per_step(self, input_dim):
+        """``x @ U`` only: the diagonal recurrence is element-wise."""
+        return input_dim * self.units
+
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
         pre = ops.matmul(inputs, self.kernel) + self.recurrent_kernel * h_prev

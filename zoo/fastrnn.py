@@ -17,6 +17,10 @@ def _normal_01():
     return initializers.RandomNormal(stddev=0.1)
 
 
+def _chain_macs(rows: int, rank: int | None, units: int) -> int:
+    """MACs of ``x @ M`` for x of width ``rows``, M full (rows x units) or ``M1 M2`` of ``rank``."""
+    return rows * units if rank is None else rows * rank + rank * units
+
 
 class _FastCellBase(ZooCell):
     """Shared by FastRNN and FastGRNN: the (optionally low-rank) pre-activation ``W x + U h``.
@@ -57,6 +61,11 @@ class _FastCellBase(ZooCell):
         """U (``U1 U2`` when low-rank) in Keras orientation (``h @ U``), materialised."""
         return self._chain(ops.eye(self.units, dtype=self.recurrent_kernels[0].dtype),
                            self.recurrent_kernels)
+
+    def macs_per_step(self, input_dim):
+        """``x @ W`` and ``h @ U``, once each (FastGRNN's gate and update share them)."""
+        return (_chain_macs(input_dim, self.w_rank, self.units)
+                + _chain_macs(self.units, self.u_rank, self.units))
 
     def sparsifiable_weights(self):
         """The matrices that FastGRNN's iterative hard thresholding sparsifies (W*, U*)."""

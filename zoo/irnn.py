@@ -184,6 +184,12 @@ class IRNNCell(ZooCell):
     def _bound(self, state):
         return bound_state(state, self.state_clip, self.state_quant_bits, signed=False)
 
+    def macs_per_step(self, input_dim):
+        """W x once, then U v (and P = U once more) in each of the K recursions."""
+        D = self.units
+        u = D * D if self.rank is None else 2 * D * self.rank
+        return input_dim * D + self.k * u * (2 if self.premultiply else 1)
+
     def call(self, inputs, states, training=False):
         if self.eta_timesteps is not None and not isinstance(states, (list, tuple)):
             raise ValueError("with eta_timesteps the cell's state is the list [h, step]: "

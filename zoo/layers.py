@@ -88,6 +88,10 @@ class ZooCell(keras.layers.Layer):
                                initializer=initializer or self.bias_initializer,
                                regularizer=self.bias_regularizer, constraint=self.bias_constraint)
 
+    def macs_per_step(self, input_dim: int) -> int:
+        """Multiply-accumulates of one time step (matrix products only), for `zoo.macs`."""
+        raise NotImplementedError(f"{type(self).__name__} does not count its MACs")
+
     def get_config(self):
         config = {
             "units": self.units, "use_bias": self.use_bias,

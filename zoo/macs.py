@@ -1,40 +1,28 @@
 """Analytic multiply-accumulate counts of the recurrent models (matrix products only; the
-element-wise work is O(D) per step and left out, as is usual for MAC counts)."""
+element-wise work is O(D) per step and left out, as is usual for MAC counts).
+
+Each zoo cell counts its own MACs (``cell.macs_per_step(input_dim)``), so a new cell needs no
+change here; only Keras's own cells, which cannot carry the method, have a formula below.
+"""
 
 from __future__ import annotations
 
 import keras
 
-from zoo.antisymmetric import AntisymmetricRNNCell
-from zoo.diagonal import DiagonalRNNCell
-from zoo.fastrnn import _FastCellBase
-from zoo.irnn import IRNNCell
-from zoo.stable import StableRNNCell
-
-
-def _chain_macs(rows: int, rank: int | None, units: int) -> int:
-    return rows * units if rank is None else rows * rank + rank * units
+# Keras's built-in cells: one (d x D input, D x D recurrent) product pair per gate.
+_KERAS_GATES = ((keras.layers.LSTMCell, 4), (keras.layers.GRUCell, 3),
+                (keras.layers.SimpleRNNCell, 1))
 
 
 def cell_macs_per_step(cell, input_dim: int) -> int:
     """MACs of one time step of ``cell`` for inputs of width ``input_dim``."""
-    D, d = cell.units, input_dim
-    if isinstance(cell, IRNNCell):
-        u = D * D if cell.rank is None else 2 * D * cell.rank
-        return d * D + cell.k * u * (2 if cell.premultiply else 1)
-    if isinstance(cell, _FastCellBase):
-        return _chain_macs(d, cell.w_rank, D) + _chain_macs(D, cell.u_rank, D)
-    if isinstance(cell, AntisymmetricRNNCell):
-        return D * D + d * D * (2 if cell.gated else 1)
-    if isinstance(cell, DiagonalRNNCell):
-        return d * D  # the diagonal recurrence is element-wise
-    if isinstance(cell, (StableRNNCell, keras.layers.SimpleRNNCell)):
-        return D * D + d * D
-    if isinstance(cell, keras.layers.GRUCell):
-        return 3 * (D * D + d * D)
-    if isinstance(cell, keras.layers.LSTMCell):
-        return 4 * (D * D + d * D)
-    raise TypeError(f"no MAC formula for {type(cell).__name__}")
+    if hasattr(cell, "macs_per_step"):
+        return int(cell.macs_per_step(input_dim))
+    for cell_class, gates in _KERAS_GATES:
+        if isinstance(cell, cell_class):
+            return gates * (cell.units * cell.units + input_dim * cell.units)
+    raise TypeError(f"no MAC formula for {type(cell).__name__}: give it a "
+                    "macs_per_step(input_dim) method")
 
 
 def model_macs_per_sequence(model: keras.Model) -> int:

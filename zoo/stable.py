@@ -88,6 +88,10 @@ class StableRNNCell(ZooCell):
         """W in Keras orientation (``h @ W``)."""
         return self.recurrent_kernel
 
+    def macs_per_step(self, input_dim):
+        """``x @ U`` and ``h @ W``."""
+        return input_dim * self.units + self.units * self.units
+
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
         pre = ops.matmul(inputs, self.kernel) + ops.matmul(h_prev, self.recurrent_kernel)
