@@ -34,9 +34,10 @@ class AntisymmetricRNNCell(ZooCell):
         gated: use the gated form.
         activation: the update non-linearity (default tanh).
         sigma_w: std scale of W: W ~ N(0, sigma_w^2 / D) (paper grid {0, 1, 2, 4, 8, 16}).
-        kernel_initializer: for V (and V_z); default N(0, 1/d) (paper App. C).
+        kernel_initializer: for V (and V_z, stored beside it as ``[V_h | V_z]``); default
+            N(0, 1/d) (paper App. C).
         recurrent_initializer: for W; default N(0, sigma_w^2 / D).
-        bias_initializer: for b; default zeros.
+        bias_initializer: for b (``[b_h | b_z]`` when gated); default zeros.
         state_clip: ``None`` (default, the paper) or c > 0: clip h_t to ``[-c, c]`` (symmetric:
             the state is signed). For integer export: the state is an unbounded accumulator
             (h += eps tanh(.)), so the calibrated ranges of h_prev and h_t differ and the int8
@@ -46,6 +47,30 @@ class AntisymmetricRNNCell(ZooCell):
             grid point), i.e. quantization-aware training of the state an int8 step model feeds
             back. The forward pass is ``round(h / s) * s``; the gradient is the identity. Needs
             ``state_clip``. Integer exports drop it (``export.step.without_fake_quant``).
+        use_bias: whether to use b (default True).
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers of V,
+            W and b.
+        kernel_constraint, recurrent_constraint, bias_constraint: optional constraints of the same
+            weights (the recurrent one acts on W, not on A).
+
+    Call arguments:
+        inputs: ``(batch, d)``, the input x_t.
+        states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
+            back in the same form (as in `keras.layers.SimpleRNNCell`).
+        training: unused.
+
+    Example:
+
+    ```python
+    import numpy as np
+    import keras
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 8)).astype("float32")
+    cell = zoo.AntisymmetricRNNCell(16, epsilon=0.1, gamma=0.01, gated=True)
+    h = keras.layers.RNN(cell)(x)  # (32, 16)
+    A = cell.recurrent_matrix()  # (16, 16), A + A^T = -2 gamma I
+    ```
     """
 
     def __init__(self, units, epsilon=0.01, gamma=0.01, gated=False, activation="tanh",
@@ -127,13 +152,37 @@ def _normal_fan_in(scale):
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class AntisymmetricRNN(CellRNN):
-    """AntisymmetricRNN layer: `keras.layers.RNN` over `AntisymmetricRNNCell`."""
+    """AntisymmetricRNN layer: `keras.layers.RNN` over `AntisymmetricRNNCell`.
+
+    ``h_t = h_{t-1} + eps tanh((W - W^T - gamma I) h_{t-1} + V x_t + b)``, or with
+    ``gated=True`` the update scaled by ``z_t = sigmoid(A h_{t-1} + V_z x_t + b_z)``
+    (Chang et al. 2019).
+
+    Args:
+        units: hidden size D.
+        epsilon, gamma, gated, activation, sigma_w, kernel_initializer, recurrent_initializer,
+            bias_initializer, state_clip, state_quant_bits, use_bias, kernel_regularizer,
+            recurrent_regularizer, bias_regularizer, kernel_constraint, recurrent_constraint,
+            bias_constraint: as in `AntisymmetricRNNCell`.
+        return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
+        **kwargs: `keras.layers.Layer` arguments (``name``, ``dtype``).
+
+    Example:
+
+    ```python
+    import numpy as np
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 9)).astype("float32")
+    h = zoo.AntisymmetricRNN(80, epsilon=0.1, gamma=0.01, state_clip=4.0)(x)  # (32, 80)
+    ```
+    """
 
     cell_class = AntisymmetricRNNCell
 
 
-# 004's ablation used gamma = 0.01 and eps in {0.001, 0.1}; eps = 0.1 is the one that trains on
-# HAR-2 within the paper's epoch budget.
+# The iRNN paper's ablation (Kag et al. 2020) used gamma = 0.01 and eps in {0.001, 0.1}; eps = 0.1
+# is the one that trains on HAR-2 within the paper's epoch budget.
 register_model("antisymmetric", AntisymmetricRNN,
                defaults={"units": 80, "epsilon": 0.1, "gamma": 0.01}, fixed={"gated": False},
                paper=PAPER, description="AntisymmetricRNN: h += eps tanh((W - W^T - gamma I) h + V x)")

@@ -1,5 +1,6 @@
 """DiagonalRNN: the Elman RNN with a diagonal recurrence that Cayci & Eryilmaz analyse
-("Convergence of gradient descent for RNNs: a nonasymptotic analysis", ``shared/papers/002``)."""
+("Convergence of gradient descent for RNNs: a nonasymptotic analysis"; section, equation and
+lemma numbers below are that paper's)."""
 
 import keras
 import numpy as np
@@ -14,7 +15,7 @@ PAPER = "Cayci & Eryilmaz, Convergence of gradient descent for RNNs: a nonasympt
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class MaxNormBall(keras.constraints.Constraint):
-    """Max-norm projection of a displacement from the initial weights (002 Sec. 2.3, the
+    """Max-norm projection of a displacement from the initial weights (Sec. 2.3, the
     ``||.||_{2,inf}`` projected gradient descent): every column of the Keras weight (one neuron
     i of the paper) is scaled back onto ``{delta : ||delta||_2 <= radius}``; a vector (the
     diagonal recurrence) is clipped entry by entry to ``[-radius, radius]``.
@@ -27,7 +28,12 @@ class MaxNormBall(keras.constraints.Constraint):
 
     Example:
 
-    >>> MaxNormBall(0.5)(keras.ops.ones((2, 3)))  # columns of norm sqrt(2) -> norm 0.5
+    ```python
+    import numpy as np
+    from zoo import MaxNormBall
+
+    w = MaxNormBall(0.5)(np.ones((2, 3), "float32"))  # columns of norm sqrt(2) -> norm 0.5
+    ```
     """
 
     def __init__(self, radius):
@@ -47,7 +53,7 @@ class MaxNormBall(keras.constraints.Constraint):
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class SymmetricInit(keras.initializers.Initializer):
-    """Definition 1 of 002 for one weight: draw the first half of the neurons (along ``axis``)
+    """Definition 1 of the paper for one weight: draw the first half of the neurons (along ``axis``)
     and mirror it onto the second half, negated when ``negate`` (the readout c).
 
     ``kind`` is ``"rademacher"`` (entries ``+-scale`` with equal probability: W_ii ~ Rad(alpha),
@@ -63,7 +69,11 @@ class SymmetricInit(keras.initializers.Initializer):
 
     Example:
 
-    >>> c = SymmetricInit("rademacher", 1.0, negate=True, axis=0)((80, 1))  # Dense(1) kernel
+    ```python
+    from zoo import SymmetricInit
+
+    c = SymmetricInit("rademacher", 1.0, negate=True, axis=0)((80, 1))  # Dense(1) kernel
+    ```
     """
 
     def __init__(self, kind="rademacher", scale=1.0, negate=False, axis=-1, seed=None):
@@ -111,14 +121,14 @@ def _projected(constraint, ball, start):
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class DiagonalRNNCell(ZooCell):
-    r"""Elman cell with a diagonal recurrence (002 Eq. 2)::
+    r"""Elman cell with a diagonal recurrence (Cayci & Eryilmaz, Eq. 2)::
 
         h_t^{(i)} = sigma( w_i h_{t-1}^{(i)} + U_i^T x_t [+ b_i] ),    i = 1..m
 
-    (002 indexes the input as X_{t-1}; a Keras cell sees x_t: the same recursion shifted by one.)
-    The readout of Eq. 3, ``F_t = (1/sqrt(m)) sum_i c_i h_t^{(i)}``, is the model's Dense head;
-    ``SymmetricInit("rademacher", 1 / sqrt(m), negate=True, axis=0)`` gives it Def. 1's mirrored c, so
-    the model outputs exactly 0 at initialisation.
+    (The paper indexes the input as X_{t-1}; a Keras cell sees x_t: the same recursion shifted
+    by one.) The readout of Eq. 3, ``F_t = (1/sqrt(m)) sum_i c_i h_t^{(i)}``, is the model's
+    Dense head; ``SymmetricInit("rademacher", 1 / sqrt(m), negate=True, axis=0)`` gives it
+    Def. 1's mirrored c, so the model outputs exactly 0 at initialisation.
 
     Symmetric initialisation (Def. 1): ``w_i ~ Rad(alpha)`` and ``U_i ~ N(0, I_d)`` for the first
     m/2 neurons, mirrored onto the second half. Max-norm projected gradient descent (Sec. 2.3):
@@ -133,16 +143,38 @@ class DiagonalRNNCell(ZooCell):
         alpha: |W_ii(0)| (Def. 1's Rad(alpha)).
         rho_w: projection radius rho_w of the recurrence, or ``None`` for plain gradient descent.
         rho_u: projection radius rho_u of the input weights, or ``None``.
-        activation: sigma (default tanh: smooth, sigma_1 = 1, as 002 requires).
-        use_bias: add a bias b (002 has none; default False).
+        activation: sigma (default tanh: smooth, sigma_1 = 1, as the paper requires).
+        use_bias: add a bias b (the paper has none; default False).
         symmetric_init: Def. 1 (default); ``False`` draws w ~ U[-alpha, alpha] and U ~ N(0, 1)
             independently per neuron.
         seed: seed of the initial draw.
+        kernel_initializer, recurrent_initializer: for U and the diagonal w; default ``None``:
+            as ``symmetric_init``, ``alpha`` and ``seed`` say.
+        bias_initializer: for b; default zeros.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers of U,
+            w and b (of the weight ``W(0) + delta`` itself when projected).
+        kernel_constraint, recurrent_constraint, bias_constraint: optional constraints of U, w and
+            b. When projected, the constraint acts on ``W(0) + delta`` and the max-norm
+            projection follows, so the ball around W(0) holds whatever the constraint does.
+
+    Call arguments:
+        inputs: ``(batch, d)``, the input x_t.
+        states: h_{t-1} of shape ``(batch, m)``, bare or as ``[h_{t-1}]``; the new state comes
+            back in the same form (as in `keras.layers.SimpleRNNCell`).
+        training: unused.
 
     Example:
 
-    >>> layer = DiagonalRNN(8, alpha=0.5, rho_w=1.0)
-    >>> h = layer(np.zeros((2, 5, 3), "float32"))  # (2, 8)
+    ```python
+    import numpy as np
+    import keras
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 3)).astype("float32")
+    cell = zoo.DiagonalRNNCell(8, alpha=0.5, rho_w=1.0, seed=0)
+    h = keras.layers.RNN(cell)(x)  # (32, 8)
+    w = cell.recurrent_kernel  # (8,): the diagonal, +-0.5 at initialisation
+    ```
     """
 
     def __init__(self, units, alpha=0.5, rho_w=None, rho_u=None, activation="tanh",
@@ -245,14 +277,37 @@ class DiagonalRNNCell(ZooCell):
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class DiagonalRNN(CellRNN):
-    """DiagonalRNN layer: `keras.layers.RNN` over `DiagonalRNNCell` (see it for every argument)."""
+    """DiagonalRNN layer: `keras.layers.RNN` over `DiagonalRNNCell`.
+
+    ``h_t = sigma(w * h_{t-1} + U x_t [+ b])`` with a diagonal recurrence w, symmetric
+    initialisation and max-norm projected training (Cayci & Eryilmaz, Eq. 2, Def. 1, Sec. 2.3).
+
+    Args:
+        units: width m.
+        alpha, rho_w, rho_u, activation, use_bias, symmetric_init, seed, kernel_initializer,
+            recurrent_initializer, bias_initializer, kernel_regularizer, recurrent_regularizer,
+            bias_regularizer, kernel_constraint, recurrent_constraint, bias_constraint: as in
+            `DiagonalRNNCell`.
+        return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
+        **kwargs: `keras.layers.Layer` arguments (``name``, ``dtype``).
+
+    Example:
+
+    ```python
+    import numpy as np
+    import zoo
+
+    layer = zoo.DiagonalRNN(8, alpha=0.5, rho_w=1.0)
+    h = layer(np.zeros((2, 5, 3), "float32"))  # (2, 8)
+    ```
+    """
 
     cell_class = DiagonalRNNCell
 
 
 # Width 80 as the other cells; alpha = 0.5 and rho_w = 2 keep alpha_m = 0.5 + 2 / sqrt(80) = 0.72
-# < 1 (002 Remark 5: short memory, the O(1) memory-factor regime) for tanh.
+# < 1 (the paper's Remark 5: short memory, the O(1) memory-factor regime) for tanh.
 register_model("diagonal_rnn", DiagonalRNN,
                defaults={"units": 80, "alpha": 0.5, "rho_w": 2.0, "rho_u": None}, paper=PAPER,
                description="DiagonalRNN: tanh RNN with diagonal recurrence, max-norm projected "
-                           "(002 Eq. 2)")
+                           "(Cayci & Eryilmaz, Eq. 2)")

@@ -47,10 +47,14 @@ class DSCNN(keras.layers.Layer):
 
     Example:
 
-        >>> import zoo
-        >>> model = zoo.create_model("dscnn", input_shape=(99, 32), num_classes=12)
-        >>> model.output_shape
-        (None, 12)
+    ```python
+    import numpy as np
+    import zoo
+
+    layer = zoo.create_layer("dscnn", units=16, blocks=2)
+    pooled = layer(np.zeros((4, 99, 32), "float32"))  # (4, 16)
+    model = zoo.create_model("dscnn", input_shape=(99, 32), num_classes=12)  # logits (None, 12)
+    ```
     """
 
     def __init__(self, units: int = 64, *, blocks: int = 4, first_kernel=(10, 4),

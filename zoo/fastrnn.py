@@ -27,7 +27,8 @@ class _FastCellBase(ZooCell):
 
     EdgeML stores ``W = W1 W2`` as ``W1: [d, r_w]``, ``W2: [r_w, D]`` and computes ``x @ W1 @ W2``
     (likewise ``U = U1 U2``), so the low-rank step costs O(r_w (d + D) + r_u D) instead of
-    O(D (d + D)).
+    O(D (d + D)). The kernel (recurrent) initializer, regularizer and constraint apply to each
+    factor.
     """
 
     def __init__(self, units, w_rank=None, u_rank=None, **kwargs):
@@ -88,8 +89,34 @@ class FastRNNCell(_FastCellBase):
         alpha_init: raw a before the sigmoid (EdgeML -3.0, alpha ~ 0.047).
         beta_init: raw b^ before the sigmoid (EdgeML 3.0, beta ~ 0.953).
         w_rank, u_rank: ranks of ``W = W1 W2`` and ``U = U1 U2``; ``None`` is full rank.
-        kernel_initializer, recurrent_initializer: default N(0, 0.1^2) (EdgeML).
-        bias_initializer: for b; EdgeML initialises it to 1.0.
+        kernel_initializer, recurrent_initializer: for W and U (each factor when low-rank);
+            default N(0, 0.1^2) (EdgeML).
+        bias_initializer: for b; default 1.0 (EdgeML).
+        use_bias: whether to use b (default True).
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers of W,
+            U (each factor when low-rank) and b.
+        kernel_constraint, recurrent_constraint, bias_constraint: optional constraints of the same
+            weights.
+
+    Call arguments:
+        inputs: ``(batch, d)``, the input x_t.
+        states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
+            back in the same form (as in `keras.layers.SimpleRNNCell`).
+        training: unused.
+
+    Example:
+
+    ```python
+    import numpy as np
+    import keras
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 8)).astype("float32")
+    h = keras.layers.RNN(zoo.FastRNNCell(16, w_rank=4, u_rank=4))(x)  # (32, 16)
+
+    cell = zoo.FastRNNCell(16, use_bias=False, kernel_regularizer="l2")
+    h_t, state = cell(x[:, 0], np.zeros((32, 16), "float32"))  # both (32, 16)
+    ```
     """
 
     def __init__(self, units, activation="tanh", alpha_init=-3.0, beta_init=3.0, w_rank=None,
@@ -148,8 +175,35 @@ class FastGRNNCell(_FastCellBase):
         zeta_init: raw zeta before the sigmoid (EdgeML 1.0, zeta ~ 0.731).
         nu_init: raw nu before the sigmoid (EdgeML -4.0, nu ~ 0.018).
         w_rank, u_rank: ranks of ``W = W1 W2`` and ``U = U1 U2`` (paper Eq. 7); ``None``: full.
-        kernel_initializer, recurrent_initializer: default N(0, 0.1^2) (EdgeML).
-        gate_bias_initializer, update_bias_initializer: EdgeML initialises both to 1.0.
+        kernel_initializer, recurrent_initializer: for W and U (each factor when low-rank);
+            default N(0, 0.1^2) (EdgeML).
+        gate_bias_initializer, update_bias_initializer: for b_z and b_h; default
+            ``bias_initializer``.
+        use_bias: whether to use b_z and b_h (default True).
+        bias_initializer: for both biases unless set apart above; default 1.0 (EdgeML).
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers of W,
+            U (each factor when low-rank) and each of b_z, b_h.
+        kernel_constraint, recurrent_constraint, bias_constraint: optional constraints of the same
+            weights.
+
+    Call arguments:
+        inputs: ``(batch, d)``, the input x_t.
+        states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
+            back in the same form (as in `keras.layers.SimpleRNNCell`).
+        training: unused.
+
+    Example:
+
+    ```python
+    import numpy as np
+    import keras
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 8)).astype("float32")
+    cell = zoo.FastGRNNCell(16, w_rank=4, u_rank=8, gate_activation="quant_sigmoid",
+                            update_activation="quant_tanh")
+    h = keras.layers.RNN(cell)(x)  # (32, 16)
+    ```
     """
 
     def __init__(self, units, gate_activation="sigmoid", update_activation="tanh", zeta_init=1.0,
@@ -214,14 +268,62 @@ class FastGRNNCell(_FastCellBase):
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class FastRNN(CellRNN):
-    """FastRNN layer: `keras.layers.RNN` over `FastRNNCell` (see it for every argument)."""
+    """FastRNN layer: `keras.layers.RNN` over `FastRNNCell`.
+
+    ``h_t = alpha sigma(W x_t + U h_{t-1} + b) + beta h_{t-1}`` with trainable scalars
+    ``alpha = sigmoid(a)``, ``beta = sigmoid(b^)`` (FastGRNN paper, Eq. 2).
+
+    Args:
+        units: hidden size D.
+        activation, alpha_init, beta_init, w_rank, u_rank, kernel_initializer,
+            recurrent_initializer, bias_initializer, use_bias, kernel_regularizer,
+            recurrent_regularizer, bias_regularizer, kernel_constraint, recurrent_constraint,
+            bias_constraint: as in `FastRNNCell`.
+        return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
+        **kwargs: `keras.layers.Layer` arguments (``name``, ``dtype``).
+
+    Example:
+
+    ```python
+    import numpy as np
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 9)).astype("float32")
+    layer = zoo.FastRNN(80, activation="relu", return_sequences=True, return_state=True)
+    h_seq, h_last = layer(x)  # (32, 10, 80), (32, 80)
+    ```
+    """
 
     cell_class = FastRNNCell
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class FastGRNN(CellRNN):
-    """FastGRNN layer: `keras.layers.RNN` over `FastGRNNCell` (see it for every argument)."""
+    """FastGRNN layer: `keras.layers.RNN` over `FastGRNNCell`.
+
+    ``z_t = sigma_g(W x_t + U h_{t-1} + b_z)``, ``h~_t = sigma_u(W x_t + U h_{t-1} + b_h)``,
+    ``h_t = (zeta (1 - z_t) + nu) h~_t + z_t h_{t-1}`` (FastGRNN paper, Eq. 6).
+
+    Args:
+        units: hidden size D.
+        gate_activation, update_activation, zeta_init, nu_init, w_rank, u_rank,
+            kernel_initializer, recurrent_initializer, gate_bias_initializer,
+            update_bias_initializer, use_bias, bias_initializer, kernel_regularizer,
+            recurrent_regularizer, bias_regularizer, kernel_constraint, recurrent_constraint,
+            bias_constraint: as in `FastGRNNCell`.
+        return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
+        **kwargs: `keras.layers.Layer` arguments (``name``, ``dtype``).
+
+    Example:
+
+    ```python
+    import numpy as np
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 9)).astype("float32")
+    h = zoo.FastGRNN(80, w_rank=8, u_rank=16)(x)  # (32, 80)
+    ```
+    """
 
     cell_class = FastGRNNCell
 

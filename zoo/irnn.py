@@ -1,5 +1,5 @@
-"""iRNN and SiRNN: RNNs incrementally evolving on an equilibrium manifold (Kag, Zhang, Saligrama,
-ICLR 2020; ``shared/papers/004``)."""
+"""iRNN and SiRNN (Kag, Zhang & Saligrama, "RNNs Incrementally Evolving on an Equilibrium
+Manifold: A Panacea for Vanishing and Exploding Gradients?", ICLR 2020)."""
 
 import math
 
@@ -71,12 +71,14 @@ class IRNNCell(ZooCell):
         use_bias: whether to use b.
         kernel_initializer, recurrent_initializer, bias_initializer: for W, U (or V and H) and b.
             Defaults N(0, 0.1^2), N(0, 0.1^2), zeros (TARNN).
-        kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers.
-        kernel_constraint, recurrent_constraint, bias_constraint: optional constraints.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers of W,
+            U (each of V and H when low-rank) and b.
+        kernel_constraint, recurrent_constraint, bias_constraint: optional constraints of the same
+            weights.
         state_clip: ``None`` (default, the paper) or c > 0: clip every sub-step g_k (so h_m too)
             to ``[0, c]``. For integer export: the ReLU state is >= 0 already but grows with time
             (max |h| ~ 50 after 128 steps), and one int8 scale for that range swallows the small
-            per-step increments; a bounded state keeps the int8 step at c / 255 (REFERENCE 6.1).
+            per-step increments; a bounded state keeps the int8 step at c / 255.
         state_quant_bits: ``None`` (default) or b in 2..16: straight-through fake quantization of
             every g_k to the uniform b-bit grid on ``[0, state_clip]`` (2^b - 1 steps, zero at a
             grid point), i.e. quantization-aware training of the state an int8 step model feeds
@@ -85,7 +87,25 @@ class IRNNCell(ZooCell):
 
     Call arguments:
         inputs: ``(batch, d)``, the input x_m.
-        states: ``[h_{m-1}]`` (plus the step counter when ``eta_timesteps`` is set).
+        states: h_{m-1} of shape ``(batch, D)``, bare or as ``[h_{m-1}]`` (the new state comes
+            back in the same form, as in `keras.layers.SimpleRNNCell`); with ``eta_timesteps``
+            the list ``[h_{m-1}, m]`` (the step counter, shape ``(batch, 1)``).
+        training: unused (the cell has no dropout).
+
+    Example:
+
+    ```python
+    import numpy as np
+    import keras
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 8)).astype("float32")
+    layer = keras.layers.RNN(zoo.IRNNCell(16, k=3, rank=4, premultiply=True))
+    h = layer(x)  # (32, 16)
+
+    cell = zoo.IRNNCell(16, k=3)
+    h_t, state = cell(x[:, 0], np.zeros((32, 16), "float32"))  # a bare state comes back bare
+    ```
     """
 
     def __init__(self, units, k=1, alpha=1.0, trainable_alpha=False, eta_init=0.01,
@@ -263,7 +283,33 @@ def _with_saved_eta_default(config: dict) -> dict:
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class IRNN(CellRNN):
-    """Incremental RNN layer: `keras.layers.RNN` over `IRNNCell` (see it for every argument)."""
+    """Incremental RNN layer: `keras.layers.RNN` over `IRNNCell`.
+
+    Each time step runs K Euler steps ``g_k = g_{k-1} + eta_k (phi(P [U v_k + W x_m + b]) -
+    alpha v_k)``, ``v_k = g_{k-1} + s h_{m-1}``, towards the equilibrium; ``h_m = g_K`` (see
+    `IRNNCell` for the details).
+
+    Args:
+        units: hidden size D.
+        k, alpha, trainable_alpha, eta_init, eta_timesteps, g0, state_sign, activation, rank,
+            premultiply, use_bias, kernel_initializer, recurrent_initializer, bias_initializer,
+            kernel_regularizer, recurrent_regularizer, bias_regularizer, kernel_constraint,
+            recurrent_constraint, bias_constraint, eta_constraint, eta_parametrization,
+            state_clip, state_quant_bits: as in `IRNNCell`.
+        return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
+        **kwargs: `keras.layers.Layer` arguments (``name``, ``dtype``).
+
+    Example:
+
+    ```python
+    import numpy as np
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 9)).astype("float32")
+    layer = zoo.IRNN(80, k=5, rank=16, premultiply=True, return_sequences=True)
+    h = layer(x)  # (32, 10, 80)
+    ```
+    """
 
     cell_class = IRNNCell
 
@@ -274,7 +320,25 @@ class IRNN(CellRNN):
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class SiRNN(IRNN):
-    """Single-recursion iRNN (K = 1, Eq. 6): `IRNN` with ``k`` fixed to 1."""
+    """Single-recursion iRNN (K = 1, Eq. 6): `IRNN` with ``k`` fixed to 1.
+
+    With ``g0="previous"`` and ``state_sign=1`` one step is
+    ``h_m = h_{m-1} + eta (phi(P [2 U h_{m-1} + W x_m + b]) - 2 alpha h_{m-1})``.
+
+    Args:
+        units: hidden size D.
+        **kwargs: every argument of `IRNN` except ``k`` (1, or an error).
+
+    Example:
+
+    ```python
+    import numpy as np
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 9)).astype("float32")
+    h = zoo.SiRNN(80, rank=16, premultiply=True)(x)  # (32, 80)
+    ```
+    """
 
     def __init__(self, units, **kwargs):
         k = kwargs.pop("k", 1)
@@ -284,8 +348,8 @@ class SiRNN(IRNN):
 
 
 # Paper defaults (Sec. 4.1 and Table 5): hidden 80, ReLU, alpha = 1, eta = 1e-2, and the low-rank
-# Eq. 9 form "in all our experiments". The rank is not stated; 16 is the low end of the range the
-# published parameter counts imply (REFERENCE.md 1.1) and keeps HAR-2 at 3.5k parameters.
+# Eq. 9 form "in all our experiments". The rank is not stated; 16 is the low end of the range that
+# the paper's parameter counts (Tables 3 and 9, D = 80) imply, and keeps HAR-2 at 3.5k parameters.
 _PAPER_DEFAULTS = {"units": 80, "rank": 16, "premultiply": True}
 register_model("irnn", IRNN, defaults={**_PAPER_DEFAULTS, "k": 1}, paper=PAPER,
                description="iRNN: K Euler steps to the equilibrium per time step (Eq. 9 low-rank)")

@@ -111,10 +111,27 @@ class ZooCell(keras.layers.Layer):
 class CellRNN(keras.layers.RNN):
     """``keras.layers.RNN`` over ``cell_class``, configured flat like ``keras.layers.SimpleRNN``.
 
+    A new recurrent layer is a subclass that names its cell; every keyword argument in the
+    cell's signature goes to the cell, the rest to `keras.layers.RNN`.
+
     Args:
         units: hidden size D.
         return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
         **kwargs: arguments of ``cell_class`` (see its docstring) and of `keras.layers.Layer`.
+
+    Example:
+
+    ```python
+    import numpy as np
+    import keras
+    from zoo.layers import CellRNN
+
+    class TanhRNN(CellRNN):
+        cell_class = keras.layers.SimpleRNNCell
+
+    layer = TanhRNN(4, use_bias=False, return_sequences=True)
+    y = layer(np.zeros((2, 5, 3), "float32"))  # (2, 5, 4)
+    ```
     """
 
     cell_class: type = None

@@ -1,5 +1,6 @@
-"""StableRNN: a tanh RNN kept inside the spectral-norm ball by projection (Miller & Hardt, "When
-recurrent models don't need to be recurrent", ICLR 2019; ``shared/papers/000``)."""
+"""StableRNN: a tanh RNN kept inside the spectral-norm ball by projection (Miller & Hardt,
+"Stable Recurrent Models", ICLR 2019; first circulated as "When recurrent models don't need to be
+recurrent")."""
 
 import keras
 from keras import ops
@@ -13,10 +14,23 @@ PAPER = "Miller & Hardt, Stable Recurrent Models, ICLR 2019"
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class SpectralNormBall(keras.constraints.Constraint):
-    """Projection onto ``{W : ||W||_2 <= max_norm}``: clip the singular values (000 Sec. 7.2).
+    """Projection onto ``{W : ||W||_2 <= max_norm}``: clip the singular values (Miller & Hardt,
+    Sec. 7.2).
 
     ``W = A diag(s) B^T  ->  A diag(min(s, max_norm)) B^T`` is the exact Frobenius-norm projection
     onto the ball. Keras applies constraints after every optimizer update.
+
+    Args:
+        max_norm: the radius lambda > 0.
+
+    Example:
+
+    ```python
+    import numpy as np
+    from zoo import SpectralNormBall
+
+    w = SpectralNormBall(0.5)(np.diag([2.0, 0.25]).astype("float32"))  # diag(0.5, 0.25)
+    ```
     """
 
     def __init__(self, max_norm=0.99):
@@ -42,13 +56,14 @@ def _then(first, second):
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class StableRNNCell(ZooCell):
-    r"""Stable tanh RNN cell (000 Sec. 6.2)::
+    r"""Stable tanh RNN cell (Miller & Hardt, Sec. 6.2)::
 
         h_t = tanh(W h_{t-1} + U x_t + b),     ||W||_2 <= lambda
 
     With a 1-Lipschitz activation and lambda < 1 the state map is a lambda-contraction, so the
-    model can be truncated to O(log(1 / ((1 - lambda) eps))) steps (000 Prop. 1). The constraint is
-    enforced by projecting W after every optimizer update and once at initialisation.
+    model can be truncated to O(log(1 / ((1 - lambda) eps))) steps (Miller & Hardt, Prop. 1). The
+    constraint is enforced by projecting W after every optimizer update and once at
+    initialisation.
 
     Args:
         units: hidden size D.
@@ -58,6 +73,30 @@ class StableRNNCell(ZooCell):
         kernel_initializer: for U; default glorot_uniform (as `keras.layers.SimpleRNN`).
         recurrent_initializer: for W before projection; default orthogonal.
         bias_initializer: for b; default zeros.
+        kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers of U,
+            W and b.
+        kernel_constraint, bias_constraint: optional constraints of U and b.
+        recurrent_constraint: an optional constraint of W, applied *before* the projection onto
+            the spectral-norm ball, so that ``||W||_2 <= lambda`` holds whatever it does.
+
+    Call arguments:
+        inputs: ``(batch, d)``, the input x_t.
+        states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
+            back in the same form (as in `keras.layers.SimpleRNNCell`).
+        training: unused.
+
+    Example:
+
+    ```python
+    import numpy as np
+    import keras
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 8)).astype("float32")
+    cell = zoo.StableRNNCell(16, max_norm=0.9)
+    h = keras.layers.RNN(cell)(x)  # (32, 16)
+    sigma = np.linalg.norm(cell.recurrent_matrix(), 2)  # <= 0.9
+    ```
     """
 
     def __init__(self, units, max_norm=0.99, activation="tanh", use_bias=True,
@@ -108,7 +147,29 @@ class StableRNNCell(ZooCell):
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class StableRNN(CellRNN):
-    """StableRNN layer: `keras.layers.RNN` over `StableRNNCell` (see it for every argument)."""
+    """StableRNN layer: `keras.layers.RNN` over `StableRNNCell`.
+
+    ``h_t = tanh(W h_{t-1} + U x_t + b)`` with W projected onto ``||W||_2 <= lambda`` after every
+    optimizer update (Miller & Hardt 2019).
+
+    Args:
+        units: hidden size D.
+        max_norm, activation, use_bias, kernel_initializer, recurrent_initializer,
+            bias_initializer, kernel_regularizer, recurrent_regularizer, bias_regularizer,
+            kernel_constraint, recurrent_constraint, bias_constraint: as in `StableRNNCell`.
+        return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
+        **kwargs: `keras.layers.Layer` arguments (``name``, ``dtype``).
+
+    Example:
+
+    ```python
+    import numpy as np
+    import zoo
+
+    x = np.random.default_rng(0).normal(size=(32, 10, 9)).astype("float32")
+    h = zoo.StableRNN(80, max_norm=0.95, kernel_regularizer="l2")(x)  # (32, 80)
+    ```
+    """
 
     cell_class = StableRNNCell
 

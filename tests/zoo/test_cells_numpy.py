@@ -1,8 +1,9 @@
 """Every zoo cell against an independent NumPy re-implementation of its paper's equation.
 
-The oracles below are written from the equations (``shared/REFERENCE.md`` section 1; iRNN: 004
-Eqs. 5, 6 and 9; FastRNN/FastGRNN: Kusupati et al. Eqs. 2, 6, 7; AntisymmetricRNN: Chang et al.;
-StableRNN: 000 Sec. 6.2) in *math orientation* (``W x``, ``U h``) and in float64. They read the
+The oracles below are written from the papers' equations (iRNN: Kag et al. 2020, Eqs. 5, 6 and
+9; FastRNN/FastGRNN: Kusupati et al. 2018, Eqs. 2, 6, 7; AntisymmetricRNN: Chang et al. 2019;
+StableRNN: Miller & Hardt 2019, Sec. 6.2; DiagonalRNN: Cayci & Eryilmaz, Eq. 2) in *math
+orientation* (``W x``, ``U h``) and in float64. They read the
 layer's weights by name, transpose the Keras kernels into math matrices and never call zoo code.
 Weights are drawn N(0, 0.3^2) (step sizes U[0.1, 0.5]) so that every non-linearity is exercised
 (ReLU both sides of 0, the quantised activations both inside and on their clip), and every test
