@@ -37,6 +37,14 @@ from training import rundir
 __all__ = ["export_run", "ExportOptions", "ExportDirError", "AccuracyDropError", "FORMS"]
 
 
+class ExportDirError(RuntimeError):
+    """The output directory cannot be used (exists, or is not an export)."""
+
+
+class AccuracyDropError(RuntimeError):
+    """The quantized model lost more accuracy than allowed; the export is written regardless."""
+
+
 @dataclass(frozen=True)
 class ExportOptions:
     """What `export_run` does besides the run and the output folder (checked on creation)."""
@@ -390,14 +398,6 @@ def _raise_on_drop(card: ModelCard, opts: ExportOptions, out: Path) -> None:
         f"{100 * acc['keras_float']:.2f}% (allowed: {opts.max_drop} points; the export is in "
         f"{out} for inspection). Pass --allow-drop to accept it, or try int16x8, or retrain "
         "with the integer-friendly options (docs/export.md).")
-
-
-class ExportDirError(RuntimeError):
-    """The output directory cannot be used (exists, or is not an export)."""
-
-
-class AccuracyDropError(RuntimeError):
-    """The quantized model lost more accuracy than allowed; the export is written regardless."""
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
