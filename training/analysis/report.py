@@ -65,6 +65,19 @@ def _truncation_part(stepper, x, y, kind, stab, options) -> dict:
     return result, h_full
 
 
+def _memory_part(h_final: np.ndarray, x: np.ndarray, options: dict) -> dict:
+    """The ridge probe from h_T to x_{T-l+1} by lag l, next to the same probe from the last
+    input alone: autocorrelated inputs (sensor signals) make x_{T-l} predictable without any
+    memory, and the baseline curve shows how much."""
+    probe = dict(ridge=options["ridge"], folds=options["folds"], seed=options["seed"])
+    r2 = memory.memory_curve(h_final, x, **probe)
+    baseline = memory.memory_curve(x[:, -1], x, **probe)
+    return {"r2_by_lag": [float(v) for v in r2],
+            "baseline_last_input_r2_by_lag": [float(v) for v in baseline],
+            "ridge": options["ridge"], "folds": options["folds"],
+            "last_lag_r2_above_0.5": _last_above(r2, 0.5)}
+
+
 def analyze_model(model, x: np.ndarray, y: np.ndarray, kind: str = "classification",
                   **options) -> dict:
     """Every measurement on ``model`` with the (normalised) sequences ``x`` and targets ``y``.
@@ -117,17 +130,7 @@ def analyze_model(model, x: np.ndarray, y: np.ndarray, kind: str = "classificati
     seconds["truncation"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    r2 = memory.memory_curve(h_final, x[keep], ridge=options["ridge"], folds=options["folds"],
-                             seed=options["seed"])
-    # The same probe from the last input alone: autocorrelated inputs (sensor signals) make
-    # x_{T-l} predictable without any memory, and this curve shows how much.
-    baseline = memory.memory_curve(x[keep][:, -1], x[keep], ridge=options["ridge"],
-                                   folds=options["folds"], seed=options["seed"])
-    out["memory"] = {"r2_by_lag": [float(v) for v in r2],
-                     "baseline_last_input_r2_by_lag": [float(v) for v in baseline],
-                     "ridge": options["ridge"],
-                     "folds": options["folds"],
-                     "last_lag_r2_above_0.5": _last_above(r2, 0.5)}
+    out["memory"] = _memory_part(h_final, x[keep], options)
     seconds["memory"] = time.perf_counter() - start
     out["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
     return out
