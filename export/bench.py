@@ -189,8 +189,9 @@ def measure(args, print_fn=print) -> list[dict]:
         run_dir = _train_or_load(args.task, model_name, options, args, out, print_fn)
         run = RunDirectory(run_dir)
         metrics = run.read_metrics()
-        keras_model = load_keras_model(run.model)
-        macs = model_macs_per_sequence(keras_model)
+        macs = metrics.get("macs_per_sequence")  # recorded by training since it was added
+        if macs is None:
+            macs = model_macs_per_sequence(load_keras_model(run.model))
         for mode in args.modes:
             export_dir, card = _export(run_dir, mode, out, args, print_fn)
             row = {"model": label, "family": family, "mode": mode,

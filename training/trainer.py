@@ -212,6 +212,19 @@ def distribution_scope(config: TrainConfig):
     raise ValueError(f"--distribute mirrored is not supported on backend {keras.backend.backend()}")
 
 
+def macs_per_sequence(model: keras.Model) -> int | None:
+    """Multiply-accumulates of one sequence, recorded so `zoo bench` need not reload the model
+    (None for a model without a recurrent layer or a static length, e.g. the DS-CNN)."""
+    from zoo.macs import model_macs_per_sequence
+
+    if not any(isinstance(layer, keras.layers.RNN) for layer in model.layers):
+        return None
+    try:
+        return int(model_macs_per_sequence(model))
+    except ValueError:  # no static sequence length
+        return None
+
+
 def hardware() -> dict:
     info = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
             "cpu_count": os.cpu_count(), "backend": keras.backend.backend(), "gpus": []}
@@ -439,6 +452,7 @@ def _final_metrics(config: TrainConfig, model, arrays: _Arrays, history, statefu
         "task": config.task, "model": config.model,
         "test": {k: float(v) for k, v in test.items()},
         "parameters": int(model.count_params()),
+        "macs_per_sequence": macs_per_sequence(model),
         "training_seconds": round(train_seconds, 2),
         "epochs_run": len(history),
         "best_epoch": (int(stateful["early_stopping"].best_epoch) + 1

@@ -1,20 +1,10 @@
 """Fixtures for the export tests: a real trained run (the shipped SiRNN with the integer-friendly
 state options, so the int8 accuracy check means something) and its int8 step export on the
-shared HAR subset. Caches go to temporary folders; nothing is downloaded."""
+shared HAR subset. Caches: the root conftest."""
 
 from pathlib import Path
 
 import pytest
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _isolated_cache(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ZOO_CACHE_DIR", str(tmp_path_factory.mktemp("zoo-cache")))
-        mp.setenv("ZOO_DATA_DIR", str(tmp_path_factory.mktemp("empty-data-root")))
-        mp.setenv("ZOO_OFFLINE", "1")
-        mp.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
-        yield
 
 
 @pytest.fixture(scope="session")

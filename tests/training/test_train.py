@@ -56,6 +56,14 @@ def test_run_directory_is_complete(finished_run):
     config = yaml.safe_load((out / "config.yaml").read_text())
     assert config["model_options_resolved"]["units"] == 16
     assert config["model_options_resolved"]["k"] == 1
+    # Where the data was found (zoo eval / export / analyze reuse it).
+    assert Path(config["data_source_resolved"]).resolve() == Path(metrics["data"]["source"]).resolve()
+    import keras
+
+    from zoo.macs import model_macs_per_sequence
+
+    assert metrics["macs_per_sequence"] == model_macs_per_sequence(
+        keras.saving.load_model(out / "model.keras")) > 0
     rows = (out / "history.csv").read_text().splitlines()
     assert rows[0].startswith("epoch,") and len(rows) == metrics["epochs_run"] + 1
     # Live progress: one line per epoch with loss, validation accuracy and time left.
