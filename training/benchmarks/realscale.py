@@ -26,7 +26,7 @@ import os
 import statistics
 from pathlib import Path
 
-from training.rundir import RunDirectory
+from training.rundir import DirectoryInUseError, RunDirectory
 
 # label -> (model, model options). Hidden 80 everywhere (004 Table 5); the iRNN family with the
 # bounded, 8-bit fake-quantized state that integer export needs (docs/export.md).
@@ -130,7 +130,10 @@ def train_shard(args) -> None:
             continue
         print(f"== {task} / {label} / seed {seed} -> {run_dir}", flush=True)
         data = args.har if task == "har2" else args.dsa
-        train(run_config(task, label, seed, args), run_dir, data_dir=data)
+        try:
+            train(run_config(task, label, seed, args), run_dir, data_dir=data)
+        except DirectoryInUseError as err:  # an extra worker (or another shard) has it
+            print(f"   skipped: {err}", flush=True)
 
 
 def _mean_spread(values: list[float]) -> str:
@@ -184,7 +187,9 @@ def main(argv=None) -> int:
                         help="learning rate x0.1 every this many epochs")
     parser.add_argument("--patience", type=int, default=15)
     parser.add_argument("--clipnorm", type=float, default=1.0)
-    parser.add_argument("--shard", default="0/1", help="I/N: train every N-th run from the I-th")
+    parser.add_argument("--shard", default="0/1", help="I/N: train every N-th run from the I-th "
+                        "(a run another process is training is skipped, so an extra worker "
+                        "with --shard 0/1 can take up what is left)")
     parser.add_argument("--threads", type=int, default=0,
                         help="TensorFlow intra-op threads per process (0: TensorFlow's choice); "
                              "1 with one process per core trains small RNNs fastest")
