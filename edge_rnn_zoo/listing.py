@@ -20,19 +20,23 @@ def add_list_arguments(parser: argparse.ArgumentParser) -> None:
 def print_pretrained() -> None:
     from zoo.pretrained import get_pretrained_cfg, list_pretrained
 
-    print("Pretrained models (zoo.create_model(MODEL, pretrained=TASK)); accuracy %: val = "
-          "subject cross-validation over seeds, test = the visible official test windows, "
-          "export = the shipped int8 (or float) TFLite model on them:\n")
-    print(f"  {'tag':<14} {'params':>7} {'val':>12} {'test':>6} {'export':>7} {'form':<14} "
-          f"{'bytes':>7} {'arena':>6}")
-    for tag in list_pretrained():
+    print("Pretrained models (zoo.create_model(MODEL, pretrained=TASK)); accuracy %: val = the "
+          "selected epoch on validation subjects or speakers, mean ± sd over seeds (HAR-2 and "
+          "DSA-19: each seed holds out another subject fold, a subject cross-validation); test = "
+          "the visible official test windows; export = the shipped int8 (or float) TFLite model "
+          "on them:\n")
+    tags = list_pretrained()
+    width = max(len(t) for t in tags) if tags else 3
+    print(f"  {'tag':<{width}} {'params':>7} {'val':>12} {'test':>6} {'export':>7} "
+          f"{'form':<14} {'bytes':>7} {'arena':>6}")
+    for tag in tags:
         c = get_pretrained_cfg(tag)
         m, e = c.metrics, c.export
         val = f"{m['val_accuracy_subject_cv_mean']:.2f}"
         if m.get("val_accuracy_subject_cv_std") is not None:
             val += f"±{m['val_accuracy_subject_cv_std']:.2f}"
         arena = e.get("tflite_micro_arena_bytes")
-        print(f"  {tag:<14} {c.parameters:>7,} {val:>12} {m['test_accuracy_visible']:>6.2f} "
+        print(f"  {tag:<{width}} {c.parameters:>7,} {val:>12} {m['test_accuracy_visible']:>6.2f} "
               f"{m['export_accuracy']:>7.2f} {e['quantize'] + ' ' + e['form']:<14} "
               f"{e['total_bytes']:>7,} {arena if arena else '-':>6}")
 

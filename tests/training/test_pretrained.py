@@ -16,16 +16,19 @@ import zoo
 from zoo import pretrained
 
 REPO = Path(__file__).resolve().parents[2]
-# The tags the zoo promises (README): the best HAR-2 and DSA-19 model and the best Keras baseline.
-SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19"}
-DATA = {"har2": "har", "dsa19": "dsa19"}
+# The tags the zoo promises (README): the best HAR-2 and DSA-19 model and the best Keras baseline;
+# the best int8 keyword model (GRU) and the best zoo cell on it (FastGRNN).
+SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19", "gru.google12_testset",
+           "fastgrnn.google12_testset"}
+DATA = {"har2": "har", "dsa19": "dsa19",
+        "google12_testset": "archives/speech_commands_test_set_v0.02_part_A.tar.gz"}
 
 
 def test_the_promised_models_are_shipped():
     assert SHIPPED <= set(zoo.list_pretrained())
-    assert {t.split(".")[1] for t in zoo.list_pretrained()} == {"har2", "dsa19"}
+    assert {t.split(".")[1] for t in zoo.list_pretrained()} == {"har2", "dsa19", "google12_testset"}
     baselines = [t for t in zoo.list_pretrained() if t.split(".")[0] in ("lstm", "gru")]
-    assert {t.split(".")[1] for t in baselines} == {"har2", "dsa19"}
+    assert {t.split(".")[1] for t in baselines} == {"har2", "dsa19", "google12_testset"}
 
 
 @pytest.mark.slow
