@@ -58,6 +58,7 @@ def test_every_zoo_command_parses(argv, capsys):
         assert exit_.code == 0, capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [a for a in zoo_commands() if tuple(a) in CHEAP], ids=" ".join)
 def test_cheap_zoo_commands_run_as_written(argv):
     proc = subprocess.run([sys.executable, "-m", "edge_rnn_zoo", *argv], cwd=REPO,
@@ -76,6 +77,7 @@ def test_documented_script_flags_exist(words):
     assert [f for f in flags if f not in proc.stdout] == []
 
 
+@pytest.mark.slow
 def test_python_example_runs_as_written():
     (block,) = code_blocks("python")
     proc = subprocess.run([sys.executable, "-c", block], cwd=REPO, capture_output=True,

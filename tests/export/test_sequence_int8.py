@@ -141,6 +141,7 @@ def test_report_times_each_model_in_each_runtime(sirnn_report):
 
 
 # ------------------------------------------------------------------------------ GRU (requantized)
+@pytest.mark.slow
 def test_gru_requantizes_state_and_head_input_exactly(gru_model):
     checks = si.requantize_ops(gru_model.read_bytes())
     assert {c["subgraph"] for c in checks} == {"main", "sequence_int8/while_body"}
@@ -149,6 +150,7 @@ def test_gru_requantizes_state_and_head_input_exactly(gru_model):
             assert si.requantize_exact(c["in"], c["out"], runtime)["differ"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["litert", "tflite-micro"])
 def test_gru_bit_exact_with_step_loop(runtime, gru_export, gru_model, test_windows):
     if runtime not in si.available_runtimes():

@@ -25,6 +25,7 @@ def _error(capsys, *argv):
     return err
 
 
+@pytest.mark.slow
 def test_the_intact_copy_evaluates(run, capsys):
     assert main(["eval", str(run), "--json"]) == 0
 

@@ -56,6 +56,7 @@ def _copy(src: Path, tmp_path: Path) -> Path:
     return dst
 
 
+@pytest.mark.slow
 def test_part_a_split_by_speaker(part_a):
     files = part_a.info["files"]
     everything = sum(files.values(), [])
@@ -88,6 +89,7 @@ def _wave_samples(path):
         return np.frombuffer(w.readframes(w.getnframes()), "<i2")
 
 
+@pytest.mark.slow
 def test_features_are_the_frontend_of_the_clips(part_a, shared_data, few_clips):
     fe = FbankFrontend()
     rels = sorted(p.relative_to(few_clips).as_posix() for p in few_clips.glob("*/*.wav"))

@@ -40,6 +40,7 @@ def finished_run(tmp_path_factory, env):
     return out, proc.stdout
 
 
+@pytest.mark.slow
 def test_run_directory_is_complete(finished_run):
     out, stdout = finished_run
     for name in ("config.yaml", "normalization.json", "history.csv", "model.keras",
@@ -72,6 +73,7 @@ def test_run_directory_is_complete(finished_run):
     assert len(norm["mean"]) == len(norm["std"]) == 9
 
 
+@pytest.mark.slow
 def test_eval_prints_accuracy_per_class_and_confusion(finished_run, env):
     out, _ = finished_run
     proc = zoo(["eval", str(out), "--json"], env, timeout=300)
@@ -89,6 +91,7 @@ def test_eval_prints_accuracy_per_class_and_confusion(finished_run, env):
 # The refusals below run in-process (`edge_rnn_zoo.cli.main`): they answer before training.
 
 
+@pytest.mark.slow
 def test_existing_finished_run_is_refused_not_overwritten(finished_run, capsys):
     from edge_rnn_zoo.cli import main
 
@@ -231,6 +234,7 @@ def test_hard_threshold_matches_edgeml_quantile_rule():
         assert abs(np.count_nonzero(out) / w.size - density) <= 1.0 / w.size
 
 
+@pytest.mark.slow
 def test_mixed_precision_trains_in_float16_and_saves_the_policy(tmp_path, env):
     out = tmp_path / "mixed"
     proc = zoo([*TRAIN[:-6], "--recipe", "none", "--epochs", "2", "--mixed-precision",
@@ -249,6 +253,7 @@ def test_mixed_precision_trains_in_float16_and_saves_the_policy(tmp_path, env):
     assert np.all(np.isfinite(history["loss"]))  # loss scaling kept float16 from overflowing
 
 
+@pytest.mark.slow
 def test_init_from_starts_from_the_trained_weights(finished_run, tmp_path, env):
     """Warm start (e.g. quantization-aware fine-tuning): with a vanishing learning rate the new
     run is the old model, whose test accuracy it reproduces; a shape mismatch is refused."""
@@ -272,6 +277,7 @@ def test_init_from_starts_from_the_trained_weights(finished_run, tmp_path, env):
     assert "init_from" in proc.stderr and "do not match" in proc.stderr, proc.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_invalid_model_options_leave_no_run_directory(tmp_path, env):
     """A failed first try must not leave an 'unfinished run' that refuses the corrected one."""
     out = tmp_path / "typo"

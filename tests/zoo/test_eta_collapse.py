@@ -50,6 +50,7 @@ def _eta(layer):
     return float(np.asarray(layer.cell.eta_value())[0])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="uses tf.GradientTape")
 def test_raw_eta_crosses_zero_and_the_clipped_state_never_recovers():
     layer, x = _layer("raw"), _inputs()
@@ -65,6 +66,7 @@ def test_raw_eta_crosses_zero_and_the_clipped_state_never_recovers():
     assert np.all(np.asarray(layer(x)) == 0.0) and _eta(layer) < 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="uses tf.GradientTape")
 def test_sigmoid_eta_stays_positive_and_the_state_recovers():
     layer, x = _layer("sigmoid"), _inputs()
