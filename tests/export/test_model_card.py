@@ -12,6 +12,8 @@ from export.exportdir import (CARD_SCHEMA_VERSION, CardError, ExportDirectory, M
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
 SHIPPED = sorted(PRETRAINED.glob("*/export-*/model_card.json"))
+LEGACY = [p for p in SHIPPED if "schema_version" not in json.loads(p.read_text())]
+VERSIONED = [p for p in SHIPPED if p not in LEGACY]
 
 
 def minimal(**changes) -> dict:
@@ -21,23 +23,30 @@ def minimal(**changes) -> dict:
     return {k: v for k, v in card.items() if v is not None}
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.parent.parent.name)
+@pytest.mark.parametrize("path", LEGACY, ids=lambda p: p.parent.parent.name)
 def test_cards_from_before_the_schema_load_and_write_back_unchanged(path):
     raw = json.loads(path.read_text())
-    assert "schema_version" not in raw
     card = ExportDirectory(path.parent).read_card()
     assert card.schema_version == 0 and card.form == "step" and card.arena_bytes > 0
     assert card.extra == {}  # every key of a shipped card is in the schema
     assert card.to_dict() == {"schema_version": 0, **raw}
 
 
+@pytest.mark.parametrize("path", VERSIONED, ids=lambda p: p.parent.parent.name)
+def test_shipped_cards_with_the_schema_write_back_unchanged(path):
+    raw = json.loads(path.read_text())
+    card = ExportDirectory(path.parent).read_card()
+    assert raw["schema_version"] == card.schema_version == CARD_SCHEMA_VERSION
+    assert card.extra == {} and card.to_dict() == raw
+
+
 def test_shipped_cards_are_found():
-    assert len(SHIPPED) >= 4, PRETRAINED
+    assert len(LEGACY) >= 4 and len(VERSIONED) >= 2, PRETRAINED
 
 
 def shipped_card() -> dict:
     """A complete card as `zoo export` writes it (a shipped one, from before the schema)."""
-    return json.loads(SHIPPED[0].read_text())
+    return json.loads(LEGACY[0].read_text())
 
 
 def test_a_written_card_reads_back_equal(tmp_path):
