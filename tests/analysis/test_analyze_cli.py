@@ -49,6 +49,7 @@ def test_report_files_and_numbers(run_dir, tmp_path):
     _check_out_dir(out)
 
 
+@pytest.mark.slow
 def test_bad_input_gives_clear_errors(run_dir, tmp_path, capsys):
     foreign = tmp_path / "mine"
     foreign.mkdir()
@@ -60,6 +61,7 @@ def test_bad_input_gives_clear_errors(run_dir, tmp_path, capsys):
     assert "not a finished run" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_length_generalisation_row(run_dir, capsys):
     from training.analysis.lengths import length_accuracy, main as lengths_main
 

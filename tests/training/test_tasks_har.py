@@ -75,6 +75,7 @@ def test_normalization_is_from_train_only(shared_data):
     np.testing.assert_allclose(z.reshape(-1, 9).std(0), 1, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_reads_the_zip_as_downloaded(shared_data, tmp_path, har6):
     """The official zip holds 'UCI HAR Dataset/...' (plus __MACOSX); the current UCI download
     wraps that zip in another one. Both load to the same arrays as the folder."""
