@@ -261,7 +261,7 @@ def _write_outputs(rows, peak, out: Path, print_fn):
 
 
 def targets(rows) -> list[str]:
-    """Issue 6's targets, as ratios, with the reason when one is missed."""
+    """The zoo-vs-Keras targets (a quarter of the bytes, equal latency), as ratios, with the reason when one is missed."""
     measured = [r for r in rows if "bytes" in r]
     zoo_int = [r for r in measured if r["family"] == "zoo" and r["mode"] == "int8"
                and r["form"] == "step"]

@@ -30,7 +30,7 @@ from export.exportdir import NORMALIZATION_FILE, ExportDirectory
 from training.rundir import RunDirectory
 
 FRAMES = 99
-# Published anchors (issue #15): name, int8 bytes, accuracy %, note.
+# Published anchors: name, int8 bytes, accuracy %, note.
 ANCHORS = [
     ("FastGRNN, Google-12 (Kusupati et al. 2018)", 5.5 * 1024, 92.10, "5.5 KB model"),
     ("MLPerf Tiny DS-CNN int8 (reference)", 53936, 90.0, "90 % is the target, not a score"),

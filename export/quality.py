@@ -45,7 +45,7 @@ ROWS = [
     ("iRNN K=5 clip[0,1]+QAT8 eta>=0", "irnn",
      {"k": 5, "state_clip": 1.0, "state_quant_bits": 8, "eta_constraint": "non_neg",
       "eta_parametrization": "raw"}, None),
-    # REFERENCE 6.1's schedule: the float clipped model first, then fake quant for the last
+    # The clip-first schedule: the float clipped model first, then fake quant for the last
     # epochs only (here: a fine-tune of that run at a tenth of the learning rate).
     ("iRNN K=5 clip[0,1] eta>=0, QAT8 fine-tune", "irnn",
      {"k": 5, "state_clip": 1.0, "state_quant_bits": 8, "eta_constraint": "non_neg",

@@ -9,12 +9,13 @@ Modes (``zoo export --quantize``):
     int8      8-bit activations and weights, integer I/O (int8); needs calibration
 
 Calibration of a graph holding a ``WHILE`` loop segfaults inside the converter's calibrator
-(TensorFlow bug #75140, REFERENCE 6), so every conversion that calibrates runs in a child
+(TensorFlow bug #75140), so every conversion that calibrates runs in a child
 process on a SavedModel the parent wrote: a crash becomes `ConversionCrashed`, naming the mode
 and what works instead (``--form step`` or ``--unroll``), not a dead process.
 
-Weights are quantized per tensor (``_experimental_disable_per_channel``): REFERENCE 6.1 measured
-it as accurate as per-channel for the step models and 2.8 KB smaller with a smaller arena.
+Weights are quantized per tensor (``_experimental_disable_per_channel``): measured as accurate as
+per-channel for the step models and 2.8 KB smaller, with a smaller arena
+(docs/results-subsets.md).
 """
 
 from __future__ import annotations

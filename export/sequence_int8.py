@@ -9,7 +9,7 @@ window in ai-edge-litert and tflite-micro (exit 1 if one differs), and times it 
 loop and, with ``--lstm``, the stock Keras float LSTM WHILE model, in the same runtimes and run.
 
 No stock converter path gives this model: int8 calibration of a ``WHILE`` graph segfaults
-(TensorFlow bug #75140) and unrolling costs ~1 MB (REFERENCE 6). So it is assembled with the
+(TensorFlow bug #75140) and unrolling costs ~1 MB (docs/export.md). So it is assembled with the
 TFLite flatbuffer schema from the two models ``zoo export --form step --quantize int8`` has
 already calibrated, without recalibrating or re-deriving any scale:
 

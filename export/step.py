@@ -3,9 +3,9 @@
     step: (x_t [1, d], h_prev [1, D]) -> h_t [1, D]      the cell's own ``call(inputs, states)``
     head: h_T [1, D] -> logits [1, C]                     the model's Dense head
 
-The time loop then lives in device code (REFERENCE 6: a WHILE graph cannot be calibrated for
-int8, and unrolling it costs ~1 MB; the step model is a few KB). Both models share the trained
-layers, so the float step loop is the Keras model exactly.
+The time loop then lives in device code (a WHILE graph cannot be calibrated for int8, TensorFlow
+bug #75140, and unrolling it costs ~1 MB; the step model is a few KB). Both models share the
+trained layers, so the float step loop is the Keras model exactly.
 
 Calibration data for an integer step model are real (x_t, h_{t-1}) pairs: the float cell is run
 over real training sequences and the pairs along those trajectories are subsampled.
