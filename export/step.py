@@ -17,6 +17,7 @@ import keras
 import numpy as np
 
 from export.convert import clone_with_config
+from zoo.layers import recurrent_layers
 
 __all__ = ["recurrent_layers", "state_size", "split_model", "step_models", "trajectories",
            "calibration_pairs", "without_fake_quant"]
@@ -24,11 +25,6 @@ __all__ = ["recurrent_layers", "state_size", "split_model", "step_models", "traj
 # Input names of the step signature. The converter orders inputs alphabetically, so device code
 # must look the indices up (zoo export records them in model_card.json as step_io).
 X_NAME, H_NAME = "x_t", "h_prev"
-
-
-def recurrent_layers(model: keras.Model) -> list:
-    """The model's recurrent layers (`keras.layers.RNN`, the zoo's cells included), in order."""
-    return [layer for layer in model.layers if isinstance(layer, keras.layers.RNN)]
 
 
 def state_size(model: keras.Model) -> int | None:

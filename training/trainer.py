@@ -34,6 +34,7 @@ import yaml
 
 import zoo
 from training import callbacks as cb
+from zoo.layers import recurrent_layers
 from training import rundir
 from training.config import TrainConfig
 from training.rundir import RunDirError  # noqa: F401  (re-exported)
@@ -185,10 +186,10 @@ def warm_start_weights(model: keras.Model, run_dir) -> list:
 
 
 def recurrent_cell(model: keras.Model):
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.RNN):
-            return layer.cell
-    raise ValueError(f"model {model.name} has no recurrent layer")
+    rnns = recurrent_layers(model)
+    if not rnns:
+        raise ValueError(f"model {model.name} has no recurrent layer")
+    return rnns[0].cell
 
 
 def distribution_scope(config: TrainConfig):
@@ -217,11 +218,9 @@ def macs_per_sequence(model: keras.Model) -> int | None:
     (None for a model without a recurrent layer or a static length, e.g. the DS-CNN)."""
     from zoo.macs import model_macs_per_sequence
 
-    if not any(isinstance(layer, keras.layers.RNN) for layer in model.layers):
-        return None
     try:
         return int(model_macs_per_sequence(model))
-    except ValueError:  # no static sequence length
+    except ValueError:  # no recurrent layer, or no static sequence length
         return None
 
 

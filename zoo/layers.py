@@ -166,3 +166,10 @@ class CellRNN(keras.layers.RNN):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def recurrent_layers(model: keras.Model) -> list:
+    """The model's recurrent layers (`keras.layers.RNN`, the zoo's cells included), in order:
+    the one lookup that MAC counting, training and export share."""
+    return [layer for layer in model.layers if isinstance(layer, keras.layers.RNN)]
+

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import keras
 
+from zoo.layers import recurrent_layers
+
 # Keras's built-in cells: one (d x D input, D x D recurrent) product pair per gate.
 _KERAS_GATES = ((keras.layers.LSTMCell, 4), (keras.layers.GRUCell, 3),
                 (keras.layers.SimpleRNNCell, 1))
@@ -27,7 +29,10 @@ def cell_macs_per_step(cell, input_dim: int) -> int:
 
 def model_macs_per_sequence(model: keras.Model) -> int:
     """MACs of one whole sequence: T recurrent steps plus the Dense head (once, or per step)."""
-    rnn = next(layer for layer in model.layers if isinstance(layer, keras.layers.RNN))
+    rnns = recurrent_layers(model)
+    if not rnns:
+        raise ValueError(f"model {model.name} has no recurrent layer to count MACs per step of")
+    rnn = rnns[0]
     timesteps, input_dim = rnn.input.shape[1], rnn.input.shape[2]
     if timesteps is None:
         raise ValueError("the model needs a static sequence length to count MACs per sequence")

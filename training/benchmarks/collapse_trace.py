@@ -47,6 +47,7 @@ def main(argv=None) -> int:
     from training.config import TrainConfig
     from training.tasks import get_task
     from training.trainer import build_model, epoch_batches, recurrent_cell
+    from zoo.layers import recurrent_layers
 
     task = get_task(args.task)
     data = task.load(args.data_dir, seed=args.seed)
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
                          lr=args.lr, clipnorm=1.0, batch_size=args.batch_size, seed=args.seed)
     model = build_model(config, task)
     cell = recurrent_cell(model)
-    rnn = next(layer for layer in model.layers if isinstance(layer, keras.layers.RNN))
+    rnn = recurrent_layers(model)[0]
     states = keras.Model(model.inputs, rnn.output)
     probe = x_val[:256]
     out = Path(args.out)
