@@ -42,7 +42,11 @@ import time
 
 import numpy as np
 
-RUNTIMES = ("litert", "tflite-runtime", "tflite-micro")
+# Each runtime and the module its Python package imports as, in auto-detection order.
+RUNTIME_MODULES = {"litert": "ai_edge_litert.interpreter",
+                   "tflite-runtime": "tflite_runtime.interpreter",
+                   "tflite-micro": "tflite_micro.python.tflite_micro.runtime"}
+RUNTIMES = tuple(RUNTIME_MODULES)
 
 
 class BenchError(Exception):
@@ -408,15 +412,19 @@ def count_micro_tensors(get_details):
             n += 1
 
 
+def missing_runtime(runtime):
+    """None when ``runtime``'s package imports here, else why not (the ImportError's text)."""
+    try:
+        __import__(RUNTIME_MODULES[runtime])
+    except ImportError as err:
+        return str(err)
+    return None
+
+
 def detect_runtime() -> str:
-    for name, module in (("litert", "ai_edge_litert.interpreter"),
-                         ("tflite-runtime", "tflite_runtime.interpreter"),
-                         ("tflite-micro", "tflite_micro.python.tflite_micro.runtime")):
-        try:
-            __import__(module)
+    for name in RUNTIMES:
+        if missing_runtime(name) is None:
             return name
-        except ImportError:
-            continue
     raise BenchError("no TFLite runtime found: pip install ai-edge-litert (or tflite-runtime, or "
                      "tflite-micro)")
 
@@ -710,13 +718,9 @@ def open_checked(export_dir, card, runtime, threads):
 
 
 def require_runtime(runtime):
-    module = {"litert": "ai_edge_litert.interpreter",
-              "tflite-runtime": "tflite_runtime.interpreter",
-              "tflite-micro": "tflite_micro.python.tflite_micro.runtime"}[runtime]
-    try:
-        __import__(module)
-    except ImportError as err:
-        raise BenchError(f"--runtime {runtime}: not installed here ({err})") from None
+    missing = missing_runtime(runtime)
+    if missing is not None:
+        raise BenchError(f"--runtime {runtime}: not installed here ({missing})")
 
 
 def run(args):

@@ -688,15 +688,11 @@ def interleaved_latency(models: dict, reps: int, warmup: int = 5) -> dict:
 
 # ------------------------------------------------------------------------------ command line
 def available_runtimes() -> list[str]:
-    out = []
-    for name, module in (("litert", "ai_edge_litert.interpreter"),
-                         ("tflite-micro", "tflite_micro.python.tflite_micro.runtime")):
-        try:
-            __import__(module)
-            out.append(name)
-        except ImportError:
-            pass
-    return out
+    """The installed runtimes among the two this model is checked in, LiteRT and TFLite Micro
+    (tflite-runtime is not part of this stack: it stopped at TensorFlow 2.14)."""
+    from export.device_bench import missing_runtime
+
+    return [name for name in ("litert", "tflite-micro") if missing_runtime(name) is None]
 
 
 def smallest_arena_or_none(blob: bytes, runtime: str) -> int | None:
