@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from training.rundir import check_run_dir_argument
+
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     from export.quantize import MODES
@@ -39,11 +41,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                              "complete")
 
 
-def check_export(args) -> None:
-    """The checks that need no Keras (the dispatcher runs them before loading it)."""
-    from training.rundir import RunDirectory
-
-    RunDirectory(args.run_dir).check_finished()
+check_export = check_run_dir_argument
 
 
 def run_export(args) -> int:

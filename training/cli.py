@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from training.rundir import check_run_dir_argument
+
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|nan)", re.I)
 
@@ -176,10 +178,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def check_eval(args) -> None:
-    from training.rundir import RunDirectory
-
-    RunDirectory(args.run_dir).check_finished()
+check_eval = check_run_dir_argument
 
 
 def run_eval(args) -> int:

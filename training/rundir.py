@@ -312,6 +312,12 @@ class RunDirectory:
 # ----------------------------------------------------------------------------- reading a run
 
 
+def check_run_dir_argument(args) -> None:
+    """A subcommand's ``run_dir`` argument must be a finished run: the check `zoo eval`, `zoo
+    export` and `zoo analyze` run before Keras loads (`RunDirectory.check_finished`)."""
+    RunDirectory(args.run_dir).check_finished()
+
+
 def read_finished_run(run_dir: Path):
     """(config dict, Keras model, Normalization) of a finished run, each file checked.
 

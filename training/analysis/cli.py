@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from training.rundir import check_run_dir_argument
+
 
 def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", help="a run directory written by `zoo train`")
@@ -17,10 +19,7 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="subsampling seed")
 
 
-def check_analyze(args) -> None:
-    from training.rundir import RunDirectory
-
-    RunDirectory(args.run_dir).check_finished()
+check_analyze = check_run_dir_argument
 
 
 def run_analyze(args) -> int:
