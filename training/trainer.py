@@ -410,9 +410,23 @@ def _callbacks(run: rundir.RunDirectory, config: TrainConfig, model, history, ch
         for name, state in checkpoint[1]["callbacks"].items():
             if name in stateful and hasattr(stateful[name], "load_state"):
                 stateful[name].load_state(state, checkpoint[0])
-    callbacks += [keras.callbacks.TensorBoard(log_dir=str(run.tensorboard)),
-                  cb.RunCheckpoint(run.root, history, stateful)]
+    if _can_write_tensorboard():
+        callbacks.append(keras.callbacks.TensorBoard(log_dir=str(run.tensorboard)))
+    else:
+        print_fn("no TensorBoard logs: Keras writes them with TensorFlow, which is not installed")
+    callbacks.append(cb.RunCheckpoint(run.root, history, stateful))
     return callbacks, stateful
+
+
+def _can_write_tensorboard() -> bool:
+    """Keras's TensorBoard callback writes through ``tensorflow.summary`` on every backend; a
+    JAX-only environment (e.g. a GPU machine with JAX but no TensorFlow) trains without it."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except ValueError:  # tensorflow in sys.modules as None (blocked)
+        return False
 
 
 def _fit(model, config: TrainConfig, arrays: _Arrays, callbacks, stateful, checkpoint,

@@ -197,6 +197,29 @@ def test_jax_backend_trains_and_model_loads_under_tensorflow(tmp_path, env):
 
 
 @pytest.mark.slow
+def test_jax_trains_where_tensorflow_is_not_installed(tmp_path, env):
+    """A JAX-only machine (e.g. a GPU box with JAX and no TensorFlow) trains; only the TensorBoard
+    logs, which Keras writes through tensorflow.summary, are left out, and the log says so."""
+    out = tmp_path / "jax_only"
+    script = f"""
+import sys
+sys.modules["tensorflow"] = None  # as if not installed: every import of it fails
+from training.config import resolve
+from training.trainer import train
+config = resolve("har2", "sirnn", "none", {{"epochs": 1, "batch_size": 64, "backend": "jax",
+                 "model_options": {{"units": 8, "rank": 2}}}})
+train(config, {str(out)!r})
+"""
+    proc = subprocess.run([sys.executable, "-c", script], env={**env, "KERAS_BACKEND": "jax"},
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "no TensorBoard logs" in proc.stdout + proc.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["hardware"]["backend"] == "jax" and metrics["hardware"]["gpus"] == []
+    assert not (out / "tensorboard").exists()
+
+
+@pytest.mark.slow
 def test_mirrored_strategy_on_two_logical_cpus(tmp_path, env):
     script = f"""
 import tensorflow as tf

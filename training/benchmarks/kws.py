@@ -8,16 +8,14 @@ validation accuracy (at the restored best epoch) is kept; phase 2 trains seeds 1
 (seed 0 is the phase-1 run); finished runs are not retrained. ``OUT/selection.json`` lists, per model, the validation accuracy of
 each rate and the three run directories; ``export/kws_bench.py`` reads it.
 
-Runs go through `training.trainer.train`, one process per run (``--jobs`` at a time). Where
-TensorFlow is not installed (a JAX-only accelerator machine), the TensorBoard callback is replaced
-by a no-op: it is the only part of training that needs TensorFlow.
+Runs go through `training.trainer.train`, one process per run (``--jobs`` at a time); it also
+runs where TensorFlow is not installed (a JAX-only accelerator machine), without TensorBoard logs.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -52,8 +50,6 @@ def _train_one(job: dict) -> dict:
         return job
     import keras
 
-    if importlib.util.find_spec("tensorflow") is None:
-        keras.callbacks.TensorBoard = lambda **kwargs: keras.callbacks.Callback()
     from training.config import resolve
     from training.trainer import train
 
