@@ -227,15 +227,24 @@ def macs_per_sequence(model: keras.Model) -> int | None:
 def hardware() -> dict:
     info = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
             "cpu_count": os.cpu_count(), "backend": keras.backend.backend(), "gpus": []}
+    info["gpus"] = gpu_names()
+    return info
+
+
+def gpu_names() -> list[str]:
+    """The accelerators Keras trains on, by model name (e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"),
+    so that a run's metrics say which GPU made them; empty on CPU."""
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
-        info["gpus"] = [d.name for d in tf.config.list_physical_devices("GPU")]
-    elif keras.backend.backend() == "jax":
+        return [f"{tf.config.experimental.get_device_details(d).get('device_name', '?')} ({d.name})"
+                for d in tf.config.list_physical_devices("GPU")]
+    if keras.backend.backend() == "jax":
         import jax
 
-        info["gpus"] = [str(d) for d in jax.devices() if d.platform == "gpu"]
-    return info
+        return [f"{d.device_kind} ({d.platform}:{d.id})" for d in jax.devices()
+                if d.platform in ("gpu", "cuda", "rocm")]
+    return []
 
 
 def versions() -> dict:
