@@ -72,7 +72,8 @@ def run_config(task: str, label: str, seed: int, args):
                        task_options={"val_subjects": validation_fold(task, seed)},
                        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                        lr_decay_epochs=args.lr_decay_epochs, lr_decay_factor=0.1,
-                       early_stopping_patience=args.patience, clipnorm=args.clipnorm)
+                       early_stopping_patience=args.patience, clipnorm=args.clipnorm,
+                       backend=args.backend)
 
 
 # Trained with every seed first: the candidates for the shipped models; the other models get
@@ -116,6 +117,18 @@ def summarise(run_dir: Path, task: str) -> dict:
             "parameters": metrics["parameters"], "seconds": metrics["training_seconds"],
             "epochs": metrics["epochs_run"], "best_epoch": metrics["best_epoch"],
             "collapsed": collapse_epoch(history, 1.0 / classes)}
+
+
+def _backend(asked: str | None) -> str:
+    """The backend the runs use: Keras fixes it at import, so one asked for must already be
+    the loaded one (said plainly instead of failing inside the first run)."""
+    import keras
+
+    loaded = keras.backend.backend()
+    if asked and asked != loaded:
+        raise SystemExit(f"--backend {asked}: set KERAS_BACKEND={asked} for this command "
+                         f"(Keras picks its backend when it is imported; it is {loaded!r} here)")
+    return loaded
 
 
 def train_shard(args) -> None:
@@ -193,10 +206,14 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=0,
                         help="TensorFlow intra-op threads per process (0: TensorFlow's choice); "
                              "1 with one process per core trains small RNNs fastest")
+    parser.add_argument("--backend", choices=("tensorflow", "jax"), default=None,
+                        help="Keras backend of the runs (default: the one Keras loads, i.e. "
+                             "KERAS_BACKEND, else tensorflow); a GPU is used when the backend sees one")
     parser.add_argument("--report", action="store_true", help="only print the table")
     parser.add_argument("--out", default="bench/realscale")
     args = parser.parse_args(argv)
     if not args.report:
+        args.backend = _backend(args.backend)
         if args.threads:
             os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(args.threads))
             os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
