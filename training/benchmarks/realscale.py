@@ -4,6 +4,7 @@
         --dsa ../shared/data/archives/dsa19_train_full.zip --out bench/realscale --shard 0/2 &
     python -m training.benchmarks.realscale ... --shard 1/2 &      # the other half, in parallel
     python -m training.benchmarks.realscale ... --report           # the table, once both are done
+    python -m training.benchmarks.realscale --out A --report --compare B   # A vs B, seed by seed
 
 Seed ``s`` trains on all training subjects but the ``s``-th validation fold (a fixed partition of
 the training subjects: 5 folds of 4-5 subjects on HAR-2, one subject per fold on DSA-19), so the
@@ -185,6 +186,51 @@ def report(args) -> str:
     return table
 
 
+# Two-sided 95 % quantile of Student's t by degrees of freedom (n seeds - 1).
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def paired_difference(a: list[float], b: list[float]) -> tuple[float, float, float | None]:
+    """Mean and standard deviation of a - b over seeds, and the paired t statistic (None with
+    fewer than 2 pairs or no spread). Seed s of both runs used the same validation fold, so the
+    pairs share their subjects and the fold-to-fold spread cancels."""
+    diffs = [x - y for x, y in zip(a, b)]
+    if len(diffs) < 2:
+        return diffs[0] if diffs else float("nan"), float("nan"), None
+    mean, sd = statistics.mean(diffs), statistics.stdev(diffs)
+    return mean, sd, (mean / (sd / len(diffs) ** 0.5) if sd > 0 else None)
+
+
+def compare(out: Path, other: Path) -> str:
+    """Seed-by-seed comparison of two benchmark outputs (e.g. GPU and CPU) from their
+    results.json: the mean difference of validation and test accuracy, its spread, and whether it
+    is beyond seed noise (paired t-test at 5 %; with many rows some pass by chance alone)."""
+    rows = {(r["task"], r["model"]): r for r in json.loads((other / "results.json").read_text())}
+    lines = [f"A = {out}, B = {other}", "",
+             "| task | model | seeds | val A - B | test A - B | beyond seed noise (paired t, 5 %) |",
+             "|---|---|---|---|---|---|"]
+    tested = flagged = 0
+    for a in json.loads((out / "results.json").read_text()):
+        b = rows.get((a["task"], a["model"]))
+        if b is None:
+            continue
+        n = min(len(a["val"]), len(b["val"]))
+        cells, beyond = [], []
+        for metric in ("val", "test"):
+            mean, sd, t = paired_difference(a[metric][:n], b[metric][:n])
+            cells.append(f"{mean:+.2f} ± {sd:.2f}" + (f" (t {t:+.1f})" if t is not None else ""))
+            if t is not None and n - 1 in T_975:
+                tested += 1
+                if abs(t) > T_975[n - 1]:
+                    beyond.append(metric)
+        flagged += len(beyond)
+        lines.append(f"| {a['task']} | {a['model']} | {n} | {cells[0]} | {cells[1]} | "
+                     f"{', '.join(beyond) or 'no'} |")
+    lines += ["", f"{flagged} of {tested} tests beyond seed noise at 5 %; about "
+              f"{0.05 * tested:.1f} are expected by chance alone."]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--har", help="UCI HAR folder or zip (the full training split)")
@@ -211,6 +257,8 @@ def main(argv=None) -> int:
                              "KERAS_BACKEND, else tensorflow); a GPU is used when the backend sees one")
     parser.add_argument("--report", action="store_true", help="only print the table")
     parser.add_argument("--out", default="bench/realscale")
+    parser.add_argument("--compare", metavar="OTHER_OUT",
+                        help="with --report: compare this output with another one, seed by seed")
     args = parser.parse_args(argv)
     if not args.report:
         args.backend = _backend(args.backend)
@@ -219,6 +267,8 @@ def main(argv=None) -> int:
             os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
         train_shard(args)
     print(report(args))
+    if args.compare:
+        print(compare(Path(args.out), Path(args.compare)))
     return 0
 
 
