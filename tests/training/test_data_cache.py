@@ -78,3 +78,40 @@ def test_tests_never_touch_the_home_cache():
 
     home = Path.home() / ".cache" / "edge-rnn-zoo"
     assert home not in cache_root().parents and home not in data_root().parents
+
+
+def test_a_second_extraction_never_removes_the_one_in_use(mini_har, tmp_path, fresh_cache,
+                                                          monkeypatch):
+    """Two processes extracting one archive at once (parallel exports do): the one that finishes
+    second must keep the first one's folder, which the first is reading, not delete it."""
+    import threading
+    import zipfile
+
+    from training.data import sources
+    from training.tasks.har import SPEC
+
+    archive = tmp_path / "har.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for f in mini_har.rglob("*"):
+            z.write(f, f.relative_to(mini_har.parent))
+    slow_may_finish = threading.Event()
+    real_extract = sources._extract_one
+
+    def extract_one(src, dest):
+        real_extract(src, dest)
+        if threading.current_thread().name == "slow":
+            slow_may_finish.wait(60)
+
+    monkeypatch.setattr(sources, "_extract_one", extract_one)
+    # Threads stand in for processes: give each its own temporary folder, as its pid would.
+    monkeypatch.setattr(sources.os, "getpid", threading.get_ident)
+    slow = threading.Thread(target=sources.extract, args=(archive, SPEC), name="slow")
+    slow.start()
+    time.sleep(0.5)  # the slow one has started its own extraction
+    folder = sources.extract(archive, SPEC)
+    in_use = folder / "being_read.txt"
+    in_use.write_text("a reader holds this folder")
+    slow_may_finish.set()
+    slow.join(60)
+    assert in_use.exists(), "the second extraction deleted the folder the first is reading"
+    assert not list((sources.cache_root() / "extracted").glob("*.tmp*"))  # the loser's is gone

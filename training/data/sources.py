@@ -196,14 +196,26 @@ def extract(archive: Path, spec: DatasetSpec) -> Path:
                 for p in inner:
                     _extract_one(p, p.parent)
             (tmp / ".complete").touch()
-            shutil.rmtree(dest, ignore_errors=True)
-            os.replace(tmp, dest)
+            _publish(tmp, dest)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     folder = _search_marker(dest, spec)
     if folder is None:
         raise DataError(f"{archive}: does not contain the {spec.title} (no {spec.marker!r} inside)")
     return folder
+
+
+def _publish(tmp: Path, dest: Path) -> None:
+    """Move a finished extraction into place without touching one another process published
+    first: that copy (of the same archive) may be being read right now, so it stays and ours is
+    dropped. Only a leftover without its ``.complete`` marker is replaced."""
+    try:
+        os.rename(tmp, dest)  # atomic; refuses a non-empty existing folder
+    except OSError:
+        if (dest / ".complete").exists():
+            return
+        shutil.rmtree(dest, ignore_errors=True)
+        os.rename(tmp, dest)
 
 
 def fingerprint(files: list[Path], base: Path) -> str:
