@@ -52,18 +52,30 @@ def _seed_summary(run_dir: Path) -> dict:
 
 
 def _export(run_dir: Path, stage: Path, data_dir) -> tuple[dict, str]:
-    """Export into ``stage``: int8 step where the model streams, float sequence otherwise."""
+    """Export into ``stage`` the best integer form the model has: the int8 streaming step model
+    (one state vector); else, for a model with no recurrent layer (the DS-CNN), the int8
+    whole-window model; else the float sequence model (Keras's LSTM: two states, and the int8
+    sequence conversion of its loop crashes the converter, TensorFlow #75140)."""
     from export.exporter import export_run
 
     try:
         card = export_run(run_dir, stage / "export-step-int8", quantize="int8", form="step",
                           data_dir=data_dir)
         return card, "export-step-int8"
-    except ValueError as err:  # e.g. LSTM: two states, no step form
-        print(f"no int8 step export ({err}); shipping the float sequence model", file=sys.stderr)
-        card = export_run(run_dir, stage / "export-sequence-none", quantize="none",
-                          form="sequence", data_dir=data_dir)
-        return card, "export-sequence-none"
+    except ValueError as err:
+        print(f"no int8 step export ({err})", file=sys.stderr)
+    quantize = "none" if _is_recurrent(run_dir) else "int8"
+    folder = f"export-sequence-{quantize}"
+    print(f"shipping the {'float' if quantize == 'none' else 'int8'} sequence model", file=sys.stderr)
+    card = export_run(run_dir, stage / folder, quantize=quantize, form="sequence", data_dir=data_dir)
+    return card, folder
+
+
+def _is_recurrent(run_dir: Path) -> bool:
+    from training.rundir import load_keras_model
+    from zoo.layers import recurrent_layers
+
+    return bool(recurrent_layers(load_keras_model(RunDirectory(run_dir).model)))
 
 
 def _card(tag: str, run_dir: Path, export_card: dict, export_name: str, seed_runs, command: str,

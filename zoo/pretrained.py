@@ -11,7 +11,10 @@ checkout)::
                          the rest of its `zoo train` run directory, so `zoo export` takes the
                          folder as it takes any run
     export-step-int8/    the checked int8 streaming export (step.tflite, head.tflite,
-                         stream.tflite, model card, C arrays); export/device_bench.py runs it
+                         stream.tflite, model card, C++); export/device_bench.py runs it.
+                         A model without a recurrent layer (the DS-CNN) ships its int8
+                         whole-window model instead (export-sequence-int8/); card.json
+                         names the folder
 
 Loading checks every file against its sha256 in ``card.json`` first, so a damaged or edited file
 is an error naming it, never a silently different model.
