@@ -17,9 +17,10 @@ from zoo import pretrained
 
 REPO = Path(__file__).resolve().parents[2]
 # The tags the zoo promises (README): the best HAR-2 and DSA-19 model and the best Keras baseline;
-# the best int8 keyword model (GRU) and the best zoo cell on it (FastGRNN).
+# for keyword spotting the best int8 model (DS-CNN), the best zoo cell (SiRNN), the best Keras
+# step baseline (GRU) and the earlier FastGRNN.
 SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19", "gru.google12_testset",
-           "fastgrnn.google12_testset"}
+           "sirnn.google12_testset", "dscnn.google12_testset", "fastgrnn.google12_testset"}
 DATA = {"har2": "har", "dsa19": "dsa19",
         "google12_testset": "archives/speech_commands_test_set_v0.02_part_A.tar.gz"}
 
