@@ -250,3 +250,48 @@ def test_memory_factor_closed_forms_and_regime():
     assert stability.memory_factor(1.0, 7)["mu0"] == 7
     assert [stability.regime(v, 0.01) for v in (0.98, 1.005, 1.02)] == [
         "contractive", "boundary", "unstable"]
+
+
+def _numpy_recurrence(cell) -> np.ndarray | None:
+    """The recurrence matrix in math orientation, rebuilt in NumPy from the cell's raw weights."""
+    from zoo.antisymmetric import AntisymmetricRNNCell
+    from zoo.diagonal import DiagonalRNNCell
+    from zoo.fastrnn import _FastCellBase
+    from zoo.irnn import IRNNCell
+
+    w = lambda v: np.asarray(v, dtype=np.float64)  # noqa: E731
+    if isinstance(cell, DiagonalRNNCell):
+        return np.diag(w(cell.recurrent_kernel))
+    if isinstance(cell, IRNNCell):
+        if cell.rank is None:
+            return w(cell.recurrent_kernel).T
+        return (float(cell.alpha_value()) * np.eye(cell.units)
+                + w(cell.recurrent_v) @ w(cell.recurrent_h)).T
+    if isinstance(cell, AntisymmetricRNNCell):
+        k = w(cell.recurrent_kernel)
+        return (k - k.T - cell.gamma * np.eye(cell.units)).T
+    if isinstance(cell, _FastCellBase):
+        return np.linalg.multi_dot([np.eye(cell.units), *map(w, cell.recurrent_kernels)]).T
+    if hasattr(cell, "recurrent_kernel") and not isinstance(
+            cell, (keras.layers.GRUCell, keras.layers.LSTMCell)):
+        return w(cell.recurrent_kernel).T  # tanh RNNs: SimpleRNN, StableRNN
+    return None
+
+
+@pytest.mark.parametrize("name", [n for n in zoo.list_models() if n != "dscnn"])
+def test_recurrence_matrix_is_the_cells_weights_in_math_orientation(name):
+    from training.analysis.stability import recurrence_matrix
+    from zoo.layers import recurrent_layers
+
+    options = {"rank": 3} if name in ("irnn", "sirnn") else {}
+    model = zoo.create_model(name, (6, 4), 3, units=6, **options)
+    rng = np.random.default_rng(0)
+    for weight in model.weights:  # random weights: no initialiser symmetry can hide a transpose
+        weight.assign(rng.normal(size=weight.shape).astype("float32"))
+    cell = recurrent_layers(model)[0].cell
+    matrix, note = recurrence_matrix(cell)
+    expected = _numpy_recurrence(cell)
+    if expected is None:
+        assert matrix is None and "gated" in note
+    else:
+        np.testing.assert_allclose(matrix, expected, rtol=1e-6, atol=1e-6)

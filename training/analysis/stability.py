@@ -30,25 +30,27 @@ def spectral_norms(matrices: np.ndarray) -> np.ndarray:
     return np.linalg.norm(matrices, ord=2, axis=(-2, -1))
 
 
+# What the recurrence matrix is, per cell family, for the report (the first match wins).
+_RECURRENCE_NOTES = ((DiagonalRNNCell, "diag(w) (002 Eq. 2)"),
+                     (IRNNCell, "U (004; alpha I + V H when low-rank)"),
+                     (AntisymmetricRNNCell, "W - W^T - gamma I"),
+                     (_FastCellBase, "U (FastGRNN Eq. 2 / 6; U1 U2 when low-rank)"),
+                     (StableRNNCell, "W (tanh RNN)"))
+
+
 def recurrence_matrix(cell) -> tuple[np.ndarray | None, str]:
     """The matrix acting on h_{t-1} in math orientation, and a note on what it is.
 
-    ``None`` for gated Keras cells (GRU, LSTM): they have one recurrent matrix per gate and no
-    single recurrence; their stability is the empirical contraction constant alone.
+    Every zoo cell gives it as ``recurrent_matrix()`` (Keras orientation, hence the transpose);
+    Keras's SimpleRNN as its recurrent kernel. ``None`` for gated Keras cells (GRU, LSTM): they
+    have one recurrent matrix per gate and no single recurrence; their stability is the
+    empirical contraction constant alone.
     """
-    if isinstance(cell, DiagonalRNNCell):
-        return np.diag(np.asarray(cell.recurrent_kernel, dtype=np.float64)), "diag(w) (002 Eq. 2)"
-    if isinstance(cell, IRNNCell):
-        u = np.asarray(cell.recurrent_matrix(), dtype=np.float64).T
-        return u, "U (004; alpha I + V H when low-rank)"
-    if isinstance(cell, AntisymmetricRNNCell):
-        return np.asarray(cell.recurrent_matrix(), dtype=np.float64).T, "W - W^T - gamma I"
-    if isinstance(cell, _FastCellBase):
-        m = np.eye(cell.units)
-        for w in cell.recurrent_kernels:
-            m = m @ np.asarray(w, dtype=np.float64)
-        return m.T, "U (FastGRNN Eq. 2 / 6; U1 U2 when low-rank)"
-    if isinstance(cell, (StableRNNCell, keras.layers.SimpleRNNCell)):
+    if hasattr(cell, "recurrent_matrix"):
+        note = next((n for kind, n in _RECURRENCE_NOTES if isinstance(cell, kind)),
+                    f"{type(cell).__name__}.recurrent_matrix()")
+        return np.asarray(cell.recurrent_matrix(), dtype=np.float64).T, note
+    if isinstance(cell, keras.layers.SimpleRNNCell):
         return np.asarray(cell.recurrent_kernel, dtype=np.float64).T, "W (tanh RNN)"
     return None, f"{type(cell).__name__} is gated: no single recurrence matrix"
 
