@@ -22,12 +22,16 @@ def code_blocks(language: str) -> list[str]:
 
 
 def shell_commands() -> list[list[str]]:
-    """Every command of the bash blocks (``a && b`` gives two), comments dropped."""
+    """Every command of the bash blocks as the shell reads them: a line ending in a backslash
+    continues, ``a && b`` and ``a; b`` give two, a trailing ``&`` (background) and comments are
+    dropped."""
     commands = []
     for block in code_blocks("bash"):
-        for line in block.splitlines():
-            for part in line.split("&&"):
+        for line in block.replace("\\\n", " ").splitlines():
+            for part in re.split(r"&&|;", line):
                 words = shlex.split(part, comments=True)
+                if words and words[-1] == "&":
+                    words = words[:-1]
                 if words:
                     commands.append(words)
     return commands
