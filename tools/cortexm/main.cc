@@ -1,0 +1,75 @@
+// Instruction-count driver for the zoo's int8 step models (TFLM + CMSIS-NN, Cortex-M build).
+// usage: app MODEL PART N      MODEL = sirnn|gru, PART = step|head|loop (loop = step's
+//                              input/feedback copying without Invoke), N = iterations
+//        app MODEL print T     prints h_out (int8) after each of T steps and the head's logits
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include "tensorflow/lite/micro/micro_interpreter.h"
+#include "tensorflow/lite/micro/micro_mutable_op_resolver.h"
+#include "tensorflow/lite/schema/schema_generated.h"
+#include "sirnn_step.cc"
+#include "sirnn_head.cc"
+#include "gru_step.cc"
+#include "gru_head.cc"
+
+alignas(16) static uint8_t step_arena[16 * 1024];
+alignas(16) static uint8_t head_arena[8 * 1024];
+static uint32_t lcg = 12345u;
+static int8_t next_x() { lcg = lcg * 1664525u + 1013904223u; return (int8_t)(lcg >> 24); }
+
+int main(int argc, char** argv) {
+  if (argc < 4) { printf("usage\n"); return 2; }
+  const bool gru = strcmp(argv[1], "gru") == 0;
+  const char* part = argv[2];
+  const int n = atoi(argv[3]);
+  static tflite::MicroMutableOpResolver<10> ops;
+  ops.AddAdd(); ops.AddFullyConnected(); ops.AddMinimum(); ops.AddMul(); ops.AddRelu();
+  ops.AddSub(); ops.AddLogistic(); ops.AddSplit(); ops.AddStridedSlice(); ops.AddTanh();
+  static tflite::MicroInterpreter step(tflite::GetModel(gru ? gru_step_tflite : sirnn_step_tflite),
+                                       ops, step_arena, sizeof(step_arena));
+  static tflite::MicroInterpreter head(tflite::GetModel(gru ? gru_head_tflite : sirnn_head_tflite),
+                                       ops, head_arena, sizeof(head_arena));
+  if (step.AllocateTensors() != kTfLiteOk || head.AllocateTensors() != kTfLiteOk) {
+    printf("AllocateTensors failed\n"); return 1;
+  }
+  TfLiteTensor* h = step.input(0);   // model_card step_io: h = input 0, x = input 1
+  TfLiteTensor* x = step.input(1);
+  TfLiteTensor* h_out = step.output(0);
+  TfLiteTensor* hin = head.input(0);
+  TfLiteTensor* logits = head.output(0);
+  const int nh = h->bytes, nx = x->bytes;
+  memset(h->data.int8, (int8_t)h->params.zero_point, nh);  // h0 = 0.0
+  if (strcmp(part, "print") == 0) {
+    printf("arena_used step=%u head=%u nh=%d nx=%d\n", (unsigned)step.arena_used_bytes(),
+           (unsigned)head.arena_used_bytes(), nh, nx);
+    for (int t = 0; t < n; t++) {
+      for (int i = 0; i < nx; i++) x->data.int8[i] = next_x();
+      if (step.Invoke() != kTfLiteOk) { printf("Invoke failed\n"); return 1; }
+      printf("h%d:", t);
+      for (int i = 0; i < nh; i++) printf(" %d", h_out->data.int8[i]);
+      printf("\n");
+      memcpy(h->data.int8, h_out->data.int8, nh);
+    }
+    memcpy(hin->data.int8, h->data.int8, nh);
+    if (head.Invoke() != kTfLiteOk) { printf("head Invoke failed\n"); return 1; }
+    printf("logits:");
+    for (int i = 0; i < (int)logits->bytes; i++) printf(" %d", logits->data.int8[i]);
+    printf("\n");
+    return 0;
+  }
+  const int mode = strcmp(part, "step") == 0 ? 0 : strcmp(part, "head") == 0 ? 1 : 2;
+  int sum = 0;
+  for (int t = 0; t < n; t++) {
+    if (mode == 1) {
+      if (head.Invoke() != kTfLiteOk) return 1;
+      continue;
+    }
+    for (int i = 0; i < nx; i++) x->data.int8[i] = next_x();
+    if (mode == 0 && step.Invoke() != kTfLiteOk) return 1;
+    memcpy(h->data.int8, h_out->data.int8, nh);
+  }
+  for (int i = 0; i < nh; i++) sum += h->data.int8[i];
+  printf("done %s %s n=%d checksum=%d\n", argv[1], part, n, sum);
+  return 0;
+}
