@@ -6,12 +6,8 @@
 #include <cstring>
 #include <cerrno>
 #include <sys/stat.h>
+#include "newlib_stubs.h"
 extern "C" {
-int main(int, char**);
-void __libc_init_array(void);
-void* __dso_handle = nullptr;
-void _init(void) {}
-void _fini(void) {}
 extern uint32_t __bss_start__, __bss_end__, __stack_top;
 static inline int semi(int op, const void* arg) {
   register int r0 __asm__("r0") = op; register const void* r1 __asm__("r1") = arg;
@@ -23,9 +19,8 @@ void _exit(int code) {
   for (;;) semi(0x18 /*SYS_EXIT*/, code == 0 ? (const void*)0x20026 : (const void*)args);
 }
 int _write(int fd, const char* p, int n) {
-  uint32_t a[3] = {(uint32_t)(fd == 2 ? 2 : 1), (uint32_t)p, (uint32_t)n};
-  // semihosting handles 1/2 are not preopened; use SYS_WRITE0 via a bounce buffer instead
-  (void)a;
+  // Semihosting handles 1/2 are not preopened: SYS_WRITE0 through a bounce buffer instead.
+  (void)fd;
   static char buf[257];
   int done = 0;
   while (done < n) {
@@ -35,19 +30,6 @@ int _write(int fd, const char* p, int n) {
     done += k;
   }
   return n;
-}
-int _read(int, char*, int) { return 0; }
-int _close(int) { return -1; }
-int _lseek(int, int, int) { return 0; }
-int _isatty(int fd) { return fd < 3; }
-int _fstat(int, struct stat* st) { st->st_mode = S_IFCHR; return 0; }
-int _getpid(void) { return 1; }
-int _kill(int, int) { errno = EINVAL; return -1; }
-alignas(8) static uint8_t heap[256 * 1024];
-static size_t heap_used = 0;
-void* _sbrk(ptrdiff_t inc) {
-  if (heap_used + inc > sizeof(heap)) { errno = ENOMEM; return (void*)-1; }
-  void* p = heap + heap_used; heap_used += inc; return p;
 }
 static char cmdline[256];
 static char* argv_buf[16];
