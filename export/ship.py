@@ -58,13 +58,16 @@ def _export(run_dir: Path, stage: Path, data_dir) -> tuple[dict, str]:
     sequence conversion of its loop crashes the converter, TensorFlow #75140)."""
     from export.exporter import export_run
 
-    try:
-        card = export_run(run_dir, stage / "export-step-int8", quantize="int8", form="step",
-                          data_dir=data_dir)
-        return card, "export-step-int8"
-    except ValueError as err:
-        print(f"no int8 step export ({err})", file=sys.stderr)
-    quantize = "none" if _is_recurrent(run_dir) else "int8"
+    if _is_recurrent(run_dir):
+        try:
+            card = export_run(run_dir, stage / "export-step-int8", quantize="int8", form="step",
+                              data_dir=data_dir)
+            return card, "export-step-int8"
+        except ValueError as err:  # e.g. LSTM: two states, no step form
+            print(f"no int8 step export ({err})", file=sys.stderr)
+        quantize = "none"
+    else:  # nothing to step (the DS-CNN): its whole-window model takes int8 calibration
+        quantize = "int8"
     folder = f"export-sequence-{quantize}"
     print(f"shipping the {'float' if quantize == 'none' else 'int8'} sequence model", file=sys.stderr)
     card = export_run(run_dir, stage / folder, quantize=quantize, form="sequence", data_dir=data_dir)
