@@ -225,10 +225,8 @@ def macs_per_sequence(model: keras.Model) -> int | None:
 
 
 def hardware() -> dict:
-    info = {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(), "backend": keras.backend.backend(), "gpus": []}
-    info["gpus"] = gpu_names()
-    return info
+    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+            "cpu_count": os.cpu_count(), "backend": keras.backend.backend(), "gpus": gpu_names()}
 
 
 def gpu_names() -> list[str]:
@@ -434,7 +432,7 @@ def _can_write_tensorboard() -> bool:
 
     try:
         return importlib.util.find_spec("tensorflow") is not None
-    except ValueError:  # tensorflow in sys.modules as None (blocked)
+    except ValueError:  # a "tensorflow" in sys.modules without a module spec
         return False
 
 
