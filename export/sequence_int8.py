@@ -41,6 +41,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from export.flatbuffer import read_model, schema, write_model
+
 __all__ = ["Built", "build_sequence", "build_from_export", "op_names", "requantize_ops",
            "requantize_exact", "identity_exact", "load_test_split", "loop_logits",
            "SequenceRunner", "compare", "interleaved_latency", "lstm_reference",
@@ -51,42 +53,8 @@ INT8, INT32, BOOL = 9, 2, 6  # schema TensorType values
 DTYPES = {0: np.float32, 2: np.int32, 6: np.bool_, 7: np.int16, 9: np.int8}
 
 
-_SCHEMA = []
-
-
-def _schema():
-    """TensorFlow's generated TFLite schema (object API), loaded from its file: importing it as
-    ``tensorflow.lite.python.schema_py_generated`` would import all of TensorFlow (seconds) for a
-    module that needs only ``flatbuffers`` and NumPy. The `tflite` package is not a dependency."""
-    if not _SCHEMA:
-        import importlib.util
-        import os
-
-        spec = importlib.util.find_spec("tensorflow")  # locates the package, imports nothing
-        if spec is None or not spec.submodule_search_locations:
-            raise ImportError("export.sequence_int8 needs TensorFlow's TFLite schema "
-                              "(tensorflow/lite/python/schema_py_generated.py)")
-        path = os.path.join(spec.submodule_search_locations[0], "lite", "python",
-                            "schema_py_generated.py")
-        module_spec = importlib.util.spec_from_file_location("_zoo_tflite_schema", path)
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        _SCHEMA.append(module)
-    return _SCHEMA[0]
-
-
-# ------------------------------------------------------------------------------- flatbuffer I/O
-def read_model(data: bytes):
-    """The ``ModelT`` (mutable object tree) of a TFLite flatbuffer."""
-    return _schema().ModelT.InitFromPackedBuf(bytearray(data), 0)
-
-
-def write_model(model) -> bytes:
-    import flatbuffers
-
-    builder = flatbuffers.Builder(1024)
-    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-    return bytes(builder.Output())
+# The schema, reading and writing live in export.flatbuffer (shared with the C backend).
+_schema = schema
 
 
 # ------------------------------------------------------------------------------ model assembly
