@@ -1,0 +1,17 @@
+"""The bare-metal int8 C backend: a step + head pair of int8 TFLite models, compiled into
+plain C99 (``zoo_model.h`` / ``zoo_model.c``), bit-exact with TensorFlow Lite Micro.
+
+    graph      the flatbuffer read into a small typed graph (tensors, ops, quantization)
+    arith      TFLite's integer arithmetic preparation (multipliers, shifts, ranges) in Python
+    tables     256-entry tables of every one-input int8 op, made by running the op itself
+    plan       the op list the C code runs: tables fused, views for slices, a static scratch
+    emit       the C source of one model (weights, constants, one function per model)
+    project    the export folder: zoo_model.{h,c}, zoo_int8.h, main.c, Makefile, README.md
+
+Nothing here imports TensorFlow: the flatbuffer is read with TensorFlow's generated schema
+module (loaded by path) and tables are run under the ``tflite-micro`` Python interpreter.
+"""
+
+from export.c_backend.project import CExportError, write_c_project
+
+__all__ = ["CExportError", "write_c_project"]

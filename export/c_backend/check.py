@@ -1,0 +1,102 @@
+"""Build a C export and check it against the TFLite int8 step + head models, window by window.
+
+The reference is the zoo's own streaming loop (`export.device_bench.StepModel`: the step model
+invoked per sample with the state fed back, the head on the final state) under TensorFlow Lite
+Micro or LiteRT. Compared: the int8 logits and the final int8 state of every window, on the
+int8 path (`zoo_app --int8`, the test windows quantized as the loop quantizes them) and on the
+float path (`zoo_app`, raw float features that the C code normalizes and quantizes itself).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from export import device_bench
+from export.c_backend.project import CExportError
+
+
+def build(c_dir: Path, cc: str = "cc", extra: str = "") -> Path:
+    """``make`` in ``c_dir`` (warnings are errors); the zoo_app binary."""
+    cmd = ["make", "-s", "-C", str(c_dir), f"CC={cc}"] + ([f"CFLAGS={extra}"] if extra else [])
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode:
+        raise CExportError(f"{c_dir}: make failed:\n{done.stdout}{done.stderr}")
+    return c_dir / "zoo_app"
+
+
+def run_app(app: Path, windows: np.ndarray, int8: bool, state: bool = True):
+    """(logits [N, C], states [N, D]) that zoo_app prints for ``windows``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / ("windows.i8" if int8 else "windows.f32")
+        windows.astype(np.int8 if int8 else "<f4").tofile(path)
+        args = [str(app)] + (["--int8"] if int8 else []) + (["--state"] if state else []) + [str(path)]
+        out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    logits, states = [], []
+    for line in out.splitlines():
+        left, _, right = line.partition("|")
+        logits.append([int(v) for v in left.split()])
+        states.append([int(v) for v in right.split()])
+    return np.asarray(logits, np.int8), np.asarray(states, np.int8)
+
+
+def reference(export_dir: Path, xq: np.ndarray, runtime: str):
+    """(int8 logits [N, C], final int8 state [N, D]) of the zoo's streaming loop over the
+    quantized windows ``xq`` [N, T, F] under ``runtime`` ('tflite-micro' or 'litert')."""
+    card = device_bench.read_card(str(export_dir))
+    model = device_bench.StepModel(str(export_dir), card, runtime, 1)
+    logits, states = [], []
+    for window in xq:
+        model.step.reset()
+        model.head.reset()
+        h = model.initial_state()
+        for t in range(len(window)):
+            h = model.run_step(window[t].reshape(model.x_shape), h)
+        head_in = h if model.direct_head else device_bench.quantize(
+            device_bench.dequantize(h, model.h_dtype, model.h_quant), model.hh_dtype, model.hh_quant)
+        model.head.set(0, head_in)
+        model.head.invoke()
+        logits.append(np.asarray(model.head.get(0)).reshape(-1))
+        states.append(np.asarray(h).reshape(-1))
+    return np.asarray(logits, np.int8), np.asarray(states, np.int8)
+
+
+def quantized_windows(export_dir: Path, x: np.ndarray) -> np.ndarray:
+    """The int8 inputs the loop feeds for normalized windows ``x`` [N, T, F]."""
+    card = json.loads((Path(export_dir) / "model_card.json").read_text())
+    q = card["state_quantization"]["x"]
+    return device_bench.quantize(x, np.int8, (q["scale"], q["zero_point"]))
+
+
+def raw_windows(export_dir: Path, x: np.ndarray):
+    """Raw-feature windows for normalized ``x`` (x * std + mean, float32), and the int8 inputs
+    the loop would feed for them: normalized again exactly as the task normalizes."""
+    norm = json.loads((Path(export_dir) / "normalization.json").read_text())
+    mean, std = (np.asarray(norm[k], np.float32) for k in ("mean", "std"))
+    raw = (x.astype(np.float32) * std + mean).astype(np.float32)
+    return raw, quantized_windows(export_dir, ((raw - mean) / std).astype(np.float32))
+
+
+def compare(export_dir: Path, app: Path, runtime: str = "tflite-micro", limit: int | None = None):
+    """Window counts of identical logits and identical final states, C vs ``runtime``, on the
+    int8 path and on the raw-float path, over the export's test windows."""
+    card = device_bench.read_card(str(export_dir))
+    x, _ = device_bench.load_testset(str(export_dir), card)
+    x = x[:limit] if limit else x
+    xq = quantized_windows(export_dir, x)
+    ref_logits, ref_states = reference(export_dir, xq, runtime)
+    c_logits, c_states = run_app(app, xq, int8=True)
+    raw, raw_q = raw_windows(export_dir, x)
+    ref_raw_logits, _ = reference(export_dir, raw_q, runtime) if not np.array_equal(raw_q, xq) \
+        else (ref_logits, ref_states)
+    c_raw_logits, _ = run_app(app, raw, int8=False)
+    same = lambda a, b: int(np.sum(np.all(a == b, axis=1)))
+    return {"runtime": runtime, "windows": len(x),
+            "identical_logits": same(c_logits, ref_logits),
+            "identical_states": same(c_states, ref_states),
+            "identical_logits_raw_float_input": same(c_raw_logits, ref_raw_logits),
+            "max_abs_logit_diff": int(np.max(np.abs(c_logits.astype(int) - ref_logits)))}

@@ -1,0 +1,182 @@
+/* zoo_int8.h: TensorFlow Lite's int8 kernel arithmetic in plain C99, written by `zoo export
+ * --form c`. Every function reproduces the integer arithmetic of the TFLite Micro reference
+ * kernel named beside it (tflite-micro 90b983c, tensorflow/lite/kernels/internal/...), so the
+ * generated model is bit-exact with the .tflite models it came from. The multipliers, shifts
+ * and ranges are computed at export time exactly as the kernels' Prepare computes them.
+ *
+ * Assumes two's complement integers with an arithmetic right shift of negative values (every
+ * compiler the zoo targets: gcc, clang, arm-none-eabi-gcc, armclang; gemmlowp assumes the same).
+ * Define ZOO_USE_ARM_DSP on a Cortex-M with the DSP extension (M4, M7, M33, M55) for dual
+ * 16-bit multiply-accumulates in the fully connected layers; the results are the same bits. */
+#ifndef ZOO_INT8_H_
+#define ZOO_INT8_H_
+
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define ZOO_ALIGNED __attribute__((aligned(4)))
+#define ZOO_INLINE static inline __attribute__((always_inline))
+#else
+#define ZOO_ALIGNED
+#define ZOO_INLINE static inline
+#endif
+
+#if defined(ZOO_USE_ARM_DSP) && !(defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP)
+#error "ZOO_USE_ARM_DSP needs a core with the DSP extension (e.g. -mcpu=cortex-m4)"
+#endif
+
+/* gemmlowp SaturatingRoundingDoublingHighMul (fixedpoint.h). */
+ZOO_INLINE int32_t zoo_srdhm(int32_t a, int32_t b) {
+  const int64_t ab = (int64_t)a * (int64_t)b;
+  const int64_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
+  if (a == b && a == INT32_MIN) return INT32_MAX;
+  return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/* gemmlowp RoundingDivideByPOT: x / 2^exponent, rounded to nearest, ties away from zero. */
+ZOO_INLINE int32_t zoo_rdbpot(int32_t x, int exponent) {
+  const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+  const int32_t remainder = x & mask;
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+/* MultiplyByQuantizedMultiplier (common.cc, double rounding: TFLite's default build). */
+ZOO_INLINE int32_t zoo_mbqm(int32_t x, int32_t multiplier, int shift) {
+  const int left = shift > 0 ? shift : 0;
+  const int right = shift > 0 ? 0 : -shift;
+  return zoo_rdbpot(zoo_srdhm((int32_t)((uint32_t)x << left), multiplier), right);
+}
+
+/* MultiplyByQuantizedMultiplierSmallerThanOneExp (common.h): shift <= 0. */
+ZOO_INLINE int32_t zoo_mbqm_small(int32_t x, int32_t multiplier, int shift) {
+  return zoo_rdbpot(zoo_srdhm(x, multiplier), -shift);
+}
+
+ZOO_INLINE int8_t zoo_clamp_s8(int32_t v, int32_t lo, int32_t hi) {
+  return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+}
+
+ZOO_INLINE void zoo_copy_s8(int n, const int8_t *in, int8_t *out) {
+  int i;
+  for (i = 0; i < n; ++i) out[i] = in[i];
+}
+
+/* Any int8 -> int8 op of one input (LOGISTIC, TANH, RELU, MUL / MINIMUM by a constant ...):
+ * its 256 outputs, computed at export time by running the TFLite op itself. table points at
+ * the entry of input 0 (the array's element 128). */
+ZOO_INLINE void zoo_table_s8(int n, const int8_t *in, const int8_t *table, int8_t *out) {
+  int i;
+  for (i = 0; i < n; ++i) out[i] = table[in[i]];
+}
+
+/* FULLY_CONNECTED (reference integer_ops/fully_connected.h), batch 1, weights symmetric.
+ * bias already holds bias - input_zero_point * sum(weights row): the same integer as TFLite's
+ * sum((x - zx) * w) + bias. Rows are `stride` bytes (n_in padded with zeros to a word). */
+#if defined(ZOO_USE_ARM_DSP)
+ZOO_INLINE uint32_t zoo_sxtb16(uint32_t v) {
+  uint32_t r;
+  __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(v));
+  return r;
+}
+ZOO_INLINE uint32_t zoo_sxtb16_ror8(uint32_t v) {
+  uint32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+  return r;
+}
+ZOO_INLINE int32_t zoo_smlad(uint32_t a, uint32_t b, int32_t acc) {
+  int32_t r;
+  __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+  return r;
+}
+ZOO_INLINE uint32_t zoo_load32(const void *p) {
+  uint32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+#endif
+
+ZOO_INLINE int32_t zoo_dot_s8(const int8_t *x, const int8_t *w, int n_in, int stride) {
+  int32_t acc = 0;
+  int d;
+#if defined(ZOO_USE_ARM_DSP)
+  /* Four MACs per two SMLADs: bytes 0 and 2, then 1 and 3, of x and w side by side. */
+  (void)stride;
+  for (d = 0; d + 4 <= n_in; d += 4) {
+    const uint32_t xv = zoo_load32(x + d), wv = zoo_load32(w + d);
+    acc = zoo_smlad(zoo_sxtb16(xv), zoo_sxtb16(wv), acc);
+    acc = zoo_smlad(zoo_sxtb16_ror8(xv), zoo_sxtb16_ror8(wv), acc);
+  }
+  for (; d < n_in; ++d) acc += (int32_t)x[d] * (int32_t)w[d];
+#else
+  (void)stride;
+  for (d = 0; d < n_in; ++d) acc += (int32_t)x[d] * (int32_t)w[d];
+#endif
+  return acc;
+}
+
+ZOO_INLINE void zoo_fc_s8(const int8_t *x, int n_in, int stride, int n_out, const int8_t *w,
+                          const int32_t *bias, int32_t multiplier, int shift, int32_t out_zp,
+                          int32_t lo, int32_t hi, int8_t *y) {
+  int o;
+  for (o = 0; o < n_out; ++o) {
+    const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in, stride) + bias[o];
+    y[o] = zoo_clamp_s8(zoo_mbqm(acc, multiplier, shift) + out_zp, lo, hi);
+  }
+}
+
+/* The same with one multiplier and shift per output channel (per-channel weights). */
+ZOO_INLINE void zoo_fc_s8_pc(const int8_t *x, int n_in, int stride, int n_out, const int8_t *w,
+                             const int32_t *bias, const int32_t *multiplier, const int8_t *shift,
+                             int32_t out_zp, int32_t lo, int32_t hi, int8_t *y) {
+  int o;
+  for (o = 0; o < n_out; ++o) {
+    const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in, stride) + bias[o];
+    y[o] = zoo_clamp_s8(zoo_mbqm(acc, multiplier[o], shift[o]) + out_zp, lo, hi);
+  }
+}
+
+/* ADD / SUB (reference integer_ops/add.h AddFunc, reference/sub.h): both inputs shifted left by
+ * 20 bits and rescaled to a common scale, summed, rescaled to the output. a_step / b_step are 1
+ * for a full tensor, 0 to broadcast a single element. */
+ZOO_INLINE void zoo_addsub_s8(int n, const int8_t *a, int a_step, const int8_t *b, int b_step,
+                              int32_t off_a, int32_t m_a, int s_a, int32_t off_b, int32_t m_b,
+                              int s_b, int32_t m_out, int s_out, int32_t out_zp, int32_t lo,
+                              int32_t hi, int subtract, int8_t *out) {
+  int i;
+  for (i = 0; i < n; ++i) {
+    const int32_t va = zoo_mbqm_small((off_a + a[i * a_step]) * (1 << 20), m_a, s_a);
+    const int32_t vb = zoo_mbqm_small((off_b + b[i * b_step]) * (1 << 20), m_b, s_b);
+    const int32_t raw = subtract ? va - vb : va + vb;
+    out[i] = zoo_clamp_s8(zoo_mbqm_small(raw, m_out, s_out) + out_zp, lo, hi);
+  }
+}
+#define zoo_add_s8(n, a, as, b, bs, oa, ma, sa, ob, mb, sb, mo, so, zp, lo, hi, out) \
+  zoo_addsub_s8(n, a, as, b, bs, oa, ma, sa, ob, mb, sb, mo, so, zp, lo, hi, 0, out)
+#define zoo_sub_s8(n, a, as, b, bs, oa, ma, sa, ob, mb, sb, mo, so, zp, lo, hi, out) \
+  zoo_addsub_s8(n, a, as, b, bs, oa, ma, sa, ob, mb, sb, mo, so, zp, lo, hi, 1, out)
+
+/* MUL (reference integer_ops/mul.h MulElementwise). */
+ZOO_INLINE void zoo_mul_s8(int n, const int8_t *a, int a_step, const int8_t *b, int b_step,
+                           int32_t off_a, int32_t off_b, int32_t multiplier, int shift,
+                           int32_t out_zp, int32_t lo, int32_t hi, int8_t *out) {
+  int i;
+  for (i = 0; i < n; ++i) {
+    const int32_t prod = (off_a + a[i * a_step]) * (off_b + b[i * b_step]);
+    out[i] = zoo_clamp_s8(zoo_mbqm(prod, multiplier, shift) + out_zp, lo, hi);
+  }
+}
+
+/* MINIMUM / MAXIMUM (reference maximum_minimum.h): a compare of the raw int8 values. */
+ZOO_INLINE void zoo_min_s8(int n, const int8_t *a, int a_step, const int8_t *b, int b_step,
+                           int8_t *out) {
+  int i;
+  for (i = 0; i < n; ++i) out[i] = a[i * a_step] < b[i * b_step] ? a[i * a_step] : b[i * b_step];
+}
+ZOO_INLINE void zoo_max_s8(int n, const int8_t *a, int a_step, const int8_t *b, int b_step,
+                           int8_t *out) {
+  int i;
+  for (i = 0; i < n; ++i) out[i] = a[i * a_step] > b[i * b_step] ? a[i * a_step] : b[i * b_step];
+}
+
+#endif /* ZOO_INT8_H_ */
