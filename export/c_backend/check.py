@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from export import device_bench
+from export.c_backend.graph import read_graph
 from export.c_backend.project import CExportError
 
 
@@ -44,24 +45,62 @@ def run_app(app: Path, windows: np.ndarray, int8: bool, state: bool = True):
     return np.asarray(logits, np.int8), np.asarray(states, np.int8)
 
 
+class _Model:
+    """One TFLite model under a runtime: 'tflite-micro', 'litert' (LiteRT as users run it, with
+    its default XNNPACK delegate) or 'litert-ref' (LiteRT's builtin reference kernels)."""
+
+    def __init__(self, path: Path, runtime: str):
+        if runtime == "tflite-micro":
+            from tflite_micro.python.tflite_micro import runtime as tflm
+
+            self.m = tflm.Interpreter.from_bytes(path.read_bytes(), arena_size=1 << 20)
+            self.set, self.get = self.m.set_input, self.m.get_output
+        else:
+            from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+            resolver = (OpResolverType.BUILTIN_REF if runtime == "litert-ref"
+                        else OpResolverType.AUTO)
+            self.m = Interpreter(model_path=str(path), experimental_op_resolver_type=resolver)
+            self.m.allocate_tensors()
+            ins, outs = self.m.get_input_details(), self.m.get_output_details()
+            self.set = lambda v, i: self.m.set_tensor(ins[i]["index"], v)
+            self.get = lambda i: self.m.get_tensor(outs[i]["index"])
+
+    def __call__(self, *inputs):
+        for i, value in enumerate(inputs):
+            self.set(value, i)
+        self.m.invoke()
+        return np.array(self.get(0))
+
+
 def reference(export_dir: Path, xq: np.ndarray, runtime: str):
     """(int8 logits [N, C], final int8 state [N, D]) of the zoo's streaming loop over the
-    quantized windows ``xq`` [N, T, F] under ``runtime`` ('tflite-micro' or 'litert')."""
-    card = device_bench.read_card(str(export_dir))
-    model = device_bench.StepModel(str(export_dir), card, runtime, 1)
+    quantized windows ``xq`` [N, T, F]: the step model per sample with the state fed back in
+    h_prev's quantization (`device_bench.state_feedback`), the head on the final state."""
+    export_dir = Path(export_dir)
+    card = json.loads((export_dir / "model_card.json").read_text())
+    step = _Model(export_dir / card["files"]["step"], runtime)
+    head = _Model(export_dir / card["files"]["head"], runtime)
+    sq = card["state_quantization"]
+    h_in, h_out = ((sq[k]["scale"], sq[k]["zero_point"]) for k in ("h_in", "h_out"))
+    head_graph = read_graph((export_dir / card["files"]["head"]).read_bytes())
+    head_t = head_graph.tensor(head_graph.inputs[0])
+    head_q = (float(head_t.scale), head_t.zero_point)
+    direct_head = np.float32(head_q[0]) == np.float32(h_in[0]) and head_q[1] == h_in[1]
+    x_pos, h_pos = card["step_io"]["x"], card["step_io"]["h"]
     logits, states = [], []
     for window in xq:
-        model.step.reset()
-        model.head.reset()
-        h = model.initial_state()
+        h = np.full((1, card["state_size"]), h_in[1], np.int8)
         for t in range(len(window)):
-            h = model.run_step(window[t].reshape(model.x_shape), h)
-        head_in = h if model.direct_head else device_bench.quantize(
-            device_bench.dequantize(h, model.h_dtype, model.h_quant), model.hh_dtype, model.hh_quant)
-        model.head.set(0, head_in)
-        model.head.invoke()
-        logits.append(np.asarray(model.head.get(0)).reshape(-1))
-        states.append(np.asarray(h).reshape(-1))
+            args = [None, None]
+            args[x_pos], args[h_pos] = window[t].reshape(1, -1), h
+            out = step(*args)
+            h = out if sq["tied"] else device_bench.quantize(
+                device_bench.dequantize(out, np.int8, h_out), np.int8, h_in)
+        head_in = h if direct_head else device_bench.quantize(
+            device_bench.dequantize(h, np.int8, h_in), np.int8, head_q)
+        logits.append(head(head_in).reshape(-1))
+        states.append(h.reshape(-1))
     return np.asarray(logits, np.int8), np.asarray(states, np.int8)
 
 

@@ -41,7 +41,19 @@ ZOO_INLINE int32_t zoo_rdbpot(int32_t x, int exponent) {
   return (x >> exponent) + (remainder > threshold ? 1 : 0);
 }
 
-/* MultiplyByQuantizedMultiplier (common.cc, double rounding: TFLite's default build). */
+#if defined(ZOO_SINGLE_ROUNDING) && ZOO_SINGLE_ROUNDING
+/* MultiplyByQuantizedMultiplier as TFLite builds it with TFLITE_SINGLE_ROUNDING (LiteRT's
+ * kernels, XNNPACK's included): one 64-bit product, one rounding shift. */
+ZOO_INLINE int32_t zoo_mbqm(int32_t x, int32_t multiplier, int shift) {
+  const int total_shift = 31 - shift;
+  const int64_t round = (int64_t)1 << (total_shift - 1);
+  return (int32_t)(((int64_t)x * multiplier + round) >> total_shift);
+}
+ZOO_INLINE int32_t zoo_mbqm_small(int32_t x, int32_t multiplier, int shift) {
+  return zoo_mbqm(x, multiplier, shift);
+}
+#else
+/* MultiplyByQuantizedMultiplier (common.cc, double rounding: TFLite Micro's default build). */
 ZOO_INLINE int32_t zoo_mbqm(int32_t x, int32_t multiplier, int shift) {
   const int left = shift > 0 ? shift : 0;
   const int right = shift > 0 ? 0 : -shift;
@@ -52,6 +64,7 @@ ZOO_INLINE int32_t zoo_mbqm(int32_t x, int32_t multiplier, int shift) {
 ZOO_INLINE int32_t zoo_mbqm_small(int32_t x, int32_t multiplier, int shift) {
   return zoo_rdbpot(zoo_srdhm(x, multiplier), -shift);
 }
+#endif
 
 ZOO_INLINE int8_t zoo_clamp_s8(int32_t v, int32_t lo, int32_t hi) {
   return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
