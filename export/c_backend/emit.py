@@ -123,6 +123,14 @@ class _Refs:
             expr = f"scratch + {self.offsets[base]}" if self.offsets[base] else "scratch"
         return f"({expr} + {offset})" if offset else expr
 
+    def shared(self, cname: str, ctype: str, values) -> str:
+        """A const array declared once however many kernels read it (e.g. the same weights
+        in two FULLY_CONNECTED ops)."""
+        if cname not in self._const_names.values():
+            self.const_decls.append(c_array(cname, ctype, values))
+            self._const_names[cname] = cname
+        return cname
+
     def constant(self, index: int) -> str:
         if index not in self._const_names:
             t = self.plan.graph.tensor(index)
@@ -160,9 +168,10 @@ def _fc(ref, k: Kernel, cname: str):
     stride = _aligned(p["n_in"])
     w = np.zeros((p["n_out"], stride), np.int8)
     w[:, :p["n_in"]] = p["weights"]
-    decls = [c_array(f"zoo_{cname}_w", "int8_t", w), c_array(f"zoo_{cname}_b", "int32_t", p["bias"])]
+    weights = ref.shared(f"zoo_{ref.name}_w{p['weights_tensor']}", "int8_t", w)
+    decls = [c_array(f"zoo_{cname}_b", "int32_t", p["bias"])]
     lo, hi = p["act"]
-    args = f"{p['n_in']}, {stride}, {p['n_out']}, zoo_{cname}_w, zoo_{cname}_b"
+    args = f"{p['n_in']}, {stride}, {p['n_out']}, {weights}, zoo_{cname}_b"
     if len(p["multipliers"]) == 1:
         m, s = p["multipliers"][0]
         call = (f"zoo_fc_s8({ref(k.inputs[0])}, {args}, {m}, {s}, {p['out_zp']}, {lo}, {hi}, "

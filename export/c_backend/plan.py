@@ -118,7 +118,8 @@ def _fully_connected(graph: Graph, op: Op) -> Kernel:
                                  out.zero_point)
     return Kernel("fc", out.index, [x.index], dict(
         weights=w.data.astype(np.int8), bias=folded.astype(np.int32), multipliers=multipliers,
-        out_zp=out.zero_point, act=act, n_in=n_in, n_out=n_out), "FULLY_CONNECTED")
+        out_zp=out.zero_point, act=act, n_in=n_in, n_out=n_out, weights_tensor=w.index),
+        "FULLY_CONNECTED")
 
 
 def _binary(graph: Graph, op: Op) -> Kernel:
