@@ -16,9 +16,14 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="export to TFLite (the only target for now)")
     parser.add_argument("--quantize", choices=MODES, default="none",
                         help="none (float32), fp16, dynamic (int8 weights), int16x8, int8")
-    parser.add_argument("--form", choices=("sequence", "step"), default="sequence",
+    parser.add_argument("--form", choices=("sequence", "step", "c"), default="sequence",
                         help="sequence: whole sequence in, logits out; step: streaming "
-                             "(x_t, h_prev) -> h_t plus a head model")
+                             "(x_t, h_prev) -> h_t plus a head model; c: the int8 step and head "
+                             "models as plain C99, bit-exact (RUN_DIR may also be an int8 step "
+                             "export or a shipped tag's folder)")
+    parser.add_argument("--match", choices=("tflite-micro", "litert"), default="tflite-micro",
+                        help="--form c: the runtime whose int8 arithmetic the C code reproduces "
+                             "bit for bit (default tflite-micro; they round differently)")
     parser.add_argument("--unroll", action="store_true",
                         help="sequence form: unroll the time loop (loop-free, much larger)")
     parser.add_argument("--out", help="export directory (default RUN_DIR/export-FORM-QUANTIZE)")
@@ -41,7 +46,17 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                              "complete")
 
 
-check_export = check_run_dir_argument
+def check_export(args) -> None:
+    """The usage check before Keras loads: a finished run, or for --form c an int8 step export
+    (or a folder holding one, such as a shipped tag's)."""
+    if args.form == "c":
+        from pathlib import Path
+
+        from export.c_backend.command import find_step_export
+
+        if find_step_export(Path(args.run_dir)) is not None:
+            return
+    check_run_dir_argument(args)
 
 
 def run_export(args) -> int:
@@ -50,6 +65,8 @@ def run_export(args) -> int:
     from export.quantize import ConversionCrashed
     from training.rundir import RunDirError
 
+    if args.form == "c":
+        return _run_c_export(args)
     try:
         export_run(args.run_dir, args.out, quantize=args.quantize, form=args.form,
                    unroll=args.unroll, data_dir=args.data_dir, max_drop=args.max_drop,
@@ -61,6 +78,29 @@ def run_export(args) -> int:
         return 3
     except (ValueError, FileNotFoundError, ExportDirError, RunDirError, ConversionCrashed,
             NonBuiltinOpError) as err:
+        print(f"zoo export: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _run_c_export(args) -> int:
+    from export.c_backend import CExportError
+    from export.c_backend.command import export_c
+    from export.exporter import AccuracyDropError
+
+    if args.quantize not in ("none", "int8"):
+        print(f"zoo export: error: --form c is int8; --quantize {args.quantize} does not apply",
+              file=sys.stderr)
+        return 2
+    try:
+        export_c(args.run_dir, args.out, match=args.match, overwrite=args.overwrite,
+                 data_dir=args.data_dir, max_drop=args.max_drop, allow_drop=args.allow_drop,
+                 per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
+                 micro=not args.no_micro)
+    except AccuracyDropError as err:
+        print(f"zoo export: error: {err}", file=sys.stderr)
+        return 3
+    except (CExportError, ValueError, FileNotFoundError, OSError) as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 2
     return 0
