@@ -33,6 +33,9 @@ class TrainConfig:
     # FastGRNN three-phase training (dense, iterative hard thresholding, fixed support).
     sparsity_w: float | None = None
     sparsity_u: float | None = None
+    # IMU data augmentation (training.augment): e.g. {"rotation": 15, "scale": 0.1, "jitter":
+    # 0.05, "time_warp": 0.2, "magnitude_warp": 0.2}; None: off.
+    augment: dict[str, Any] | None = None
     seed: int = 0
     # Warm start: a run directory whose trained weights initialise this model (same weight
     # shapes), e.g. quantization-aware fine-tuning of a float run with state_quant_bits set.
@@ -98,6 +101,8 @@ _RULES = {  # field -> (accepts, what is valid)
     "monitor": (lambda v: v in MONITORS, "one of " + ", ".join(MONITORS)),
     "sparsity_w": (lambda v: v is None or (_is_number(v) and 0 < v <= 1), "a number in (0, 1]"),
     "sparsity_u": (lambda v: v is None or (_is_number(v) and 0 < v <= 1), "a number in (0, 1]"),
+    "augment": (lambda v: v is None or isinstance(v, dict),
+                "a mapping of augmentation options (training.augment), or unset"),
     "seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "init_from": (lambda v: v is None or isinstance(v, str), "a run directory"),
     "mixed_precision": (lambda v: isinstance(v, bool), "true or false"),
@@ -122,6 +127,10 @@ def validate(config: "TrainConfig") -> None:
             flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
             raise ValueError(f"invalid {name} ({flag}): {value!r}; valid: {valid}")
     _validate_model_options(config.model, config.model_options)
+    if config.augment is not None:
+        from training.augment import check_options
+
+        check_options(config.augment)
 
 
 def _validate_model_options(model: str, options: dict) -> None:

@@ -132,15 +132,27 @@ def _same_settings(folder: Path, config: TrainConfig, refuse: bool) -> bool:
     return not diff
 
 
-def epoch_batches(x, y, batch_size: int, seed: int, first_epoch: int, last_epoch: int):
-    """Batches of epochs ``first_epoch..last_epoch-1``; each epoch's order depends only on
+def epoch_batches(x, y, batch_size: int, seed: int, first_epoch: int, last_epoch: int,
+                  transform=None):
+    """Batches of epochs ``first_epoch..last_epoch-1``; each epoch's order (and, with
+    ``transform(x_batch, rng)``, e.g. the augmentation, its random numbers) depends only on
     (seed, epoch), so a resumed run sees exactly the batches an uninterrupted one would."""
     n = len(x)
     for epoch in range(first_epoch, last_epoch):
         order = np.random.default_rng([seed, epoch]).permutation(n)
+        rng = np.random.default_rng([seed, epoch, 1])
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
-            yield x[idx], y[idx]
+            yield (x[idx] if transform is None else transform(x[idx], rng)), y[idx]
+
+
+def augmenter(config: TrainConfig, task, normalization):
+    """The run's augmentation (`training.augment.Augmenter`), or None when it has none."""
+    if not config.augment:
+        return None
+    from training.augment import Augmenter
+
+    return Augmenter(config.augment, task.sensors, normalization.mean, normalization.std)
 
 
 def loss_and_metrics(kind: str):
@@ -348,7 +360,7 @@ def _train_in(run_dir: Path, config: TrainConfig, task, checkpoint, init_weights
                                      keras_bar=bool(verbose), print_fn=print_fn)
     start = time.perf_counter()
     _fit(model, config, arrays, callbacks, stateful, checkpoint, initial_epoch, steps_per_epoch,
-         verbose)
+         verbose, augmenter(config, task, data.normalization))
     train_seconds = time.perf_counter() - start + sum(
         row.get("seconds", 0.0) for row in history[:initial_epoch])
     _check_trained(run, model, history)
@@ -437,12 +449,12 @@ def _can_write_tensorboard() -> bool:
 
 
 def _fit(model, config: TrainConfig, arrays: _Arrays, callbacks, stateful, checkpoint,
-         initial_epoch: int, steps_per_epoch: int, verbose) -> None:
+         initial_epoch: int, steps_per_epoch: int, verbose, transform=None) -> None:
     stopped = bool(checkpoint and checkpoint[1].get("stopped"))
     if initial_epoch < config.epochs and not stopped:
         has_val = len(arrays.x_val) > 0
         model.fit(epoch_batches(arrays.x_train, arrays.y_train, config.batch_size, config.seed,
-                                initial_epoch, config.epochs),
+                                initial_epoch, config.epochs, transform),
                   steps_per_epoch=steps_per_epoch, epochs=config.epochs,
                   initial_epoch=initial_epoch, shuffle=False,
                   validation_data=(arrays.x_val, arrays.y_val) if has_val else None,

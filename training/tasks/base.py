@@ -153,6 +153,10 @@ class Task:
     # Subclasses override these as properties when they depend on options.
     input_shape: tuple[int, int] = (0, 0)
     class_names: list[str] = []
+    # Inertial tasks: one entry per sensor (a device), holding the channel indices of its xyz
+    # triples (accelerometer, gyroscope, ...), which a rotation of the device turns together.
+    # What the rotation augmentation (training.augment) needs; empty for non-IMU tasks.
+    sensors: ClassVar[tuple[tuple[tuple[int, int, int], ...], ...]] = ()
 
     @property
     def num_classes(self) -> int:

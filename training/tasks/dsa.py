@@ -112,6 +112,9 @@ class DSA19(Task):
                    "validation = whole training subjects held out (val_fraction, split_seed)")
     input_shape = (STEPS, CHANNELS)
     class_names = list(ACTIVITIES)
+    # Five units of 9 channels each (acc, gyro, mag xyz), each unit its own sensor.
+    sensors = tuple(tuple((9 * u + 3 * k, 9 * u + 3 * k + 1, 9 * u + 3 * k + 2) for k in range(3))
+                    for u in range(5))
 
     def _validate(self):
         check_fraction("val_fraction", self._options["val_fraction"])

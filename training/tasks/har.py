@@ -110,6 +110,8 @@ class HARTask(Task):
 
     DEFAULTS = {"val_fraction": 0.2, "val_subjects": None, "val_fold": None, "split_seed": 0}
     input_shape = (STEPS, len(CHANNELS))
+    # One phone: body_acc, body_gyro and total_acc turn together.
+    sensors = (((0, 1, 2), (3, 4, 5), (6, 7, 8)),)
     paper_split = ("official UCI HAR split: train subjects (7,352 windows) / test subjects "
                    "(2,947); validation = whole training subjects held out (val_fraction, split_seed)")
 

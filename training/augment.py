@@ -1,0 +1,144 @@
+"""IMU data augmentation in the input pipeline (off unless ``TrainConfig.augment`` asks for it).
+
+The transforms are those of Um et al., "Data augmentation of wearable sensor data for Parkinson's
+disease monitoring using convolutional neural networks" (ICMI 2017), which the issue names as the
+lever for accuracy on people the model has never seen (another wearer holds or straps the device
+at another angle, moves faster or slower, has another sensor gain):
+
+* ``rotation`` (degrees, max angle): each *sensor* (a device; its accelerometer, gyroscope and
+  magnetometer triples turn together) is rotated by one random rotation: a uniform random axis,
+  an angle uniform in [-rotation, +rotation] (Rodrigues' formula). An orthogonal matrix with
+  determinant +1, so every xyz triple keeps its norm.
+* ``scale`` (sigma): every channel multiplied by a factor drawn from N(1, sigma).
+* ``magnitude_warp`` (sigma): every channel multiplied by a smooth random curve through
+  ``knots`` + 2 evenly spaced points drawn from N(1, sigma) (piecewise linear between them; Um et
+  al. use a cubic spline, which NumPy alone does not give).
+* ``time_warp`` (sigma): the window resampled at smoothly warped times: a random speed curve as in
+  the magnitude warp, integrated and rescaled to span the window, one curve per window for all
+  channels (time is shared by every sensor), linear interpolation.
+* ``jitter`` (sigma, in units of each channel's training standard deviation): additive Gaussian
+  noise, so after the z-score normalisation it has standard deviation ``sigma``.
+
+Batches arrive normalised (the trainer z-scores every split once); the augmenter maps them back
+to sensor units, where rotation is a rotation, transforms them, and normalises again. Random
+numbers come from a generator the caller seeds per epoch, so a resumed run sees the same
+augmented batches as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+# option -> (default, what is valid, check)
+OPTIONS = {
+    "rotation": (0.0, "an angle in degrees in [0, 180]", lambda v: 0 <= v <= 180),
+    "scale": (0.0, "a standard deviation >= 0", lambda v: v >= 0),
+    "magnitude_warp": (0.0, "a standard deviation >= 0", lambda v: v >= 0),
+    "time_warp": (0.0, "a standard deviation in [0, 1)", lambda v: 0 <= v < 1),
+    "jitter": (0.0, "a standard deviation >= 0 (in channel standard deviations)", lambda v: v >= 0),
+    "knots": (4, "an integer >= 1", lambda v: float(v).is_integer() and v >= 1),
+}
+
+
+def check_options(options: dict) -> dict:
+    """``options`` with defaults filled in; ValueError naming the first unknown or invalid one."""
+    if not isinstance(options, dict):
+        raise ValueError(f"invalid augment: {options!r}; valid: a mapping of "
+                         f"{', '.join(OPTIONS)}")
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown augment option(s) {unknown}; valid: {', '.join(OPTIONS)}")
+    resolved = {}
+    for name, (default, valid, accepts) in OPTIONS.items():
+        value = options.get(name, default)
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and np.isfinite(value) and accepts(value))
+        if not ok:
+            raise ValueError(f"invalid augment option {name}: {value!r}; valid: {valid}")
+        resolved[name] = value
+    return resolved
+
+
+# ----------------------------------------------------------------------------- the transforms
+
+
+def random_rotations(rng: np.random.Generator, n: int, max_degrees: float) -> np.ndarray:
+    """``n`` 3 x 3 rotation matrices: uniform random axes, angles uniform in +-max_degrees."""
+    axis = rng.normal(size=(n, 3))
+    axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+    angle = np.deg2rad(rng.uniform(-max_degrees, max_degrees, size=n))
+    k = np.zeros((n, 3, 3))  # the cross-product matrix of each axis
+    k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -axis[:, 2], axis[:, 1], -axis[:, 0]
+    k -= k.transpose(0, 2, 1)
+    s, c = np.sin(angle)[:, None, None], np.cos(angle)[:, None, None]
+    return np.eye(3) + s * k + (1 - c) * k @ k
+
+
+def rotate(x: np.ndarray, sensors: Sequence[Sequence[Sequence[int]]], rng: np.random.Generator,
+           max_degrees: float) -> np.ndarray:
+    """``x`` (N, T, C) with each sensor of each window turned by its own random rotation; every
+    triple of a sensor (its channel indices) by the same matrix."""
+    out = x.copy()
+    for triples in sensors:
+        r = random_rotations(rng, len(x), max_degrees)
+        for triple in triples:
+            out[:, :, list(triple)] = np.einsum("nij,ntj->nti", r, x[:, :, list(triple)])
+    return out
+
+
+def smooth_curves(rng: np.random.Generator, shape: tuple[int, ...], steps: int, knots: int,
+                  sigma: float) -> np.ndarray:
+    """Random curves of ``steps`` points, one per entry of ``shape``: N(1, sigma) values at
+    ``knots`` + 2 evenly spaced points, linear in between. Shape ``shape + (steps,)``."""
+    values = rng.normal(1.0, sigma, size=(*shape, knots + 2))
+    position = np.linspace(0, knots + 1, steps)
+    left = np.minimum(position.astype(int), knots)
+    frac = position - left
+    return values[..., left] * (1 - frac) + values[..., left + 1] * frac
+
+
+def time_warp(x: np.ndarray, rng: np.random.Generator, sigma: float, knots: int) -> np.ndarray:
+    """``x`` (N, T, C) resampled at warped times: a positive random speed per step, integrated,
+    rescaled to run from 0 to T - 1 (so the window keeps its ends), linear interpolation."""
+    n, steps, _ = x.shape
+    speed = np.maximum(smooth_curves(rng, (n,), steps, knots, sigma), 1e-3)
+    t = np.cumsum(speed, axis=1)
+    t = (t - t[:, :1]) / (t[:, -1:] - t[:, :1]) * (steps - 1)
+    left = np.minimum(np.floor(t).astype(int), steps - 2)
+    frac = (t - left)[:, :, None]
+    a = np.take_along_axis(x, left[:, :, None], axis=1)
+    b = np.take_along_axis(x, left[:, :, None] + 1, axis=1)
+    return a * (1 - frac) + b * frac
+
+
+class Augmenter:
+    """The per-batch transform of a run: ``augmenter(x_batch, rng) -> x_batch``, on normalised
+    batches (see the module docstring)."""
+
+    def __init__(self, options: dict, sensors, mean: np.ndarray, std: np.ndarray):
+        self.options = check_options(options)
+        if self.options["rotation"] and not sensors:
+            raise ValueError("augment rotation needs a task whose channels are sensor xyz "
+                             "triples (har2, har6, dsa19); this task declares none")
+        self.sensors = [[tuple(int(i) for i in triple) for triple in s] for s in sensors]
+        self.mean = np.asarray(mean, dtype=np.float32)
+        self.std = np.asarray(std, dtype=np.float32)
+
+    def __call__(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        o = self.options
+        raw = x.astype(np.float64) * self.std + self.mean
+        n, steps, channels = raw.shape
+        if o["rotation"]:
+            raw = rotate(raw, self.sensors, rng, o["rotation"])
+        if o["scale"]:
+            raw = raw * rng.normal(1.0, o["scale"], size=(n, 1, channels))
+        if o["magnitude_warp"]:
+            curves = smooth_curves(rng, (n, channels), steps, int(o["knots"]), o["magnitude_warp"])
+            raw = raw * curves.transpose(0, 2, 1)
+        if o["time_warp"]:
+            raw = time_warp(raw, rng, o["time_warp"], int(o["knots"]))
+        if o["jitter"]:
+            raw = raw + rng.normal(0.0, 1.0, size=raw.shape) * (o["jitter"] * self.std)
+        return ((raw - self.mean) / self.std).astype(np.float32)
