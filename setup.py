@@ -6,6 +6,7 @@ from setuptools import find_packages, setup
 
 setup(
     packages=find_packages(include=["zoo", "zoo.*", "training", "training.*", "export",
-                                    "export.*", "edge_rnn_zoo"]) + ["zoo.models"],
+                                    "export.*", "edge_rnn_zoo", "experiments",
+                                    "experiments.*"]) + ["zoo.models"],
     package_dir={"zoo.models": "models"},
 )

@@ -27,6 +27,8 @@ SUBCOMMANDS = {
     "bench": ("export.bench", "compare the zoo with Keras LSTM/GRU/SimpleRNN: accuracy, bytes, "
                               "latency, arena, MACs"),
     "analyze": ("training.analysis.cli", "theory report of a run: stability, memory, truncation"),
+    "sweep": ("experiments.sweep", "subject cross-validation, recipe sweeps and the real-scale "
+                                   "table as Ray Tune trials (needs the sweep extra)"),
 }
 # Subcommands that run Python only (no Keras) until their runner decides otherwise.
 _NO_KERAS_UP_FRONT = {"list"}

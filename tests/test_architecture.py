@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("zoo", "training", "export", "edge_rnn_zoo")
+PACKAGES = ("zoo", "training", "export", "experiments", "edge_rnn_zoo")
 
 # Longest prefix wins.
 LAYER_OF_PREFIX = {
@@ -31,7 +31,7 @@ LAYER_OF_PREFIX = {
     "training": 2,
     "export": 3,
     "training.benchmarks": 4, "training.analysis": 4, "export.bench": 4, "export.quality": 4,
-    "export.kws_bench": 4, "export.ship": 4, "export.device_latency": 4,
+    "export.kws_bench": 4, "export.ship": 4, "export.device_latency": 4, "experiments": 4,
     "edge_rnn_zoo": 5, "training.cli": 5, "export.cli": 5, "training.analysis.cli": 5,
 }
 LAYER_NAMES = ["cells (zoo)", "data and tasks", "training", "export", "experiments",
