@@ -1,10 +1,13 @@
 """Real-scale accuracy: every model on the full HAR-2 / DSA-19 training data, several seeds, one table.
 
-    python -m training.benchmarks.realscale --har ../shared/data/archives/uci_har_train_full.zip \
-        --dsa ../shared/data/archives/dsa19_train_full.zip --out bench/realscale --shard 0/2 &
-    python -m training.benchmarks.realscale ... --shard 1/2 &      # the other half, in parallel
-    python -m training.benchmarks.realscale ... --report           # the table, once both are done
-    python -m training.benchmarks.realscale --out A --report --compare B   # A vs B, seed by seed
+    zoo sweep realscale --har ../shared/data/archives/uci_har_train_full.zip \
+        --dsa ../shared/data/archives/dsa19_train_full.zip --out bench/realscale --num-cpus 2
+    python -m training.benchmarks.realscale --out bench/realscale            # the table again
+    python -m training.benchmarks.realscale --out A --compare B   # A vs B, seed by seed
+
+The runs are trained by ``zoo sweep realscale`` (`experiments.sweep`: Ray Tune trials, an
+embedded local Ray or a cluster; it replaced this module's ``--shard I/N`` processes); this module
+defines the table (models, folds, budget: `grid`, `run_config`, `run_dir_of`) and reports it.
 
 Seed ``s`` trains on all training subjects but the ``s``-th validation fold (a fixed partition of
 the training subjects: 5 folds of 4-5 subjects on HAR-2, one subject per fold on DSA-19), so the
@@ -13,7 +16,7 @@ averaged over seeds, estimates accuracy on unseen subjects without touching the 
 stopping selects the epoch on validation loss; the test split is read once per run, at the end.
 
 Each run is an ordinary resumable ``zoo train`` run directory
-(``<out>/<task>/<label>/seed<s>``): a killed benchmark continues where it stopped, finished runs
+(``<out>/<task>/<label>/seed<s>``): a killed sweep continues where it stopped, finished runs
 are reused. A run whose validation accuracy falls to chance after having been above it is
 reported as collapsed (with the epoch), never silently averaged in.
 """
@@ -23,11 +26,10 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import statistics
 from pathlib import Path
 
-from training.rundir import DirectoryInUseError, RunDirectory
+from training.rundir import RunDirectory
 
 # label -> (model, model options). Hidden 80 everywhere (004 Table 5); the iRNN family with the
 # bounded, 8-bit fake-quantized state that integer export needs (docs/export.md).
@@ -120,36 +122,6 @@ def summarise(run_dir: Path, task: str) -> dict:
             "collapsed": collapse_epoch(history, 1.0 / classes)}
 
 
-def _backend(asked: str | None) -> str:
-    """The backend the runs use: Keras fixes it at import, so one asked for must already be
-    the loaded one (said plainly instead of failing inside the first run)."""
-    import keras
-
-    loaded = keras.backend.backend()
-    if asked and asked != loaded:
-        raise SystemExit(f"--backend {asked}: set KERAS_BACKEND={asked} for this command "
-                         f"(Keras picks its backend when it is imported; it is {loaded!r} here)")
-    return loaded
-
-
-def train_shard(args) -> None:
-    from training.trainer import train
-
-    out = Path(args.out)
-    index, count = (int(v) for v in args.shard.split("/"))
-    for i, (task, label, seed) in enumerate(grid(args)):
-        run_dir = run_dir_of(out, task, label, seed)
-        # Whole (label, seed) groups per shard, so every shard trains every task.
-        if (i // len(args.tasks)) % count != index or RunDirectory(run_dir).is_finished():
-            continue
-        print(f"== {task} / {label} / seed {seed} -> {run_dir}", flush=True)
-        data = args.har if task == "har2" else args.dsa
-        try:
-            train(run_config(task, label, seed, args), run_dir, data_dir=data)
-        except DirectoryInUseError as err:  # an extra worker (or another shard) has it
-            print(f"   skipped: {err}", flush=True)
-
-
 def _mean_spread(values: list[float]) -> str:
     if not values:
         return "-"
@@ -231,8 +203,9 @@ def compare(out: Path, other: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """The table's options (data, models, seeds, budget, output), shared with ``zoo sweep
+    realscale``, which trains it."""
     parser.add_argument("--har", help="UCI HAR folder or zip (the full training split)")
     parser.add_argument("--dsa", help="DSA-19 folder or zip")
     parser.add_argument("--tasks", nargs="+", default=["har2", "dsa19"], choices=list(TRAIN_SUBJECTS))
@@ -246,26 +219,18 @@ def main(argv=None) -> int:
                         help="learning rate x0.1 every this many epochs")
     parser.add_argument("--patience", type=int, default=15)
     parser.add_argument("--clipnorm", type=float, default=1.0)
-    parser.add_argument("--shard", default="0/1", help="I/N: train every N-th run from the I-th "
-                        "(a run another process is training is skipped, so an extra worker "
-                        "with --shard 0/1 can take up what is left)")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="TensorFlow intra-op threads per process (0: TensorFlow's choice); "
-                             "1 with one process per core trains small RNNs fastest")
-    parser.add_argument("--backend", choices=("tensorflow", "jax"), default=None,
-                        help="Keras backend of the runs (default: the one Keras loads, i.e. "
-                             "KERAS_BACKEND, else tensorflow); a GPU is used when the backend sees one")
-    parser.add_argument("--report", action="store_true", help="only print the table")
     parser.add_argument("--out", default="bench/realscale")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_table_arguments(parser)
+    parser.add_argument("--report", action="store_true",
+                        help="accepted for old command lines: this module only reports; "
+                             "`zoo sweep realscale` trains")
     parser.add_argument("--compare", metavar="OTHER_OUT",
-                        help="with --report: compare this output with another one, seed by seed")
+                        help="compare this output with another one, seed by seed")
     args = parser.parse_args(argv)
-    if not args.report:
-        args.backend = _backend(args.backend)
-        if args.threads:
-            os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(args.threads))
-            os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
-        train_shard(args)
     print(report(args))
     if args.compare:
         print(compare(Path(args.out), Path(args.compare)))

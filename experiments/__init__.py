@@ -1,0 +1,6 @@
+"""The experiments layer (layer 4): sweeps, cross-validation tables and the shipping protocol,
+built on ``zoo``, ``training`` and ``export``; nothing below imports it.
+
+Importing this package imports nothing heavy: Ray (the optional ``sweep`` extra) is imported only
+when a sweep runs (`experiments.engine`).
+"""

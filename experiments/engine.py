@@ -1,0 +1,130 @@
+"""Run trials on Ray Tune: an embedded local Ray by default, a cluster with ``address``.
+
+Ray is the optional ``sweep`` extra (``pip install edge-rnn-zoo[sweep]``); it is imported here
+only, and only when a sweep runs, so the zoo imports without it. Tune does the scheduling
+(resources per trial, CPU or GPU, concurrency, retries); the *resumability* is the run
+directory's (`experiments.trials`), so Tune's own experiment state is not needed to resume: a
+sweep started again skips its finished trials and hands the rest to Tune afresh.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import time
+from pathlib import Path
+
+EXTRA = "pip install 'edge-rnn-zoo[sweep]'"
+# Ray's own chatter off unless the user set these (usage-stats prompt, per-trial loggers).
+QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",
+             "RAY_AIR_NEW_OUTPUT": "0", "RAY_DEDUP_LOGS": "0"}
+
+
+def require_ray():
+    """``ray.tune``, or SystemExit naming the extra that installs it."""
+    try:
+        from ray import tune
+    except ImportError as err:
+        raise SystemExit(f"zoo sweep needs Ray Tune, which is not installed ({err}); install the "
+                         f"sweep extra: {EXTRA}") from None
+    return tune
+
+
+def thread_env(threads: int, backend: str) -> dict[str, str]:
+    """Environment that limits one trial to ``threads`` CPU threads (TensorFlow reads
+    TF_NUM_*_THREADS, XLA its flags), so trials sharing a machine do not oversubscribe it."""
+    env = {"TF_NUM_INTRAOP_THREADS": str(threads), "TF_NUM_INTEROP_THREADS": "1",
+           "OMP_NUM_THREADS": str(threads), "KERAS_BACKEND": backend,
+           "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")}
+    if backend == "jax" and threads == 1:
+        env["XLA_FLAGS"] = ("--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1 "
+                            + os.environ.get("XLA_FLAGS", "")).strip()
+    return env
+
+
+def run_trial(params: dict, trials: list[dict]) -> None:
+    """Tune's trainable: train (or resume, or reuse) one trial's run directory, then report its
+    summary. Runs in a Ray worker process."""
+    from ray import tune
+
+    from experiments.tables import summarise
+    from training.config import TrainConfig
+    from training.runs import train_or_reuse
+
+    trial = trials[params["index"]]
+    train_or_reuse(TrainConfig.from_dict(trial["config"]), trial["run_dir"],
+                   data_dir=trial["data_dir"], print_fn=functools.partial(print, flush=True))
+    summary = summarise(trial["run_dir"])
+    tune.report({k: v for k, v in summary.items() if isinstance(v, (int, float))})
+
+
+def _progress_callback(tune, trials: list[dict], print_fn):
+    """One line per trial that ends (Tune's own progress table is off)."""
+    started = time.monotonic()
+
+    class Progress(tune.Callback):
+        done = 0
+
+        def _line(self, trial, what):
+            spec = trials[trial.config["index"]]
+            Progress.done += 1
+            print_fn(f"[{Progress.done}/{len(trials)} {time.monotonic() - started:.0f}s] {what}: "
+                     f"{spec['task']} / {spec['label']} / {spec['variant']} / fold "
+                     f"{spec['fold']} -> {spec['run_dir']}")
+
+        def on_trial_complete(self, **info):
+            self._line(info["trial"], "done")
+
+        def on_trial_error(self, **info):
+            self._line(info["trial"], "FAILED (see its log under the Tune folder)")
+
+    return Progress()
+
+
+def run(trials: list[dict], *, out, address: str | None = None, num_cpus: int | None = None,
+        num_gpus: int | None = None, cpus_per_trial: float = 1, gpus_per_trial: float = 0,
+        max_concurrent: int | None = None, retries: int = 0, backend: str = "tensorflow",
+        print_fn=print) -> list[str]:
+    """Run ``trials`` as Tune trials; the run directories of those that failed are returned.
+
+    ``address`` None starts an embedded local Ray (a new one, never someone else's: address
+    "local") with ``num_cpus`` / ``num_gpus`` (default: what Ray detects); otherwise joins that
+    cluster (``auto`` or ``HOST:PORT``). Each trial reserves ``cpus_per_trial`` CPUs and
+    ``gpus_per_trial`` GPUs (fractions share a GPU) and trains with that many threads.
+    """
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    tune = require_ray()
+    import ray
+
+    threads = max(1, int(cpus_per_trial))
+    env = {"env_vars": thread_env(threads, backend)}
+    repo = str(Path(__file__).resolve().parents[1])
+    if address is None:
+        # Local workers: the checkout on the path, whether or not the zoo is installed.
+        env["env_vars"]["PYTHONPATH"] = os.pathsep.join(
+            p for p in (repo, os.environ.get("PYTHONPATH")) if p)
+    else:
+        env["working_dir"] = repo  # a cluster's workers get the code shipped with the job
+        env["excludes"] = ["bench", "runs", "exports", ".venv", ".git", "*.tflite", "*.keras"]
+    ray.init(address=address or "local", num_cpus=num_cpus, num_gpus=num_gpus,
+             include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+             runtime_env=env)
+    try:
+        trainable = tune.with_resources(tune.with_parameters(run_trial, trials=trials),
+                                        {"cpu": cpus_per_trial, "gpu": gpus_per_trial})
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"index": tune.grid_search(list(range(len(trials))))},
+            tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent,
+                                        reuse_actors=False),
+            run_config=tune.RunConfig(
+                name=time.strftime("sweep-%Y%m%d-%H%M%S"),
+                storage_path=str(Path(out, "_tune").resolve()), verbose=0, log_to_file=True,
+                failure_config=tune.FailureConfig(max_failures=retries),
+                callbacks=[_progress_callback(tune, trials, print_fn)]))
+        results = tuner.fit()
+        return [trials[r.config["index"]]["run_dir"] for r in results if r.error is not None]
+    finally:
+        ray.shutdown()

@@ -1,0 +1,230 @@
+"""``zoo sweep``: recipe searches, subject cross-validation and the real-scale table as Ray Tune
+trials, each trial an ordinary resumable ``zoo train`` run directory.
+
+    # 5-fold subject CV of the shipped HAR-2 SiRNN recipe, baseline vs IMU augmentation:
+    zoo sweep cv --task har2 --model sirnn --data-dir ../shared/data/archives/uci_har_train_full.zip \
+        --folds 5 --epochs 30 --variant base={} \
+        --variant 'imu={"augment": {"rotation": 15, "scale": 0.1, "jitter": 0.05}}' \
+        --out bench/sweeps/har2-sirnn --cpus-per-trial 1 --max-concurrent 1
+    # the same command again: finished trials are skipped, interrupted ones resume;
+    # --report: only the table; --final: the shipping retrain (below)
+    zoo sweep realscale --har ... --dsa ... --out bench/realscale       # docs/realscale.md's table
+
+Shipping protocol (``cv ... --final``, the papers' 004 Sec. 4.1 done on subject folds): the
+variant and the epoch count are chosen by the cross-validation (highest mean validation accuracy
+over the folds, at the epoch where the fold-mean curve peaks); then that variant is retrained on
+*all* training subjects for that many epochs (no validation split, no early stopping) and its
+run directory is the model to ship, reported beside the CV estimate that chose it.
+
+Ray: an embedded local Ray by default (``--num-cpus`` / ``--num-gpus`` what it may use);
+``--address auto`` or ``HOST:PORT`` joins a cluster (run directories must then be on storage
+every node sees). ``--cpus-per-trial`` / ``--gpus-per-trial`` (fractions share a GPU) set each
+trial's reservation. Writes ``<out>/sweep.json`` (the plan), ``<out>/results.md`` and
+``<out>/results.json`` (and ``final.md`` with ``--final``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _json_pair(text: str) -> tuple[str, dict]:
+    """``NAME=JSON`` (a variant: TrainConfig overrides) -> (name, dict)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=JSON, got {text!r}")
+    try:
+        overrides = json.loads(value) if value.strip() else {}
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: not JSON ({err})") from None
+    if not isinstance(overrides, dict):
+        raise argparse.ArgumentTypeError(f"{text!r}: the overrides must be a JSON object")
+    return name, overrides
+
+
+def _option(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` with a YAML-typed value (3 -> int, 0.1 -> float, null -> None)."""
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, yaml.safe_load(value)
+
+
+def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("Ray")
+    g.add_argument("--address", help="join this Ray cluster ('auto' or HOST:PORT) instead of "
+                   "starting an embedded local one")
+    g.add_argument("--num-cpus", type=int, help="CPUs the embedded Ray may use (default: all)")
+    g.add_argument("--num-gpus", type=int, help="GPUs the embedded Ray may use (default: all)")
+    g.add_argument("--cpus-per-trial", type=float, default=1,
+                   help="CPUs each trial reserves; it trains with that many threads (default 1)")
+    g.add_argument("--gpus-per-trial", type=float, default=0,
+                   help="GPUs each trial reserves, e.g. 0.25 for four trials per GPU (default 0)")
+    g.add_argument("--max-concurrent", type=int, help="at most this many trials at once")
+    g.add_argument("--retries", type=int, default=0, help="retries of a failed trial")
+    g.add_argument("--backend", choices=("tensorflow", "jax"),
+                   help="Keras backend of the trials (default: $KERAS_BACKEND, else tensorflow)")
+    p.add_argument("--report", action="store_true", help="write the table only, train nothing")
+    p.add_argument("--dry-run", action="store_true", help="list the trials and stop")
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    from training.benchmarks import realscale
+
+    sub = parser.add_subparsers(dest="table", metavar="KIND", required=True)
+    cv = sub.add_parser("cv", help="k-fold subject cross-validation of one or more variants "
+                        "of a recipe (and --final: the shipping retrain)")
+    cv.add_argument("--task", required=True)
+    cv.add_argument("--model", required=True)
+    cv.add_argument("--label", help="the model's name in the tables (default: --model)")
+    cv.add_argument("--recipe", help="recipe YAML (default: the shipped <task>-<model>.yaml)")
+    cv.add_argument("--data-dir", help="dataset folder or archive")
+    cv.add_argument("--folds", type=int, default=5, help="subject folds (default 5)")
+    cv.add_argument("--epochs", type=int, help="epochs of every run (default: the recipe's)")
+    cv.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                    help="a model option for every trial, e.g. --option units=8")
+    cv.add_argument("--set", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                    help="a training setting for every trial, e.g. --set lr=0.003")
+    cv.add_argument("--variant", type=_json_pair, action="append", default=[],
+                    metavar="NAME=JSON", help="a variant: TrainConfig overrides as JSON, e.g. "
+                    "'imu={\"augment\": {\"rotation\": 15}}' (default: one, base={})")
+    cv.add_argument("--final", action="store_true",
+                    help="after the CV: retrain the CV's choice on all training subjects")
+    cv.add_argument("--out", default="bench/sweeps/cv")
+    _add_engine_arguments(cv)
+    rs = sub.add_parser("realscale", help="the real-scale table of docs/realscale.md")
+    realscale.add_table_arguments(rs)
+    _add_engine_arguments(rs)
+
+
+def check_sweep(args) -> None:
+    if args.table == "cv":
+        if args.folds < 2:
+            raise ValueError(f"--folds {args.folds}: at least 2")
+        names = [n for n, _ in args.variant]
+        if len(set(names)) != len(names):
+            raise ValueError(f"--variant names must differ: {names}")
+    if args.cpus_per_trial <= 0 or args.gpus_per_trial < 0:
+        raise ValueError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
+
+
+def plan(args) -> list[dict]:
+    """The sweep's trials (see `experiments.trials`)."""
+    from experiments import trials
+
+    backend = args.backend or os.environ.get("KERAS_BACKEND", "tensorflow")
+    if args.table == "realscale":
+        args.backend = backend
+        return trials.realscale_trials(args)
+    overrides = {"backend": backend, **dict(args.set)}
+    if args.epochs:
+        overrides["epochs"] = args.epochs
+    if args.option:
+        overrides["model_options"] = dict(args.option)
+    base = trials.base_config(args.task, args.model, args.recipe, overrides)
+    variants = dict(args.variant) or {"base": {}}
+    return trials.cv_trials(args.task, args.label or args.model, base, variants, args.folds,
+                            args.out, args.data_dir)
+
+
+def execute(todo: list[dict], args, print_fn=print) -> int:
+    """Train the unfinished trials of ``todo`` on Ray; 1 if any failed."""
+    from experiments import engine, trials
+
+    left = [t for t in todo if not trials.is_finished(t)]
+    print_fn(f"{len(todo) - len(left)} of {len(todo)} trials already finished (reused); "
+             f"{len(left)} to run")
+    if not left or args.report:
+        return 0
+    backend = left[0]["config"]["backend"]
+    failed = engine.run(left, out=args.out, address=args.address, num_cpus=args.num_cpus,
+                        num_gpus=args.num_gpus, cpus_per_trial=args.cpus_per_trial,
+                        gpus_per_trial=args.gpus_per_trial, max_concurrent=args.max_concurrent,
+                        retries=args.retries, backend=backend, print_fn=print_fn)
+    for run_dir in failed:
+        print_fn(f"failed: {run_dir} (its log: under {Path(args.out, '_tune')})")
+    return 1 if failed else 0
+
+
+def write(out: Path, name: str, text: str, data=None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.md").write_text(text)
+    if data is not None:
+        (out / f"{name}.json").write_text(json.dumps(data, indent=1, default=str))
+
+
+def report_cv(todo: list[dict], out: Path) -> tuple[str, list[dict]]:
+    from experiments import tables
+
+    rows = tables.cv_rows(todo)
+    text = tables.cv_table(rows)
+    paired = tables.paired_table(rows)
+    if paired:
+        text += "\n" + paired
+    write(out, "results", text, rows)
+    return text, rows
+
+
+def run_final(todo: list[dict], rows: list[dict], args, print_fn=print) -> int:
+    """The shipping retrain of each (task, model)'s CV choice, then ``final.md``."""
+    from experiments import tables, trials
+
+    chosen = tables.best_variants(rows)
+    if not chosen:
+        print_fn("--final: no variant has all its planned folds finished yet; run the CV first")
+        return 1
+    finals = []
+    for row in chosen:
+        cv_trial = next(t for t in todo if (t["task"], t["label"], t["variant"])
+                        == (row["task"], row["label"], row["variant"]))
+        finals.append((row, trials.final_trial(cv_trial, row["epoch"], args.out)))
+    code = execute([f for _, f in finals], args, print_fn)
+    text = tables.final_table(finals)
+    write(Path(args.out), "final", text)
+    print_fn(text)
+    return code
+
+
+def run_sweep(args, print_fn=print) -> int:
+    todo = plan(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep.json").write_text(json.dumps({"argv": sys.argv, "trials": todo}, indent=1))
+    if args.dry_run:
+        for t in todo:
+            print_fn(f"{t['task']} / {t['label']} / {t['variant']} / fold {t['fold']} -> "
+                     f"{t['run_dir']}")
+        return 0
+    code = execute(todo, args, print_fn)
+    if args.table == "realscale":
+        from training.benchmarks import realscale
+
+        print_fn(realscale.report(args))
+        return code
+    text, rows = report_cv(todo, out)
+    print_fn(text)
+    if args.final and not args.report:
+        code = run_final(todo, rows, args, print_fn) or code
+    return code
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.sweep",
+                                     description=__doc__.split("\n")[0])
+    add_sweep_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        check_sweep(args)
+    except ValueError as err:
+        parser.error(str(err))
+    return run_sweep(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,144 @@
+"""The sweep's tables, read back from the run directories (the only record of a result).
+
+Cross-validation rows give mean ± standard deviation over the folds done (and say how many of
+how many planned), the epoch count the CV chooses, and each variant against the first one fold
+by fold (paired t-test: the folds share their subjects, so the fold-to-fold spread cancels).
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from pathlib import Path
+
+from training.benchmarks.realscale import T_975, paired_difference
+from training.rundir import RunDirectory
+
+
+def summarise(run_dir) -> dict:
+    """One finished run: its validation curve, the validation accuracy of the model it kept
+    (the best epoch with early stopping, else the last), test accuracy, size and time."""
+    run = RunDirectory(run_dir)
+    metrics = run.read_metrics()
+    with open(run.history, newline="") as f:
+        history = list(csv.DictReader(f))
+    curve = [100 * float(row["val_accuracy"]) for row in history if row.get("val_accuracy")]
+    return {"val": curve[metrics["best_epoch"] - 1] if curve else None, "curve": curve,
+            "test": 100 * metrics["test"]["accuracy"], "parameters": metrics["parameters"],
+            "seconds": metrics["training_seconds"], "epochs": metrics["epochs_run"],
+            "best_epoch": metrics["best_epoch"]}
+
+
+def mean_sd(values: list[float]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def cv_epoch(curves: list[list[float]]) -> tuple[int, list[float]] | None:
+    """The epoch (1-based) with the highest mean validation accuracy over the folds, over the
+    epochs every fold ran, and each fold's accuracy there; None without curves. Choosing it on
+    the same folds makes its CV figure slightly optimistic; the last-epoch column is not."""
+    if not curves or not all(curves):
+        return None
+    n = min(len(c) for c in curves)
+    means = [statistics.mean(c[e] for c in curves) for e in range(n)]
+    best = max(range(n), key=lambda e: (means[e], -e))  # the earliest of equal means
+    return best + 1, [c[best] for c in curves]
+
+
+def group(trials: list[dict]) -> dict[tuple, list[dict]]:
+    """CV trials by (task, label, variant), in the plan's order."""
+    out: dict[tuple, list[dict]] = {}
+    for t in trials:
+        if t["fold"] is not None:
+            out.setdefault((t["task"], t["label"], t["variant"]), []).append(t)
+    return out
+
+
+def cv_rows(trials: list[dict]) -> list[dict]:
+    """One row per (task, label, variant) with its finished folds summarised."""
+    rows = []
+    for (task, label, variant), planned in group(trials).items():
+        done = [(t["fold"], summarise(t["run_dir"])) for t in planned
+                if RunDirectory(t["run_dir"]).is_finished()]
+        chosen = cv_epoch([s["curve"] for _, s in done])
+        rows.append({"task": task, "label": label, "variant": variant,
+                     "planned": len(planned), "folds": [f for f, _ in done],
+                     "runs": [s for _, s in done],
+                     "epoch": chosen[0] if chosen else None,
+                     "val_at_epoch": chosen[1] if chosen else []})
+    return rows
+
+
+def cv_table(rows: list[dict]) -> str:
+    lines = ["| task | model | variant | folds done / planned | params | val % (model kept) | "
+             "val % at the CV epoch | CV epoch | test % (visible) | train s / run |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        runs = r["runs"]
+        if not runs:
+            lines.append(f"| {r['task']} | {r['label']} | {r['variant']} | 0 / {r['planned']} "
+                         "| - | - | - | - | - | - |")
+            continue
+        lines.append(
+            f"| {r['task']} | {r['label']} | {r['variant']} | {len(runs)} / {r['planned']} "
+            f"(folds {', '.join(map(str, r['folds']))}) | {runs[0]['parameters']:,} | "
+            f"{mean_sd([s['val'] for s in runs if s['val'] is not None])} | "
+            f"{mean_sd(r['val_at_epoch'])} | {r['epoch'] or '-'} | "
+            f"{mean_sd([s['test'] for s in runs])} | "
+            f"{statistics.mean(s['seconds'] for s in runs):.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def paired_table(rows: list[dict]) -> str:
+    """Every variant against the first variant of its (task, label), on the folds both have."""
+    lines = ["| task | model | variant - first | paired folds | val (model kept) | "
+             "beyond fold noise (paired t, 5 %) |", "|---|---|---|---|---|---|"]
+    firsts: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r["task"], r["label"])
+        if key not in firsts:
+            firsts[key] = r
+            continue
+        base = firsts[key]
+        a = dict(zip(r["folds"], (s["val"] for s in r["runs"])))
+        b = dict(zip(base["folds"], (s["val"] for s in base["runs"])))
+        common = [f for f in a if f in b]
+        mean, sd, t = paired_difference([a[f] for f in common], [b[f] for f in common])
+        beyond = ("-" if t is None or len(common) - 1 not in T_975 else
+                  ("yes" if abs(t) > T_975[len(common) - 1] else "no"))
+        lines.append(f"| {r['task']} | {r['label']} | {r['variant']} - {base['variant']} | "
+                     f"{len(common)} | {mean:+.2f} ± {sd:.2f}"
+                     f"{f' (t {t:+.2f})' if t is not None else ''} | {beyond} |")
+    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
+
+
+def best_variants(rows: list[dict]) -> list[dict]:
+    """Per (task, label), the variant with the highest mean CV validation accuracy at its CV
+    epoch, among those with every planned fold done (the shipping protocol's choice)."""
+    best: dict[tuple, dict] = {}
+    for r in rows:
+        if len(r["runs"]) < r["planned"] or r["epoch"] is None:
+            continue
+        key = (r["task"], r["label"])
+        if key not in best or (statistics.mean(r["val_at_epoch"])
+                               > statistics.mean(best[key]["val_at_epoch"])):
+            best[key] = r
+    return list(best.values())
+
+
+def final_table(finals: list[tuple[dict, dict]]) -> str:
+    """The shipped retrains beside the CV estimate that chose them."""
+    lines = ["| task | model | variant | epochs (CV) | CV estimate % (val at the CV epoch, folds) "
+             "| test % (visible, retrained on all training subjects) | params | run |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row, trial in finals:
+        done = RunDirectory(trial["run_dir"]).is_finished()
+        test = f"{summarise(trial['run_dir'])['test']:.2f}" if done else "not finished"
+        lines.append(f"| {row['task']} | {row['label']} | {row['variant']} | {row['epoch']} | "
+                     f"{mean_sd(row['val_at_epoch'])} ({len(row['runs'])}) | {test} | "
+                     f"{row['runs'][0]['parameters']:,} | `{trial['run_dir']}` |")
+    return "\n".join(lines) + "\n"

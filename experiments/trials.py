@@ -1,0 +1,118 @@
+"""What a sweep trains: one trial = one ordinary ``zoo train`` run directory.
+
+A trial is a plain dict (JSON, so Ray ships it to any worker and ``sweep.json`` records it)::
+
+    {"task", "label", "variant", "fold", "folds", "config": TrainConfig.to_dict(),
+     "run_dir": absolute path, "data_dir": absolute path or None}
+
+Because each trial *is* a run directory, a sweep inherits the run directory's guarantees: a
+finished run is reused, an interrupted one resumes from its last committed epoch, and one that
+another process is training is refused by its lock. Re-running the same sweep is how it resumes.
+
+Layout: ``<out>/<task>/<label>/<variant>/fold<k>`` for the cross-validation and
+``<out>/<task>/<label>/final-<variant>-e<epochs>`` for the retrain on all training subjects.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+# The CV runs train the whole budget (no early stopping), so every fold has a validation
+# accuracy for every epoch and the epoch count can be chosen on the mean curve (shipping
+# protocol, docs/realscale.md).
+CV_OVERRIDES = {"early_stopping_patience": 0}
+
+
+def slug(text: str) -> str:
+    """A folder name for a label (``sirnn clip+q8`` -> ``sirnn_clip_q8``)."""
+    out = "".join(c if c.isalnum() or c in "-._" else "_" for c in text.replace("=", ""))
+    return "_".join(part for part in out.split("_") if part)
+
+
+def absolute(path) -> str | None:
+    """``path`` made absolute (trials run in other processes, maybe other machines' cwd)."""
+    return None if path is None else str(Path(path).expanduser().resolve())
+
+
+def merge(base: dict, overrides: dict) -> dict:
+    """``base`` with ``overrides`` applied; ``model_options`` / ``task_options`` merge key by key
+    (so a variant can change one model option without restating the others)."""
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if key in ("model_options", "task_options") and isinstance(value, dict):
+            out[key] = {**out.get(key, {}), **value}
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def base_config(task: str, model: str, recipe: str | None, overrides: dict) -> dict:
+    """The resolved settings every trial of a study starts from: defaults < recipe (the shipped
+    ``<task>-<model>.yaml`` unless ``recipe`` says otherwise) < ``overrides``."""
+    from training.config import resolve
+
+    config = resolve(task, model, recipe, {}).to_dict()
+    return merge(config, overrides)
+
+
+def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], folds: int,
+              out, data_dir) -> list[dict]:
+    """One trial per (variant, fold): validation = fold k of ``folds`` of the training subjects
+    (``val_fold=[k, folds]``), seed k, the whole epoch budget. Fold-major order, so that the
+    variants of a fold finish together and a partial sweep still gives paired folds."""
+    from training.config import TrainConfig
+
+    trials = []
+    for fold in range(folds):
+        for variant, overrides in variants.items():
+            config = merge(merge(base, {**CV_OVERRIDES, "seed": fold}), overrides)
+            config["task_options"] = {
+                **{k: v for k, v in config["task_options"].items()
+                   if k not in ("val_subjects", "val_fraction")},
+                "val_fold": [fold, folds]}
+            TrainConfig.from_dict(config)  # invalid settings fail here, before Ray starts
+            trials.append({"task": task, "label": label, "variant": variant, "fold": fold,
+                           "folds": folds, "config": config,
+                           "run_dir": absolute(Path(out) / task / slug(label) / slug(variant)
+                                               / f"fold{fold}"),
+                           "data_dir": absolute(data_dir)})
+    return trials
+
+
+def final_trial(cv_trial: dict, epochs: int, out) -> dict:
+    """The shipping retrain of a CV variant: every training subject (no validation split, hence
+    no early stopping), ``epochs`` epochs (chosen by the CV), seed 0."""
+    from training.config import TrainConfig
+
+    config = merge(cv_trial["config"], {"epochs": epochs, "seed": 0,
+                                        "early_stopping_patience": 0})
+    config["task_options"] = {**{k: v for k, v in config["task_options"].items()
+                                 if k not in ("val_subjects", "val_fold")},
+                              "val_fraction": 0.0}
+    TrainConfig.from_dict(config)
+    name = f"final-{slug(cv_trial['variant'])}-e{epochs}"
+    return {**cv_trial, "fold": None, "config": config,
+            "run_dir": absolute(Path(out) / cv_trial["task"] / slug(cv_trial["label"]) / name)}
+
+
+def realscale_trials(args) -> list[dict]:
+    """The real-scale table (`training.benchmarks.realscale`) as trials, in its order and its
+    run-directory layout, so the runs of the former ``--shard`` processes are reused."""
+    from training.benchmarks import realscale
+
+    trials = []
+    for task, label, seed in realscale.grid(args):
+        data = args.har if task == "har2" else args.dsa
+        trials.append({"task": task, "label": label, "variant": "realscale", "fold": seed,
+                       "folds": realscale.FOLDS[task],
+                       "config": realscale.run_config(task, label, seed, args).to_dict(),
+                       "run_dir": absolute(realscale.run_dir_of(Path(args.out), task, label, seed)),
+                       "data_dir": absolute(data)})
+    return trials
+
+
+def is_finished(trial: dict) -> bool:
+    from training.rundir import RunDirectory
+
+    return RunDirectory(trial["run_dir"]).is_finished()
