@@ -1,0 +1,102 @@
+"""``zoo sweep``: the trials it plans, the tables it writes, and a tiny sweep on a local Ray
+(run, resumed, then the shipping retrain on all training subjects)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from experiments import engine, tables, trials
+from training.tasks import get_task
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_cli_and_the_package_import_neither_ray_nor_tensorflow():
+    code = ("import sys; from edge_rnn_zoo.cli import build_parser; import experiments.sweep; "
+            "build_parser('sweep').parse_args(['sweep', 'cv', '--task', 'har2', '--model', 'sirnn']);"
+            "print(sorted(m for m in ('ray', 'tensorflow', 'keras', 'jax') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_missing_ray_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(SystemExit, match=r"edge-rnn-zoo\[sweep\]"):
+        engine.require_ray()
+
+
+def _base():
+    return trials.base_config("har2", "sirnn", None, {"epochs": 3,
+                                                        "model_options": {"units": 8, "rank": 4}})
+
+
+def test_cv_trials_hold_out_each_fold_once_per_variant(tmp_path):
+    planned = trials.cv_trials("har2", "sirnn", _base(), {"a": {}, "b": {"lr": 0.003}}, 5,
+                               tmp_path, None)
+    assert len(planned) == 10 and len({t["run_dir"] for t in planned}) == 10
+    for variant in ("a", "b"):
+        mine = [t for t in planned if t["variant"] == variant]
+        assert [t["config"]["task_options"]["val_fold"] for t in mine] == [[k, 5] for k in range(5)]
+        assert all(t["config"]["early_stopping_patience"] == 0 for t in mine)  # whole curves
+        assert all(t["config"]["model_options"]["state_clip"] == 1.0 for t in mine)  # recipe kept
+    assert {t["config"]["lr"] for t in planned if t["variant"] == "b"} == {0.003}
+    # The shipped recipe's own fold (val_fold [1, 5]) is replaced, not kept beside ours.
+    assert _base()["task_options"] == {"val_fold": [1, 5]}
+
+
+def test_the_final_trial_trains_on_every_training_subject(shared_data, tmp_path):
+    cv = trials.cv_trials("har2", "sirnn", _base(), {"a": {}}, 2, tmp_path, None)[0]
+    final = trials.final_trial(cv, 7, tmp_path)
+    config = final["config"]
+    assert config["epochs"] == 7 and config["early_stopping_patience"] == 0
+    data = get_task("har2", **config["task_options"]).load(shared_data / "har")
+    assert len(data.val) == 0 and data.info["train_subjects"] == [1, 3, 21, 25]
+    assert len(data.train) == 1505  # the whole training split of the subset
+
+
+def test_the_cv_epoch_is_the_peak_of_the_fold_mean_curve():
+    rng = np.random.default_rng(0)
+    curves = [list(rng.uniform(80, 95, size=n)) for n in (12, 10, 11)]
+    epoch, at = tables.cv_epoch(curves)
+    means = np.mean([c[:10] for c in curves], axis=0)  # only epochs every fold ran
+    assert epoch == int(np.argmax(means)) + 1
+    assert at == [c[epoch - 1] for c in curves]
+
+
+def _sweep(out: Path, *extra) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "edge_rnn_zoo.cli", "sweep", "cv", "--task", "har2", "--model",
+           "sirnn", "--data-dir", str(REPO.parent / "shared" / "data" / "har"), "--folds", "2",
+           "--epochs", "1", "--option", "units=8", "--option", "rank=4", "--out", str(out),
+           "--num-cpus", "2", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+@pytest.mark.slow
+def test_a_tiny_sweep_runs_on_local_ray_resumes_and_ships(tmp_path):
+    out = tmp_path / "sweep"
+    first = _sweep(out)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "0 of 2 trials already finished" in first.stdout
+    table = (out / "results.md").read_text()
+    assert "| har2 | sirnn | base | 2 / 2 (folds 0, 1) | 163 |" in table
+    runs = sorted(out.glob("har2/sirnn/base/fold*/metrics.json"))
+    assert len(runs) == 2
+    validation = [json.loads(p.read_text())["data"]["val"] for p in runs]
+    assert all(v > 0 for v in validation) and sum(validation) == 1505  # folds partition subjects
+    stamps = [p.stat().st_mtime_ns for p in runs]
+
+    second = _sweep(out, "--final")  # the CV is reused; the shipping retrain runs
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "2 of 2 trials already finished" in second.stdout
+    assert [p.stat().st_mtime_ns for p in runs] == stamps  # not retrained
+    final = json.loads((out / "har2/sirnn/final-base-e1/metrics.json").read_text())
+    assert final["data"]["train"] == 1505 and final["data"]["val"] == 0
+    assert final["epochs_run"] == 1
+    assert "final-base-e1" in (out / "final.md").read_text()
