@@ -23,6 +23,7 @@ class Emitted:
     function: str      # the run function
     scratch_bytes: int
     const_bytes: int
+    max_fc_in: int     # the widest FULLY_CONNECTED input, padded (sizes the DSP path's buffer)
 
 
 def emit_model(name: str, plan: Plan) -> Emitted:
@@ -41,7 +42,8 @@ def emit_model(name: str, plan: Plan) -> Emitted:
     function = (f"static void zoo_{name}_run({args}) {{\n{scratch_decl}"
                 + "\n".join(body) + "\n" + copy + "}\n")
     const_text = "\n".join(consts)
-    return Emitted(const_text, function, scratch, _count_bytes(const_text))
+    widest = max([_aligned(k.params["n_in"]) for k in plan.kernels if k.kind == "fc"] or [0])
+    return Emitted(const_text, function, scratch, _count_bytes(const_text), widest)
 
 
 def _count_bytes(text: str) -> int:

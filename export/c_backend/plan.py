@@ -114,6 +114,9 @@ def _fully_connected(graph: Graph, op: Op) -> Kernel:
     if np.any(np.abs(folded) >= 2 ** 31) or np.any(worst >= 2 ** 31):
         raise UnsupportedGraph(f"FULLY_CONNECTED {out.name!r}: the accumulator could leave int32")
     multipliers = arith.fc_params(x.scale, w.scales, out.scale)
+    left = max(max(shift for _, shift in multipliers), 0)
+    if np.any((worst << left) >= 2 ** 30):  # the DSP path's bounded rescale (zoo_int8.h)
+        raise UnsupportedGraph(f"FULLY_CONNECTED {out.name!r}: the accumulator could reach 2^30")
     act = arith.activation_range(op.options.get("fusedActivationFunction", 0), out.scale,
                                  out.zero_point)
     return Kernel("fc", out.index, [x.index], dict(
@@ -138,6 +141,8 @@ def _binary(graph: Graph, op: Op) -> Kernel:
     params.update(off_a=-a.zero_point, off_b=-b.zero_point, out_zp=out.zero_point, act=act)
     if op.kind == "MUL":
         params["m"], params["shift"] = arith.mul_params(a.scale, b.scale, out.scale)
+        if (255 * 255) << max(params["shift"], 0) >= 2 ** 30:  # the bounded rescale again
+            raise UnsupportedGraph(f"MUL {out.name!r}: multiplier {params['shift']} too large")
         return Kernel("mul", out.index, [a.index, b.index], params, op.kind)
     params.update(arith.add_params(a.scale, b.scale, out.scale, subtract=op.kind == "SUB"))
     return Kernel(op.kind.lower(), out.index, [a.index, b.index], params, op.kind)

@@ -203,7 +203,9 @@ def _model_c(card: dict, io: dict, step: Emitted, head: Emitted, norm, runtime: 
              f"({card.get('model')} on {card.get('task')}), bit-exact with {runtime}. */",
              '#include "zoo_model.h"',
              f"/* {runtime} rounds fixed-point rescaling {'once' if rounding else 'twice'}. */",
-             f"#define ZOO_SINGLE_ROUNDING {rounding}", '#include "zoo_int8.h"', "",
+             f"#define ZOO_SINGLE_ROUNDING {rounding}",
+             f"#define ZOO_MAX_FC_IN {max(step.max_fc_in, head.max_fc_in, 4)}",
+             '#include "zoo_int8.h"', "",
              f"const char *const zoo_class_names[ZOO_CLASSES] = {{{names_c}}};", ""]
     parts += [step.constants, head.constants]
     feedback, head_in = _feedback_code(io)

@@ -13,6 +13,12 @@
 
 #include <stdint.h>
 
+#if defined(__GNUC__) && !defined(__clang__)
+#define ZOO_UNROLL _Pragma("GCC unroll 8") /* the row lengths are constants: short loops */
+#else
+#define ZOO_UNROLL
+#endif
+
 #if defined(__GNUC__)
 #define ZOO_ALIGNED __attribute__((aligned(4)))
 #define ZOO_INLINE static inline __attribute__((always_inline))
@@ -21,16 +27,20 @@
 #define ZOO_INLINE static inline
 #endif
 
+#ifndef ZOO_MAX_FC_IN
+#define ZOO_MAX_FC_IN 1024 /* the widest FULLY_CONNECTED input (zoo_model.c sets it) */
+#endif
+
 #if defined(ZOO_USE_ARM_DSP) && !(defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP)
 #error "ZOO_USE_ARM_DSP needs a core with the DSP extension (e.g. -mcpu=cortex-m4)"
 #endif
 
-/* gemmlowp SaturatingRoundingDoublingHighMul (fixedpoint.h). */
+/* gemmlowp SaturatingRoundingDoublingHighMul (fixedpoint.h). gemmlowp adds 2^30 to a
+ * non-negative product and 1 - 2^30 to a negative one, then divides by 2^31 truncating toward
+ * zero; both cases are floor((a * b + 2^30) / 2^31), one arithmetic shift, no branch. */
 ZOO_INLINE int32_t zoo_srdhm(int32_t a, int32_t b) {
-  const int64_t ab = (int64_t)a * (int64_t)b;
-  const int64_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
   if (a == b && a == INT32_MIN) return INT32_MAX;
-  return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+  return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
 }
 
 /* gemmlowp RoundingDivideByPOT: x / 2^exponent, rounded to nearest, ties away from zero. */
@@ -53,20 +63,47 @@ ZOO_INLINE int32_t zoo_mbqm_small(int32_t x, int32_t multiplier, int shift) {
   return zoo_mbqm(x, multiplier, shift);
 }
 #else
+#if defined(ZOO_USE_ARM_DSP)
+/* The DSP path uses that every operand here is bounded, |x| < 2^30 (the generator checks it for
+ * each FULLY_CONNECTED accumulator and MUL product; ADD/SUB operands stay below 2^29 by
+ * construction). Then SMMULR(2x, m) = floor((2xm + 2^31) / 2^32) is gemmlowp's high mul, and the
+ * rounding divide is one add and one shift without overflow: the same bits, ~10 fewer
+ * instructions per rescale. */
+ZOO_INLINE int32_t zoo_srdhm_bounded(int32_t a, int32_t b) {
+  int32_t r;
+  __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a * 2), "r"(b));
+  return r;
+}
+ZOO_INLINE int32_t zoo_rdbpot_bounded(int32_t x, int exponent) {
+  if (exponent == 0) return x;
+  return (x + (1 << (exponent - 1)) + (x >> 31)) >> exponent;
+}
+#else
+#define zoo_srdhm_bounded zoo_srdhm
+#define zoo_rdbpot_bounded zoo_rdbpot
+#endif
+
 /* MultiplyByQuantizedMultiplier (common.cc, double rounding: TFLite Micro's default build). */
 ZOO_INLINE int32_t zoo_mbqm(int32_t x, int32_t multiplier, int shift) {
   const int left = shift > 0 ? shift : 0;
   const int right = shift > 0 ? 0 : -shift;
-  return zoo_rdbpot(zoo_srdhm((int32_t)((uint32_t)x << left), multiplier), right);
+  return zoo_rdbpot_bounded(zoo_srdhm_bounded((int32_t)((uint32_t)x << left), multiplier), right);
 }
 
 /* MultiplyByQuantizedMultiplierSmallerThanOneExp (common.h): shift <= 0. */
 ZOO_INLINE int32_t zoo_mbqm_small(int32_t x, int32_t multiplier, int shift) {
-  return zoo_rdbpot(zoo_srdhm(x, multiplier), -shift);
+  return zoo_rdbpot_bounded(zoo_srdhm_bounded(x, multiplier), -shift);
 }
 #endif
 
 ZOO_INLINE int8_t zoo_clamp_s8(int32_t v, int32_t lo, int32_t hi) {
+#if defined(ZOO_USE_ARM_DSP)
+  if (lo == -128 && hi == 127) { /* no fused activation: one SSAT */
+    int32_t r;
+    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(v));
+    return (int8_t)r;
+  }
+#endif
   return (int8_t)(v < lo ? lo : (v > hi ? hi : v));
 }
 
@@ -109,31 +146,61 @@ ZOO_INLINE uint32_t zoo_load32(const void *p) {
 }
 #endif
 
-ZOO_INLINE int32_t zoo_dot_s8(const int8_t *x, const int8_t *w, int n_in, int stride) {
+ZOO_INLINE int32_t zoo_dot_s8(const int8_t *x, const int8_t *w, int n_in) {
   int32_t acc = 0;
   int d;
-#if defined(ZOO_USE_ARM_DSP)
-  /* Four MACs per two SMLADs: bytes 0 and 2, then 1 and 3, of x and w side by side. */
-  (void)stride;
-  for (d = 0; d + 4 <= n_in; d += 4) {
-    const uint32_t xv = zoo_load32(x + d), wv = zoo_load32(w + d);
-    acc = zoo_smlad(zoo_sxtb16(xv), zoo_sxtb16(wv), acc);
-    acc = zoo_smlad(zoo_sxtb16_ror8(xv), zoo_sxtb16_ror8(wv), acc);
-  }
-  for (; d < n_in; ++d) acc += (int32_t)x[d] * (int32_t)w[d];
-#else
-  (void)stride;
   for (d = 0; d < n_in; ++d) acc += (int32_t)x[d] * (int32_t)w[d];
-#endif
   return acc;
 }
+
+#if defined(ZOO_USE_ARM_DSP)
+/* x as int16 pairs in the order SXTB16 takes bytes from a word of weights: (x0, x2), (x1, x3),
+ * (x4, x6), ... and zeros up to `stride`, so a row of weights needs no unpacking of x. */
+ZOO_INLINE void zoo_expand_s8(const int8_t *x, int n_in, int stride, uint32_t *pairs) {
+  int d;
+  for (d = 0; d < stride; d += 4) {
+    const int32_t x0 = d < n_in ? x[d] : 0, x1 = d + 1 < n_in ? x[d + 1] : 0;
+    const int32_t x2 = d + 2 < n_in ? x[d + 2] : 0, x3 = d + 3 < n_in ? x[d + 3] : 0;
+    pairs[d / 2] = (uint32_t)(uint16_t)x0 | ((uint32_t)(uint16_t)x2 << 16);
+    pairs[d / 2 + 1] = (uint32_t)(uint16_t)x1 | ((uint32_t)(uint16_t)x3 << 16);
+  }
+}
+
+/* Two rows at once: four MACs of each per word of weights, x loaded once for both. */
+ZOO_INLINE void zoo_dot2_dsp(const uint32_t *pairs, const int8_t *w0, const int8_t *w1,
+                             int stride, int32_t *acc0, int32_t *acc1) {
+  int32_t a0 = 0, a1 = 0;
+  int d;
+  ZOO_UNROLL
+  for (d = 0; d < stride; d += 4) {
+    const uint32_t xa = pairs[d / 2], xb = pairs[d / 2 + 1];
+    const uint32_t v0 = zoo_load32(w0 + d), v1 = zoo_load32(w1 + d);
+    a0 = zoo_smlad(zoo_sxtb16(v0), xa, a0);
+    a0 = zoo_smlad(zoo_sxtb16_ror8(v0), xb, a0);
+    a1 = zoo_smlad(zoo_sxtb16(v1), xa, a1);
+    a1 = zoo_smlad(zoo_sxtb16_ror8(v1), xb, a1);
+  }
+  *acc0 = a0;
+  *acc1 = a1;
+}
+#endif
 
 ZOO_INLINE void zoo_fc_s8(const int8_t *x, int n_in, int stride, int n_out, const int8_t *w,
                           const int32_t *bias, int32_t multiplier, int shift, int32_t out_zp,
                           int32_t lo, int32_t hi, int8_t *y) {
-  int o;
-  for (o = 0; o < n_out; ++o) {
-    const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in, stride) + bias[o];
+  int o = 0;
+#if defined(ZOO_USE_ARM_DSP)
+  uint32_t pairs[ZOO_MAX_FC_IN / 2]; /* stride <= ZOO_MAX_FC_IN, a multiple of 4 */
+  zoo_expand_s8(x, n_in, stride, pairs);
+  for (; o + 2 <= n_out; o += 2) {
+    int32_t acc0, acc1;
+    zoo_dot2_dsp(pairs, w + o * stride, w + (o + 1) * stride, stride, &acc0, &acc1);
+    y[o] = zoo_clamp_s8(zoo_mbqm(acc0 + bias[o], multiplier, shift) + out_zp, lo, hi);
+    y[o + 1] = zoo_clamp_s8(zoo_mbqm(acc1 + bias[o + 1], multiplier, shift) + out_zp, lo, hi);
+  }
+#endif
+  for (; o < n_out; ++o) {
+    const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in) + bias[o];
     y[o] = zoo_clamp_s8(zoo_mbqm(acc, multiplier, shift) + out_zp, lo, hi);
   }
 }
@@ -144,7 +211,7 @@ ZOO_INLINE void zoo_fc_s8_pc(const int8_t *x, int n_in, int stride, int n_out, c
                              int32_t out_zp, int32_t lo, int32_t hi, int8_t *y) {
   int o;
   for (o = 0; o < n_out; ++o) {
-    const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in, stride) + bias[o];
+    const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in) + bias[o];
     y[o] = zoo_clamp_s8(zoo_mbqm(acc, multiplier[o], shift[o]) + out_zp, lo, hi);
   }
 }
