@@ -193,14 +193,14 @@ def run_final(todo: list[dict], rows: list[dict], args, print_fn=print) -> int:
 
 def run_sweep(args, print_fn=print) -> int:
     todo = plan(args)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.json").write_text(json.dumps({"argv": sys.argv, "trials": todo}, indent=1))
     if args.dry_run:
         for t in todo:
             print_fn(f"{t['task']} / {t['label']} / {t['variant']} / fold {t['fold']} -> "
                      f"{t['run_dir']}")
         return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep.json").write_text(json.dumps({"argv": sys.argv, "trials": todo}, indent=1))
     code = execute(todo, args, print_fn)
     if args.table == "realscale":
         from training.benchmarks import realscale

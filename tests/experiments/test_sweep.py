@@ -100,3 +100,20 @@ def test_a_tiny_sweep_runs_on_local_ray_resumes_and_ships(tmp_path):
     assert final["data"]["train"] == 1505 and final["data"]["val"] == 0
     assert final["epochs_run"] == 1
     assert "final-base-e1" in (out / "final.md").read_text()
+
+
+def test_the_realscale_table_keeps_its_runs_and_settings(tmp_path):
+    import argparse
+
+    from training.benchmarks import realscale
+
+    parser = argparse.ArgumentParser()
+    realscale.add_table_arguments(parser)
+    args = parser.parse_args(["--har", "h", "--dsa", "d", "--seeds", "2", "--out", str(tmp_path)])
+    args.backend = "tensorflow"
+    planned = trials.realscale_trials(args)
+    assert len(planned) == len(realscale.grid(args)) == 2 * 2 * len(realscale.MODELS)
+    for t, (task, label, seed) in zip(planned, realscale.grid(args)):
+        assert t["run_dir"] == str(realscale.run_dir_of(tmp_path, task, label, seed).resolve())
+        assert t["config"] == realscale.run_config(task, label, seed, args).to_dict()
+        assert t["data_dir"].endswith("/h" if task == "har2" else "/d")

@@ -230,7 +230,14 @@ def main(argv=None) -> int:
                              "`zoo sweep realscale` trains")
     parser.add_argument("--compare", metavar="OTHER_OUT",
                         help="compare this output with another one, seed by seed")
+    for retired in ("--shard", "--threads"):  # named, so an old command line is told where to go
+        parser.add_argument(retired, help="retired: `zoo sweep realscale` trains the table on "
+                            "Ray (--num-cpus, --cpus-per-trial, --address)")
     args = parser.parse_args(argv)
+    if args.shard or args.threads:
+        parser.error("--shard and --threads are retired: train the table with `zoo sweep "
+                     "realscale` and the same table options (one Ray trial per run, e.g. "
+                     "--num-cpus 2 --cpus-per-trial 1); this module now only reports it")
     print(report(args))
     if args.compare:
         print(compare(Path(args.out), Path(args.compare)))
