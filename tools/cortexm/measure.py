@@ -1,15 +1,23 @@
-# measure.py MODE ELF [MACHINE]: executed-instruction counts per Invoke of the zoo's HAR-2
+# measure.py MODE ELF [MACHINE] [--c sirnn=C_ELF,gru=C_ELF]: executed-instruction counts per Invoke of the zoo's HAR-2
 # int8 step/head models. MODE user: qemu-arm (linux-user, -cpu cortex-a15 running the
 # Cortex-M Thumb-2 binary); MODE system: qemu-system-arm -M MACHINE (a real M-profile CPU model).
 # Per invoke = (count(2N) - count(N)) / N, so set-up (AllocateTensors etc.) cancels; the
 # step figure also subtracts the driver's per-step input/feedback copying ("loop").
+# With --c, the same counts for the C backend's drivers (c_main.c, `make c-app`) of the same
+# models, in the same run, side by side: instructions per step and the ratio TFLM / C.
 import os, re, subprocess, sys
-mode, elf = sys.argv[1], sys.argv[2]
-machine = sys.argv[3] if len(sys.argv) > 3 else None
+argv = sys.argv[1:]
+c_elfs = {}
+if "--c" in argv:
+    i = argv.index("--c")
+    c_elfs = dict(item.split("=", 1) for item in argv[i + 1].split(","))
+    del argv[i:i + 2]
+mode, elf = argv[0], argv[1]
+machine = argv[2] if len(argv) > 2 else None
 N = 100
 PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libinsncount.so")
 MACS = {"sirnn": 5840, "gru": 21360}   # zoo.macs.cell_macs_per_step; head: 80*2 = 160
-def count(model, part, n):
+def count(model, part, n, elf=elf):
     if mode == "user":
         cmd = ["qemu-arm", "-cpu", "cortex-a15", "-plugin", PLUGIN, "-d", "plugin", elf, model, part, str(n)]
     else:
@@ -31,3 +39,15 @@ for model in ("sirnn", "gru"):
     print(f"| {model} | {net:,.1f} | {per['step']:,.2f} | {per['loop']:,.2f} | {MACS[model]:,} | "
           f"{net / MACS[model]:.2f} | {per['head']:,.1f} |", flush=True)
     print(f"<!-- raw {model}: " + ", ".join(f"{p} N={N}:{a} 2N={b}" for p, (a, b) in c.items()) + " -->", flush=True)
+if c_elfs:
+    print()
+    print("| model | TFLM + CMSIS-NN instructions / step | C backend instructions / step | TFLM / C | C instructions / MAC | C head / invoke |")
+    print("|---|---|---|---|---|---|")
+for model, c_elf in c_elfs.items():
+    per = {}
+    for name, path in (("tflm", elf), ("c", c_elf)):
+        c = {p: (count(model, p, N, path), count(model, p, 2 * N, path)) for p in ("step", "loop", "head")}
+        per[name] = {p: (b - a) / N for p, (a, b) in c.items()}
+    net = {k: v["step"] - v["loop"] for k, v in per.items()}
+    print(f"| {model} | {net['tflm']:,.1f} | {net['c']:,.1f} | {net['tflm'] / net['c']:.2f} | "
+          f"{net['c'] / MACS[model]:.2f} | {per['c']['head']:,.1f} |", flush=True)

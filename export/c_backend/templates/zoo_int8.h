@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__OPTIMIZE_SIZE__)
 #define ZOO_UNROLL _Pragma("GCC unroll 8") /* the row lengths are constants: short loops */
 #else
 #define ZOO_UNROLL
