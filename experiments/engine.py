@@ -9,10 +9,10 @@ sweep started again skips its finished trials and hands the rest to Tune afresh.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import time
+import traceback
 from pathlib import Path
 
 EXTRA = "pip install 'edge-rnn-zoo[sweep]'"
@@ -43,6 +43,14 @@ def thread_env(threads: int, backend: str) -> dict[str, str]:
     return env
 
 
+def log_path(trial: dict) -> Path:
+    """A trial's log, beside its run directory (Ray keeps worker output in its temp folder,
+    which goes with the session): the epochs, and the traceback of a failure."""
+    run_dir = Path(trial["run_dir"])
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    return run_dir.with_name(run_dir.name + ".log")
+
+
 def run_trial(params: dict, trials: list[dict]) -> None:
     """Tune's trainable: train (or resume, or reuse) one trial's run directory, then report its
     summary. Runs in a Ray worker process."""
@@ -53,8 +61,18 @@ def run_trial(params: dict, trials: list[dict]) -> None:
     from training.runs import train_or_reuse
 
     trial = trials[params["index"]]
-    train_or_reuse(TrainConfig.from_dict(trial["config"]), trial["run_dir"],
-                   data_dir=trial["data_dir"], print_fn=functools.partial(print, flush=True))
+    with open(log_path(trial), "a") as log:
+        def print_fn(*words, **options):  # print's signature: the trainer passes end=, flush=
+            options.pop("file", None)
+            print(*words, **{**options, "flush": True})
+            print(*words, file=log, **{**options, "flush": True})
+
+        try:
+            train_or_reuse(TrainConfig.from_dict(trial["config"]), trial["run_dir"],
+                           data_dir=trial["data_dir"], print_fn=print_fn)
+        except BaseException:
+            traceback.print_exc(file=log)
+            raise
     summary = summarise(trial["run_dir"])
     tune.report({k: v for k, v in summary.items() if isinstance(v, (int, float))})
 
@@ -77,7 +95,7 @@ def _progress_callback(tune, trials: list[dict], print_fn):
             self._line(info["trial"], "done")
 
         def on_trial_error(self, **info):
-            self._line(info["trial"], "FAILED (see its log under the Tune folder)")
+            self._line(info["trial"], "FAILED (its log: the run directory's name + .log)")
 
     return Progress()
 

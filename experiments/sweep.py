@@ -148,7 +148,7 @@ def execute(todo: list[dict], args, print_fn=print) -> int:
                         gpus_per_trial=args.gpus_per_trial, max_concurrent=args.max_concurrent,
                         retries=args.retries, backend=backend, print_fn=print_fn)
     for run_dir in failed:
-        print_fn(f"failed: {run_dir} (its log: under {Path(args.out, '_tune')})")
+        print_fn(f"failed: {run_dir} (its log: {run_dir}.log)")
     return 1 if failed else 0
 
 

@@ -91,6 +91,7 @@ def test_a_tiny_sweep_runs_on_local_ray_resumes_and_ships(tmp_path):
     validation = [json.loads(p.read_text())["data"]["val"] for p in runs]
     assert all(v > 0 for v in validation) and sum(validation) == 1505  # folds partition subjects
     stamps = [p.stat().st_mtime_ns for p in runs]
+    assert "epoch    1/1" in (out / "har2/sirnn/base/fold0.log").read_text()  # the trial's log
 
     second = _sweep(out, "--final")  # the CV is reused; the shipping retrain runs
     assert second.returncode == 0, second.stdout + second.stderr
