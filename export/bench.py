@@ -163,7 +163,7 @@ def _export(run_dir: Path, mode: str, out: Path, args, print_fn):
 
 
 def measure(args, print_fn=print) -> list[dict]:
-    from training.rundir import load_keras_model
+    from training.runs import load_keras_model
     from training.tasks import get_task
     from zoo.macs import model_macs_per_sequence
 

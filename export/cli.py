@@ -63,7 +63,7 @@ def run_export(args) -> int:
     from export.convert import NonBuiltinOpError
     from export.exporter import AccuracyDropError, ExportDirError, export_run
     from export.quantize import ConversionCrashed
-    from training.rundir import RunDirError
+    from training.storage import StorageError
 
     if args.form == "c":
         return _run_c_export(args)
@@ -76,7 +76,7 @@ def run_export(args) -> int:
     except AccuracyDropError as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 3
-    except (ValueError, FileNotFoundError, ExportDirError, RunDirError, ConversionCrashed,
+    except (ValueError, FileNotFoundError, ExportDirError, StorageError, ConversionCrashed,
             NonBuiltinOpError) as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 2

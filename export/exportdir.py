@@ -18,7 +18,7 @@ from export.device_bench import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERS
                                  MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                                  CardError, ModelCard, load_card_json, load_testset, model_file,
                                  read_card)
-from training import rundir
+from training import storage
 
 __all__ = ["ExportDirectory", "ModelCard", "CardError", "CARD_SCHEMA_VERSION", "FORMS",
            "MODEL_NAMES", "C_ARRAY_STEM", "C_ARRAY_FILES", "MAIN_SOURCE", "STREAM_HEADER",
@@ -34,7 +34,7 @@ STREAM_HEADER = "zoo_stream.h"
 SELF_TEST_SOURCE = "self_test.cc"
 MAKEFILE = "Makefile"
 DEVICE_SOURCES = (MAIN_SOURCE, SELF_TEST_SOURCE, STREAM_HEADER, MAKEFILE)
-MARKER = rundir.EXPORT_MARKER
+MARKER = storage.EXPORT_MARKER
 
 
 @dataclass(frozen=True)
@@ -116,19 +116,19 @@ class ExportDirectory:
             (self.root / name).write_text(text)
         return list(texts)
 
-    def write_card(self, card: ModelCard) -> None:
-        """``model_card.json`` and ``model_card.md``, each replaced atomically (a card may be
-        rewritten in a finished export, e.g. with a front-end description added)."""
-        from export.card import card_markdown
-
+    def write_card(self, card: ModelCard, markdown: str) -> None:
+        """``model_card.json`` and ``model_card.md`` (``markdown``, from
+        `export.card.card_markdown`, which reads this module's names: so the text is passed in
+        rather than rendered here), each replaced atomically (a card may be rewritten in a
+        finished export, e.g. with a front-end description added)."""
         card.validate(str(self.card))
-        rundir.write_json_atomic(self.card, card.to_dict())
-        rundir.write_text_atomic(self.card_markdown, card_markdown(card))
+        storage.write_json_atomic(self.card, card.to_dict())
+        storage.write_text_atomic(self.card_markdown, markdown)
 
     def write_marker(self, atomic: bool = True) -> None:
         """Mark the directory as the zoo's (only such a directory is replaced by --overwrite);
         ``atomic=False`` for a staging directory whose rename into place is the commit."""
-        rundir.write_marker(self.root, MARKER, atomic=atomic)
+        storage.write_marker(self.root, MARKER, atomic=atomic)
 
     def has_marker(self) -> bool:
-        return rundir.has_marker(self.root, MARKER)
+        return storage.has_marker(self.root, MARKER)

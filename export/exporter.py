@@ -30,14 +30,15 @@ from typing import Callable
 import numpy as np
 
 from export import device_bench
+from export.card import card_markdown
 from export.exportdir import FORMS, ExportDirectory, ModelCard
 from export.quantize import CALIBRATED, MODES
-from training import rundir
+from training import rundir, storage
 
 __all__ = ["export_run", "ExportOptions", "ExportDirError", "AccuracyDropError", "FORMS"]
 
 
-class ExportDirError(RuntimeError):
+class ExportDirError(storage.StorageError):
     """The output directory cannot be used (exists, or is not an export)."""
 
 
@@ -133,7 +134,7 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
     """
     opts = ExportOptions(quantize=quantize, form=form, unroll=unroll, **options)
     out = Path(out) if out else opts.default_out(run_dir)
-    with rundir.exclusive(out, "export directory"):
+    with storage.exclusive(out, "export directory"):
         _prepare_out(out, opts.overwrite)
         t_start = time.perf_counter()
         run = read_run(Path(run_dir), opts)
@@ -154,10 +155,11 @@ def read_run(run_dir: Path, opts: ExportOptions) -> _Run:
     """The finished run, its task's data (normalised as in training) and the Keras float
     model's logits on the test split. Only classification tasks: the check is accuracy."""
     from training.evaluate import load_run
+    from training.runs import check_model_fits_task
 
     config, model, norm = load_run(run_dir)
     task, data = _task_data(config, run_dir, opts.data_dir)
-    rundir.check_model_fits_task(model, task, run_dir)
+    check_model_fits_task(model, task, run_dir)
     if task.kind != "classification":
         raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
                          f"{task.kind}")
@@ -368,7 +370,7 @@ def write_c_sources(export: ExportDirectory, card: ModelCard, run: _Run, convert
 def finish(export: ExportDirectory, card: ModelCard, t_start: float) -> None:
     """The card (json and md) and the marker: the staging directory is a complete export."""
     card.export_seconds = round(time.perf_counter() - t_start, 1)
-    export.write_card(card)
+    export.write_card(card, card_markdown(card))
     export.write_marker(atomic=False)  # the staging directory's rename into place commits it
 
 
@@ -382,7 +384,7 @@ def _staging(out: Path):
     stage.mkdir(parents=True)
     try:
         yield ExportDirectory(stage)
-        rundir.swap_in(stage, out)
+        storage.swap_in(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
@@ -402,8 +404,8 @@ def _raise_on_drop(card: ModelCard, opts: ExportOptions, out: Path) -> None:
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
     """Refuse an ``out`` that may not be replaced. Nothing is deleted here: the new export is
-    built beside ``out`` and swapped in only once it is complete (`rundir.swap_in`)."""
-    rundir.recover_swap(out)
+    built beside ``out`` and swapped in only once it is complete (`storage.swap_in`)."""
+    storage.recover_swap(out)
     if out.exists() and not out.is_dir():
         raise ExportDirError(f"--out {out} is a file, not a directory; choose another --out")
     if out.exists() and any(out.iterdir()):
@@ -411,7 +413,7 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
             raise ExportDirError(f"{out} already exists; choose another --out or pass --overwrite")
         if not ExportDirectory(out).has_marker():
             raise ExportDirError(f"{out} was not written by `zoo export` (no "
-                                 f"{rundir.EXPORT_MARKER} marker); --overwrite replaces only the "
+                                 f"{storage.EXPORT_MARKER} marker); --overwrite replaces only the "
                                  "zoo's own export directories. Choose another --out.")
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from export import device_bench
+from export.card import card_markdown
 from export.exportdir import NORMALIZATION_FILE, ExportDirectory
 from training.rundir import RunDirectory
 
@@ -93,7 +94,7 @@ def export_one(run_dir: str, out: Path, form: str, reuse: bool = False) -> dict:
                print_fn=lambda *a: None)
     card = export.read_card()
     card.frontend = FRONTEND
-    export.write_card(card)
+    export.write_card(card, card_markdown(card))
     return card.to_dict()
 
 

@@ -75,7 +75,7 @@ def _export(run_dir: Path, stage: Path, data_dir) -> tuple[dict, str]:
 
 
 def _is_recurrent(run_dir: Path) -> bool:
-    from training.rundir import load_keras_model
+    from training.runs import load_keras_model
     from zoo.layers import recurrent_layers
 
     return bool(recurrent_layers(load_keras_model(RunDirectory(run_dir).model)))

@@ -27,7 +27,7 @@ PACKAGES = ("zoo", "training", "export", "experiments", "edge_rnn_zoo")
 # Longest prefix wins.
 LAYER_OF_PREFIX = {
     "zoo": 0,
-    "training.data": 1, "training.tasks": 1,
+    "training.data": 1, "training.tasks": 1, "training.storage": 1,
     "training": 2,
     "export": 3,
     "training.benchmarks": 4, "training.analysis": 4, "export.bench": 4, "export.quality": 4,

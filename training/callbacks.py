@@ -11,7 +11,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from training import rundir
+from training import rundir, storage
 
 
 class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
@@ -115,13 +115,13 @@ def commit_checkpoint(run_dir: Path, epochs_done: int, model, state: dict,
             cb.save_files(partial)
     (partial / "state.json").write_text(json.dumps(state, indent=2))
     _fsync_tree(partial)
-    rundir.crash_point(f"checkpoint {final.name}: written, not committed")
+    storage.crash_point(f"checkpoint {final.name}: written, not committed")
     os.rename(partial, final)
-    rundir.crash_point(f"checkpoint {final.name}: committed")
+    storage.crash_point(f"checkpoint {final.name}: committed")
     for old in root.iterdir():
         if old != final:
             shutil.rmtree(old, ignore_errors=True)
-    rundir.crash_point(f"checkpoint {final.name}: older ones removed")
+    storage.crash_point(f"checkpoint {final.name}: older ones removed")
     return final
 
 
@@ -143,7 +143,7 @@ def latest_checkpoint(run_dir: Path) -> tuple[Path, dict] | None:
     if not committed:
         return None
     folder = committed[-1]
-    return folder, rundir.read_json(folder / "state.json", "checkpoint state")
+    return folder, storage.read_json(folder / "state.json", "checkpoint state")
 
 
 def write_history_csv(history: list[dict], path: Path) -> None:
@@ -151,7 +151,7 @@ def write_history_csv(history: list[dict], path: Path) -> None:
     lines = [",".join(keys)]
     lines += [",".join("" if row.get(k) is None else f"{row[k]:.8g}" for k in keys)
               for row in history]
-    rundir.write_text_atomic(path, "\n".join(lines) + "\n")
+    storage.write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 class EpochProgress(keras.callbacks.Callback):

@@ -135,7 +135,8 @@ def run_train(args) -> int:
     if args.backend and keras.backend.backend() != args.backend:
         _reexec_with_backend(args.backend)
     from training.config import resolve
-    from training.trainer import RunDirError, train
+    from training.storage import StorageError
+    from training.trainer import train
 
     overrides = {f: getattr(args, f) for f in _TRAIN_FLAGS}
     overrides["early_stopping_patience"] = args.early_stopping_patience
@@ -155,7 +156,7 @@ def run_train(args) -> int:
         print(describe_recipe(config), flush=True)
         out = Path(args.out or Path("runs") / f"{args.task}-{args.model}")
         train(config, out, data_dir=args.data_dir, overwrite=args.overwrite)
-    except (ValueError, FileNotFoundError, RunDirError) as err:
+    except (ValueError, FileNotFoundError, StorageError) as err:
         print(f"zoo train: error: {err}", file=sys.stderr)
         return 2
     return 0

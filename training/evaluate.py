@@ -9,8 +9,8 @@ import numpy as np
 
 def load_run(run_dir: str | Path):
     """(config dict, keras model, Normalization) of a finished run (see
-    `training.rundir.read_finished_run`: each file checked, damage named)."""
-    from training.rundir import read_finished_run
+    `training.runs.read_finished_run`: each file checked, damage named)."""
+    from training.runs import read_finished_run
 
     return read_finished_run(Path(run_dir))
 
@@ -24,7 +24,8 @@ def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -
 def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | None = None) -> dict:
     """Score a finished run; ``task_options`` override the run's (e.g. ``evaluate_on="all"``).
     ``data_dir`` defaults to where the run found its data (if that still exists)."""
-    from training.rundir import RunDirectory, check_model_fits_task
+    from training.rundir import RunDirectory
+    from training.runs import check_model_fits_task
     from training.tasks import get_task
 
     config, model, norm = load_run(run_dir)

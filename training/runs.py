@@ -1,8 +1,10 @@
-"""Train-or-reuse: the driver the benchmark and study scripts share (``zoo bench``,
-``export.quality``, ``export.device_latency``, ``training.benchmarks.accuracy``).
+"""Finished runs, read and reused: a run's checked files loaded (`read_finished_run`,
+`load_keras_model`, `load_normalization`, `check_model_fits_task`) and train-or-reuse, the
+driver the benchmark and study scripts share (``zoo bench``, ``export.quality``,
+``export.device_latency``, ``training.benchmarks.accuracy``).
 
 It lives in ``training`` so that the training benchmarks can use it without importing ``export``
-(training is the lower layer); the export scripts import it from here.
+(training is the lower layer); eval, export and the export scripts import it from here.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from training.rundir import RunDirectory
+from training.storage import read_json
 
-__all__ = ["train_or_reuse"]
+__all__ = ["train_or_reuse", "read_finished_run", "load_keras_model", "load_normalization",
+           "check_model_fits_task"]
 
 
 def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None,
@@ -43,3 +47,62 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
 
         train(config, run.root, data_dir=data_dir, verbose=verbose, print_fn=print_fn)
     return run.root
+
+
+def read_finished_run(run_dir: Path):
+    """(config dict, Keras model, Normalization) of a finished run, each file checked.
+
+    Raises:
+        FileNotFoundError: a file of a finished run is missing.
+        ValueError: the run is unfinished (no ``metrics.json``), or a file is damaged; the
+            message names the file.
+    """
+    run = RunDirectory(run_dir)
+    run.check_finished()
+    return run.read_config(), load_keras_model(run.model), load_normalization(run.normalization)
+
+
+def load_keras_model(path: Path):
+    """`keras.saving.load_model`, with a damaged file reported as such (Keras says "File not
+    found" for a file that exists but is not a valid archive)."""
+    import keras
+
+    import zoo  # noqa: F401  (registers the zoo layers with Keras serialization)
+
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: cannot be loaded as a Keras model, the file is damaged (not "
+                         "a valid .keras zip archive)")
+    try:
+        return keras.saving.load_model(path)
+    except Exception as err:  # noqa: BLE001 - Keras raises many types for a damaged archive
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        if "File not found" in first:  # Keras's word for any unreadable archive
+            first = "unreadable archive"
+        raise ValueError(f"{path}: cannot be loaded as a Keras model, the file is damaged or "
+                         f"not a zoo model ({type(err).__name__}: {first[:200]})") from None
+
+
+def load_normalization(path: Path):
+    from training.tasks import Normalization
+
+    data = read_json(path, "normalization file")
+    try:
+        return Normalization.from_dict(data)
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path}: not a valid normalization file (needs equal-length finite "
+                         f"lists 'mean' and 'std'; {type(err).__name__}: {err})") from None
+
+
+def check_model_fits_task(model, task, run_dir: Path) -> None:
+    """The model's output width and input features must be the task's: an edited
+    ``config.yaml`` (say har2 -> har6) must not score a 2-logit model as 6 classes."""
+    out_width = int(model.outputs[0].shape[-1])
+    features = model.inputs[0].shape[-1]
+    if out_width != task.num_classes or (features is not None
+                                         and int(features) != task.input_shape[-1]):
+        raise ValueError(
+            f"{RunDirectory(run_dir).config}: task {task.name} has {task.num_classes} classes "
+            f"and {task.input_shape[-1]} features, but model.keras outputs {out_width} and takes "
+            f"{features}: the config does not belong to this model (edited?)")

@@ -35,7 +35,7 @@ import yaml
 import zoo
 from training import callbacks as cb
 from zoo.layers import recurrent_layers
-from training import rundir
+from training import rundir, storage
 from training.config import TrainConfig
 from training.rundir import RunDirError  # noqa: F401  (re-exported)
 
@@ -47,22 +47,22 @@ def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool
     """Where to train and what to resume: ``(work_dir, checkpoint)``. Call it holding the lock.
 
     ``work_dir`` is ``run_dir`` itself, or with ``overwrite`` a staging directory beside it that
-    replaces ``run_dir`` only once the new run has finished (`rundir.swap_in`). ``checkpoint`` is
+    replaces ``run_dir`` only once the new run has finished (`storage.swap_in`). ``checkpoint`` is
     the newest committed checkpoint (folder, state) of an unfinished run with the same settings,
     or None. Nothing is deleted here; ``overwrite`` is refused for a directory without the zoo's
     marker (``.zoo-run``), whatever files it holds.
     """
     run_dir = Path(run_dir)
-    rundir.recover_swap(run_dir)
+    storage.recover_swap(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise RunDirError(f"--out {run_dir} is a file, not a directory; choose another --out")
     if not run_dir.exists() or not any(run_dir.iterdir()):
         return _fresh(run_dir), None
-    ours = rundir.has_marker(run_dir, rundir.RUN_MARKER)
+    ours = storage.has_marker(run_dir, storage.RUN_MARKER)
     legacy = not ours and rundir.RunDirectory(run_dir).config.is_file()  # a run from before the marker
     if overwrite:
         if not ours:
-            raise RunDirError(f"{run_dir} was not written by `zoo train` (no {rundir.RUN_MARKER} "
+            raise RunDirError(f"{run_dir} was not written by `zoo train` (no {storage.RUN_MARKER} "
                               "marker); --overwrite replaces only the zoo's own run directories. "
                               "Choose another --out, or move it away yourself.")
         return _staging(run_dir, config)
@@ -80,25 +80,25 @@ def _fresh(folder: Path) -> Path:
     """``folder`` created with the zoo's marker in it, atomically: built under a temporary name
     beside it and renamed (over an empty ``folder`` if one exists)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    creating = rundir.staging_path(folder, "creating")
+    creating = storage.staging_path(folder, "creating")
     shutil.rmtree(creating, ignore_errors=True)  # ours, left by a kill: we hold the lock
     creating.mkdir()
-    rundir.write_marker(creating, rundir.RUN_MARKER, atomic=False)  # the rename is the commit
+    storage.write_marker(creating, storage.RUN_MARKER, atomic=False)  # the rename is the commit
     os.rename(creating, folder)
-    rundir.crash_point("run directory created")
+    storage.crash_point("run directory created")
     return folder
 
 
 def _staging(run_dir: Path, config: TrainConfig) -> tuple[Path, tuple[Path, dict] | None]:
     """The replacement's directory: an unfinished one of the same settings is resumed, any
     other (the zoo's own, by its marker) is started afresh."""
-    stage = rundir.staging_path(run_dir)
+    stage = storage.staging_path(run_dir)
     if stage.exists():
-        if (rundir.has_marker(stage, rundir.RUN_MARKER)
+        if (storage.has_marker(stage, storage.RUN_MARKER)
                 and not rundir.RunDirectory(stage).is_finished()
                 and _same_settings(stage, config, refuse=False)):
             return stage, cb.latest_checkpoint(stage)
-        if not rundir.has_marker(stage, rundir.RUN_MARKER):
+        if not storage.has_marker(stage, storage.RUN_MARKER):
             raise RunDirError(f"{stage} exists and was not written by `zoo train`; move it away")
         shutil.rmtree(stage)
     return _fresh(stage), None
@@ -307,12 +307,12 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
                          f"{config.model_options}: {err}") from None
     init_weights = warm_start_weights(probe, config.init_from) if config.init_from else None
     del probe
-    with rundir.exclusive(run_dir):
+    with storage.exclusive(run_dir):
         work_dir, checkpoint = prepare_run_dir(run_dir, config, overwrite)
         metrics = _train_in(work_dir, config, task, checkpoint, init_weights, data_dir,
                             verbose, print_fn)
         if work_dir != run_dir:
-            rundir.swap_in(work_dir, run_dir)
+            storage.swap_in(work_dir, run_dir)
     summary = ", ".join(cb.format_metric(k, v) for k, v in metrics["test"].items())
     print_fn(f"test: {summary}  ({metrics['parameters']:,} parameters, "
              f"{metrics['training_seconds']:.0f}s training) -> {run_dir}")
@@ -379,8 +379,8 @@ def _write_settings(run: rundir.RunDirectory, config: TrainConfig, task, data) -
     """``config.yaml`` (with where the data was found, so eval / export / analyze reuse it) and
     the normalization, before the first epoch."""
     saved = {**resolved_config(config, task), "data_source_resolved": str(data.source)}
-    rundir.write_text_atomic(run.config, yaml.safe_dump(saved, sort_keys=False))
-    rundir.write_text_atomic(run.normalization,
+    storage.write_text_atomic(run.config, yaml.safe_dump(saved, sort_keys=False))
+    storage.write_text_atomic(run.normalization,
                              json.dumps(data.normalization.to_dict(), indent=1))
 
 
@@ -501,10 +501,10 @@ def _write_final(run_dir: Path, model: keras.Model, history: list, metrics: dict
     run = rundir.RunDirectory(run_dir)
     tmp = run_dir / ".model.tmp.keras"
     model.save(tmp)
-    rundir.crash_point("model.keras: written, not renamed")
+    storage.crash_point("model.keras: written, not renamed")
     os.replace(tmp, run.model)
-    rundir.crash_point("model.keras: renamed")
+    storage.crash_point("model.keras: renamed")
     cb.write_history_csv(history, run.history)
-    rundir.write_json_atomic(run.metrics, metrics)
+    storage.write_json_atomic(run.metrics, metrics)
     shutil.rmtree(run_dir / cb.CHECKPOINTS, ignore_errors=True)
-    rundir.crash_point("checkpoints removed")
+    storage.crash_point("checkpoints removed")

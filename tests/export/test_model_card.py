@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from export.card import card_markdown
 from export.exportdir import (CARD_SCHEMA_VERSION, CardError, ExportDirectory, ModelCard)
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
@@ -54,7 +55,7 @@ def test_a_written_card_reads_back_equal(tmp_path):
     card.schema_version = CARD_SCHEMA_VERSION
     export = ExportDirectory(tmp_path)
     assert export.write_models({"step": b"step", "head": b"head"}) == card.files
-    export.write_card(card)
+    export.write_card(card, card_markdown(card))
     on_disk = json.loads(export.card.read_text())
     assert list(on_disk)[0] == "schema_version" and on_disk["schema_version"] == 1
     assert on_disk["note"] == "kept"  # a key this version does not know survives

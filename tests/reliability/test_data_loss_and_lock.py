@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from training import rundir
+from training import storage
 from edge_rnn_zoo.cli import main
 
 TRAIN = ["train", "--task", "har2", "--model", "lstm", "--units", "3", "--epochs", "1",
@@ -46,7 +46,7 @@ def test_failed_overwrite_keeps_the_finished_run(finished_har_run, tmp_path, cap
 def test_failed_export_overwrite_keeps_the_good_export(finished_har_run, tmp_path, capsys):
     good = tmp_path / "GOOD_EXPORT"
     good.mkdir()
-    rundir.write_marker(good, rundir.EXPORT_MARKER)
+    storage.write_marker(good, storage.EXPORT_MARKER)
     (good / "model.tflite").write_bytes(b"the export the user keeps")
     before = _snapshot(good)
     broken_run = tmp_path / "run-without-model"
@@ -72,7 +72,7 @@ def test_export_overwrite_refuses_a_folder_without_the_marker(finished_har_run, 
 def test_a_locked_run_directory_is_refused_naming_the_holder(finished_har_run, tmp_path,
                                                              shared_data, capsys):
     out = tmp_path / "run"
-    with rundir.exclusive(out):
+    with storage.exclusive(out):
         args = TRAIN + ["--data-dir", str(shared_data / "har"), "--out", str(out)]
         assert main(args) == 2
         err = capsys.readouterr().err
@@ -81,13 +81,13 @@ def test_a_locked_run_directory_is_refused_naming_the_holder(finished_har_run, t
         holder = json.loads((tmp_path / ".run.lock").read_text())
         assert holder["pid"] == os.getpid() and "command" in holder
     # Released at the end of the block (and by the kernel when a holder dies).
-    with rundir.exclusive(out):
+    with storage.exclusive(out):
         pass
 
 
 def test_a_locked_export_directory_is_refused(finished_har_run, tmp_path, capsys):
     out = tmp_path / "export"
-    with rundir.exclusive(out, "export directory"):
+    with storage.exclusive(out, "export directory"):
         assert main(["export", str(finished_har_run), "--tflite", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "export directory" in err and f"pid {os.getpid()}" in err
