@@ -126,9 +126,9 @@ class ExportDirectory:
         storage.write_text_atomic(self.card_markdown, markdown)
 
     def write_marker(self, atomic: bool = True) -> None:
-        """Mark the directory as the zoo's (only such a directory is replaced by --overwrite);
-        ``atomic=False`` for a staging directory whose rename into place is the commit."""
-        storage.write_marker(self.root, MARKER, atomic=atomic)
+        """Mark the directory as the zoo's (only such a directory is replaced by --overwrite).
+        The marker is always written atomically; ``atomic`` is kept for older callers."""
+        storage.write_marker(self.root, MARKER)
 
     def has_marker(self) -> bool:
-        return storage.has_marker(self.root, MARKER)
+        return storage.owned(self.root, MARKER)

@@ -10,19 +10,19 @@
     check_tflite_micro  smallest arena (bisection) and agreement under the tflite-micro
                         interpreter, for the models TFLite Micro runs (not fp16 / "dynamic")
     write_c_sources     C arrays and, for a step export, the C++ streaming loop
-    finish              the card (json and md) and the marker; the new export replaces ``out``
+    finish              the card (json and md); an export that passed its accuracy check
+                        replaces ``out``, one that failed it goes to ``OUT.failed`` instead
 
 The files are those of `export.exportdir.ExportDirectory`; the card is a
-`export.exportdir.ModelCard`. Everything is built in a staging directory beside ``out`` and
-swapped in only when every stage has passed.
+`export.exportdir.ModelCard`. Everything is built in a staging directory beside ``out``
+(`training.storage`) and swapped in only when every stage has passed: a failed or interrupted
+export never replaces a good one.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -31,7 +31,7 @@ import numpy as np
 
 from export import device_bench
 from export.card import card_markdown
-from export.exportdir import FORMS, ExportDirectory, ModelCard
+from export.exportdir import FORMS, MARKER, ExportDirectory, ModelCard
 from export.quantize import CALIBRATED, MODES
 from training import rundir, storage
 
@@ -43,7 +43,8 @@ class ExportDirError(storage.StorageError):
 
 
 class AccuracyDropError(RuntimeError):
-    """The quantized model lost more accuracy than allowed; the export is written regardless."""
+    """The quantized model lost more accuracy than allowed; the export is kept for inspection
+    in ``OUT.failed`` (never in ``out``: a failed export does not replace a good one)."""
 
 
 @dataclass(frozen=True)
@@ -123,30 +124,40 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
     """Export the run in ``run_dir`` to ``out`` (default ``RUN_DIR/export-FORM-QUANTIZE``) and
     return the model card as written (`ModelCard.to_dict`).
 
-    ``out`` is locked meanwhile; an existing export there is replaced (``overwrite=True``) only
-    once the new one is complete. ``options``: the other fields of `ExportOptions`.
+    ``out`` is locked meanwhile (the real directory: symlinks resolved); an existing export
+    there is replaced (``overwrite=True``) only once the new one is complete and has passed its
+    accuracy check. ``options``: the other fields of `ExportOptions`.
 
     Raises:
         ExportDirError: ``out`` may not be written.
         export.quantize.ConversionCrashed: the converter crashed or failed.
-        AccuracyDropError: (after writing the export) the TFLite accuracy is more than
-            ``max_drop`` points below the Keras float model's, unless ``allow_drop``.
+        AccuracyDropError: (after writing the export to ``OUT.failed``, ``out`` untouched) the
+            TFLite accuracy is more than ``max_drop`` points below the Keras float model's,
+            unless ``allow_drop``.
     """
     opts = ExportOptions(quantize=quantize, form=form, unroll=unroll, **options)
     out = Path(out) if out else opts.default_out(run_dir)
-    with storage.exclusive(out, "export directory"):
-        _prepare_out(out, opts.overwrite)
+    real = storage.real_target(out)
+    _check_out(real, opts.overwrite)  # refused before a lock file is made beside it
+    with storage.exclusive(real, "export directory"):
+        _prepare_out(real, opts.overwrite)  # holding the lock: repaired, checked again
+        storage.remove_stale_partials(real)
         t_start = time.perf_counter()
         run = read_run(Path(run_dir), opts)
         converted = convert_models(run, opts)
-        with _staging(out) as export:
+        stage = storage.make_staging(real, f"partial-{os.getpid()}", MARKER)
+        try:
+            export = ExportDirectory(stage)
             card = write_artifacts(export, run, converted, opts)
             lite_logits = check_litert(export, card, run, converted, opts)
             check_tflite_micro(export, card, run, converted, lite_logits, opts)
             write_c_sources(export, card, run, converted, opts)
             finish(export, card, t_start)
-    opts.print_fn(f"  wrote {out}")
-    _raise_on_drop(card, opts, out)
+            where = _place(stage, real, card, opts)
+        except BaseException:
+            storage.remove_owned(stage)
+            raise
+    _report(card, opts, out, where)
     return card.to_dict()
 
 
@@ -368,53 +379,72 @@ def write_c_sources(export: ExportDirectory, card: ModelCard, run: _Run, convert
 
 
 def finish(export: ExportDirectory, card: ModelCard, t_start: float) -> None:
-    """The card (json and md) and the marker: the staging directory is a complete export."""
+    """The card (json and md): the staging directory (marked as the zoo's since it was made)
+    is a complete export."""
     card.export_seconds = round(time.perf_counter() - t_start, 1)
     export.write_card(card, card_markdown(card))
-    export.write_marker(atomic=False)  # the staging directory's rename into place commits it
 
 
 # ---------------------------------------------------------------------------------- helpers
-@contextmanager
-def _staging(out: Path):
-    """An empty staging directory beside ``out``, swapped in for ``out`` when the block ends
-    without an error (the old export, if any, goes only then) and deleted when it fails."""
-    stage = out.with_name(f".{out.name}.partial-{os.getpid()}")
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir(parents=True)
+def failed_path(out: Path) -> Path:
+    """Where an export that failed its accuracy check is kept: ``OUT.failed`` beside ``out``."""
+    return Path(out).with_name(f"{Path(out).name}.failed")
+
+
+def _place(stage: Path, out: Path, card: ModelCard, opts: ExportOptions) -> Path:
+    """Swap the complete export in ``stage`` into ``out`` if it passed its accuracy check (or
+    ``allow_drop``); otherwise into ``OUT.failed``, so that a good export in ``out`` is never
+    replaced by a failed one. If ``OUT.failed`` is in use or is a user's folder, the failed
+    export stays in ``stage``. Returns where the export is."""
+    if card.accuracy["passed"] or opts.allow_drop:
+        storage.swap_in(stage, out, MARKER)
+        return out
+    failed = failed_path(out)
     try:
-        yield ExportDirectory(stage)
-        storage.swap_in(stage, out)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
+        with storage.exclusive(failed, "export directory"):
+            storage.swap_in(stage, failed, MARKER)  # replaces only an earlier failed export
+            return failed
+    except storage.StorageError:
+        return stage
 
 
-def _raise_on_drop(card: ModelCard, opts: ExportOptions, out: Path) -> None:
+def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path) -> None:
+    """``wrote OUT``, or AccuracyDropError saying where the failed export was kept instead."""
     acc = card.accuracy
     if acc["passed"] or opts.allow_drop:
+        opts.print_fn(f"  wrote {out}")
         return
+    kept = (f"the export is in {failed_path(out)} for inspection" if where.name.endswith(".failed")
+            else f"the export is in {where} for inspection ({failed_path(out)} is not the zoo's "
+                 "or in use); the next export to the same --out removes it")
     raise AccuracyDropError(
         f"{opts.quantize} {opts.form} model: test accuracy {100 * acc['tflite']:.2f}% is "
         f"{acc['drop_points']:.2f} points below the Keras float model's "
-        f"{100 * acc['keras_float']:.2f}% (allowed: {opts.max_drop} points; the export is in "
-        f"{out} for inspection). Pass --allow-drop to accept it, or try int16x8, or retrain "
+        f"{100 * acc['keras_float']:.2f}% (allowed: {opts.max_drop} points; {out} is "
+        f"unchanged and {kept}). Pass --allow-drop to accept it, or try int16x8, or retrain "
         "with the integer-friendly options (docs/export.md).")
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
-    """Refuse an ``out`` that may not be replaced. Nothing is deleted here: the new export is
-    built beside ``out`` and swapped in only once it is complete (`storage.swap_in`)."""
+    """Holding ``out``'s lock: finish or undo an interrupted swap (only when the aside copy is
+    the zoo's, `training.storage`), then `_check_out`. Nothing of the user's is deleted or
+    moved; the new export is built beside ``out`` and swapped in only once it is complete."""
     storage.recover_swap(out)
-    if out.exists() and not out.is_dir():
+    _check_out(out, overwrite)
+
+
+def _check_out(out: Path, overwrite: bool) -> None:
+    """Refuse an ``out`` that may not be replaced (reads only: also run before the lock)."""
+    if os.path.lexists(out) and not out.is_dir():
         raise ExportDirError(f"--out {out} is a file, not a directory; choose another --out")
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise ExportDirError(f"{out} already exists; choose another --out or pass --overwrite")
         if not ExportDirectory(out).has_marker():
             raise ExportDirError(f"{out} was not written by `zoo export` (no "
-                                 f"{storage.EXPORT_MARKER} marker); --overwrite replaces only the "
+                                 f"{MARKER} marker); --overwrite replaces only the "
                                  "zoo's own export directories. Choose another --out.")
+        storage.check_swap_free(out)
 
 
 def _task_data(config: dict, run_dir: Path, data_dir):

@@ -38,70 +38,89 @@ from zoo.layers import recurrent_layers
 from training import rundir, storage
 from training.config import TrainConfig
 from training.rundir import RunDirError  # noqa: F401  (re-exported)
+from training.storage import RUN_MARKER
 
 FINAL_FILES = rundir.RunDirectory.FINAL_FILES
 
 
-def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool
-                    ) -> tuple[Path, tuple[Path, dict] | None]:
-    """Where to train and what to resume: ``(work_dir, checkpoint)``. Call it holding the lock.
+@dataclasses.dataclass(frozen=True)
+class WorkDir:
+    """Where `prepare_run_dir` says to train: ``path`` (the run directory or its staging twin),
+    the checkpoint to resume (folder, state) or None, whether this call ``created`` the
+    directory (then a failure before any epoch is committed undoes that) and whether an empty
+    folder was there before (``found_empty``: the undo leaves it empty, not gone)."""
 
-    ``work_dir`` is ``run_dir`` itself, or with ``overwrite`` a staging directory beside it that
-    replaces ``run_dir`` only once the new run has finished (`storage.swap_in`). ``checkpoint`` is
-    the newest committed checkpoint (folder, state) of an unfinished run with the same settings,
-    or None. Nothing is deleted here; ``overwrite`` is refused for a directory without the zoo's
-    marker (``.zoo-run``), whatever files it holds.
-    """
-    run_dir = Path(run_dir)
-    storage.recover_swap(run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
+    path: Path
+    checkpoint: tuple[Path, dict] | None = None
+    created: bool = False
+    found_empty: bool = False
+
+
+def check_out(run_dir: Path, overwrite: bool) -> None:
+    """Refuse a ``run_dir`` this command may not use, from what is on disk (reads only: run
+    before the lock, so a refused ``--out`` leaves no lock file, and again holding it)."""
+    if os.path.lexists(run_dir) and not run_dir.is_dir():
         raise RunDirError(f"--out {run_dir} is a file, not a directory; choose another --out")
-    if not run_dir.exists() or not any(run_dir.iterdir()):
-        return _fresh(run_dir), None
-    ours = storage.has_marker(run_dir, storage.RUN_MARKER)
-    legacy = not ours and rundir.RunDirectory(run_dir).config.is_file()  # a run from before the marker
+    if not run_dir.is_dir() or not any(run_dir.iterdir()):
+        return
+    ours = storage.owned(run_dir, RUN_MARKER)
+    legacy = not ours and rundir.RunDirectory(run_dir).config.is_file()  # from before the marker
     if overwrite:
         if not ours:
-            raise RunDirError(f"{run_dir} was not written by `zoo train` (no {storage.RUN_MARKER} "
+            raise RunDirError(f"{run_dir} was not written by `zoo train` (no {RUN_MARKER} "
                               "marker); --overwrite replaces only the zoo's own run directories. "
                               "Choose another --out, or move it away yourself.")
-        return _staging(run_dir, config)
+        storage.check_swap_free(run_dir)
+        return
     if not (ours or legacy):
         raise RunDirError(f"{run_dir} is not empty and holds no run; choose another --out.")
     if rundir.RunDirectory(run_dir).is_finished():
         raise RunDirError(f"{run_dir} holds a finished run; choose another --out, or pass "
                           "--overwrite to replace it (only once the new run has finished).")
+
+
+def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> WorkDir:
+    """Where to train and what to resume (`WorkDir`). Call it holding the lock.
+
+    The work directory is ``run_dir`` itself, or with ``overwrite`` a staging directory beside
+    it that replaces ``run_dir`` only once the new run has finished (`storage.swap_in`). The
+    checkpoint is the newest committed one of an unfinished run with the same settings. Nothing
+    of the user's is deleted or moved: ``overwrite`` is refused for a directory without the
+    zoo's marker (``.zoo-run``), and the zoo's hidden names are used only when free or its own.
+    """
+    run_dir = Path(run_dir)
+    storage.recover_swap(run_dir)
+    check_out(run_dir, overwrite)
+    if not run_dir.exists() or not any(run_dir.iterdir()):
+        found_empty = run_dir.is_dir()
+        return WorkDir(_fresh(run_dir), created=True, found_empty=found_empty)
+    if overwrite:
+        return _staging(run_dir, config)
     if not _same_settings(run_dir, config, refuse=True):
-        return run_dir, None  # killed before its config was written: start afresh in place
-    return run_dir, cb.latest_checkpoint(run_dir)
+        return WorkDir(run_dir)  # killed before its config was written: start afresh in place
+    return WorkDir(run_dir, cb.latest_checkpoint(run_dir))
 
 
 def _fresh(folder: Path) -> Path:
     """``folder`` created with the zoo's marker in it, atomically: built under a temporary name
-    beside it and renamed (over an empty ``folder`` if one exists)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    creating = storage.staging_path(folder, "creating")
-    shutil.rmtree(creating, ignore_errors=True)  # ours, left by a kill: we hold the lock
-    creating.mkdir()
-    storage.write_marker(creating, storage.RUN_MARKER, atomic=False)  # the rename is the commit
+    beside it (``.<name>.creating``: one the zoo left is replaced, a user's folder of that name
+    is refused) and renamed (over an empty ``folder`` if one exists)."""
+    creating = storage.make_staging(folder, "creating", RUN_MARKER)
     os.rename(creating, folder)
     storage.crash_point("run directory created")
     return folder
 
 
-def _staging(run_dir: Path, config: TrainConfig) -> tuple[Path, tuple[Path, dict] | None]:
+def _staging(run_dir: Path, config: TrainConfig) -> WorkDir:
     """The replacement's directory: an unfinished one of the same settings is resumed, any
-    other (the zoo's own, by its marker) is started afresh."""
+    other of the zoo's is started afresh."""
     stage = storage.staging_path(run_dir)
-    if stage.exists():
-        if (storage.has_marker(stage, storage.RUN_MARKER)
-                and not rundir.RunDirectory(stage).is_finished()
-                and _same_settings(stage, config, refuse=False)):
-            return stage, cb.latest_checkpoint(stage)
-        if not storage.has_marker(stage, storage.RUN_MARKER):
-            raise RunDirError(f"{stage} exists and was not written by `zoo train`; move it away")
-        shutil.rmtree(stage)
-    return _fresh(stage), None
+    if storage.owned(stage, RUN_MARKER) and not rundir.RunDirectory(stage).is_finished() \
+            and _same_settings(stage, config, refuse=False):
+        return WorkDir(stage, cb.latest_checkpoint(stage))
+    if not storage.remove_owned(stage):
+        raise RunDirError(storage.foreign_message(stage))
+    return WorkDir(_fresh(stage), created=True)
 
 
 def _same_settings(folder: Path, config: TrainConfig, refuse: bool) -> bool:
@@ -307,12 +326,14 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
                          f"{config.model_options}: {err}") from None
     init_weights = warm_start_weights(probe, config.init_from) if config.init_from else None
     del probe
-    with storage.exclusive(run_dir):
-        work_dir, checkpoint = prepare_run_dir(run_dir, config, overwrite)
-        metrics = _train_in(work_dir, config, task, checkpoint, init_weights, data_dir,
-                            verbose, print_fn)
-        if work_dir != run_dir:
-            storage.swap_in(work_dir, run_dir)
+    real = storage.real_target(run_dir)
+    check_out(real, overwrite)  # a refused --out gets no lock file beside it
+    with storage.exclusive(real):
+        work = prepare_run_dir(real, config, overwrite)
+        metrics = _train_in_cleaning_up(work, config, task, init_weights, data_dir, verbose,
+                                        print_fn)
+        if work.path != real:
+            storage.swap_in(work.path, real, RUN_MARKER)
     summary = ", ".join(cb.format_metric(k, v) for k, v in metrics["test"].items())
     print_fn(f"test: {summary}  ({metrics['parameters']:,} parameters, "
              f"{metrics['training_seconds']:.0f}s training) -> {run_dir}")
@@ -326,6 +347,22 @@ def check_monitor(config: TrainConfig, task) -> None:
     if config.monitor not in valid:
         raise ValueError(f"--monitor {config.monitor!r} is not logged for task {task.name}; "
                          f"valid: {', '.join(valid)}")
+
+
+def _train_in_cleaning_up(work: WorkDir, config: TrainConfig, task, init_weights, data_dir,
+                          verbose, print_fn) -> dict:
+    """`_train_in`; when it fails (bad data, a model that cannot be built) in a directory this
+    call created, before any epoch was committed, the directory goes again: it holds nothing
+    worth keeping, and left behind it would refuse a corrected command as an unfinished run."""
+    try:
+        return _train_in(work.path, config, task, work.checkpoint, init_weights, data_dir,
+                         verbose, print_fn)
+    except Exception:
+        if work.created and cb.latest_checkpoint(work.path) is None:
+            storage.remove_owned(work.path)
+            if work.found_empty:
+                work.path.mkdir(exist_ok=True)
+        raise
 
 
 @dataclasses.dataclass

@@ -212,8 +212,10 @@ def test_drop_threshold_exits_non_zero(har_run, har_dir, tmp_path, capsys):
     assert main(base + ["--out", str(tmp_path / "a")]) == 3
     err = capsys.readouterr().err
     assert "points below the Keras float model" in err and "--allow-drop" in err
-    assert (tmp_path / "a" / "model_card.json").is_file()  # kept for inspection
-    assert not json.loads((tmp_path / "a" / "model_card.json").read_text())["accuracy"]["passed"]
+    assert not (tmp_path / "a").exists()  # a failed export never takes --out's name
+    assert (tmp_path / "a.failed" / "model_card.json").is_file()  # kept for inspection
+    assert not json.loads((tmp_path / "a.failed" / "model_card.json").read_text()
+                          )["accuracy"]["passed"]
     assert main(base + ["--out", str(tmp_path / "b"), "--allow-drop"]) == 0
 
 

@@ -86,6 +86,7 @@ def test_kill_at_every_write_boundary_then_resume_gives_the_same_run(reference, 
     want, labels = reference
     points = distinct_states(labels)
     assert [label for _, label in points] == [
+        ".zoo-run: written, not renamed",  # the marker, in the directory not yet in place
         "run directory created", "config.yaml: written, not renamed",
         "normalization.json: written, not renamed",
         "checkpoint epoch-0001: written, not committed", "checkpoint epoch-0001: committed",
@@ -117,7 +118,8 @@ def test_kill_during_overwrite_keeps_the_old_run_or_the_new_one(reference, tmp_p
     out = tmp_path / "run"
     _run(tiny_config(seed=6), out, monkeypatch)
     _, labels = _run(tiny_config(), out, monkeypatch, overwrite=True)
-    for label in ("checkpoint epoch-0001: committed", "swap: old directory moved aside",
+    for label in ("checkpoint epoch-0001: committed", "swap tag: written, not renamed",
+                  "swap tag: renamed", "swap: old directory moved aside",
                   "swap: new directory in place"):
         old_bytes = (out / "metrics.json").read_bytes()
         old_written = (out / "metrics.json").stat().st_mtime_ns
