@@ -98,7 +98,20 @@ def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> Work
         return _staging(run_dir, config)
     if not _same_settings(run_dir, config, refuse=True):
         return WorkDir(run_dir)  # killed before its config was written: start afresh in place
-    return WorkDir(run_dir, cb.latest_checkpoint(run_dir))
+    checkpoint = cb.latest_checkpoint(run_dir)
+    _check_epochs(run_dir, config, checkpoint)
+    return WorkDir(run_dir, checkpoint)
+
+
+def _check_epochs(run_dir: Path, config: TrainConfig, checkpoint) -> None:
+    """A run cannot be resumed to fewer epochs than it has trained: its config would say one
+    budget and its metrics and history another."""
+    done = checkpoint[1].get("epochs_done") if checkpoint else None
+    if isinstance(done, int) and done > config.epochs:
+        raise RunDirError(f"{run_dir} holds an unfinished run that has already trained {done} "
+                          f"epochs; --epochs {config.epochs} is fewer. Resume it with --epochs "
+                          f"{done} or more, choose another --out, or pass --overwrite to start "
+                          "a new run there.")
 
 
 def _fresh(folder: Path) -> Path:
@@ -112,12 +125,15 @@ def _fresh(folder: Path) -> Path:
 
 
 def _staging(run_dir: Path, config: TrainConfig) -> WorkDir:
-    """The replacement's directory: an unfinished one of the same settings is resumed, any
-    other of the zoo's is started afresh."""
+    """The replacement's directory: an unfinished one of the same settings is resumed (unless
+    it has trained more epochs than asked), any other of the zoo's is started afresh."""
     stage = storage.staging_path(run_dir)
     if storage.owned(stage, RUN_MARKER) and not rundir.RunDirectory(stage).is_finished() \
             and _same_settings(stage, config, refuse=False):
-        return WorkDir(stage, cb.latest_checkpoint(stage))
+        checkpoint = cb.latest_checkpoint(stage)
+        done = checkpoint[1].get("epochs_done") if checkpoint else None
+        if not (isinstance(done, int) and done > config.epochs):
+            return WorkDir(stage, checkpoint)
     if not storage.remove_owned(stage):
         raise RunDirError(storage.foreign_message(stage))
     return WorkDir(_fresh(stage), created=True)

@@ -1,7 +1,8 @@
 """Issue 23: the zoo touches only paths it owns (`training.storage`), in-process through
 ``edge_rnn_zoo.cli.main``. One test per reproduction: a user's folder with one of the zoo's
 hidden names (``.X.old``, ``.X.creating``) is never deleted or moved; an export that fails its
-accuracy check never replaces a good one; the lock is on the real directory; a killed export's staging folder, a run directory
+accuracy check never replaces a good one; the lock is on the real directory; a run is not
+"resumed" to fewer epochs than it trained; a killed export's staging folder, a run directory
 that failed before training and a refused ``--out`` leave nothing behind; ``--out .`` is
 refused by name."""
 
@@ -11,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 
 from edge_rnn_zoo.cli import main
 from training import storage
@@ -131,6 +133,28 @@ def test_the_lock_is_on_the_real_directory_not_the_name_given(tmp_path, shared_d
     err = capsys.readouterr().err
     assert "is in use by pid" in err and str(real) in err
     assert alias.is_symlink() and not real.exists()
+
+
+def test_resuming_with_fewer_epochs_than_trained_is_refused(tmp_path, tiny_config, monkeypatch):
+    from training.trainer import RunDirError, train
+
+    class Killed(BaseException):
+        pass
+
+    def kill_after_epoch_3(label):
+        if label == "checkpoint epoch-0003: committed":
+            raise Killed(label)
+
+    out = tmp_path / "run"
+    quiet = dict(print_fn=lambda *a, **k: None, verbose=0)
+    monkeypatch.setattr(storage, "crash_point", kill_after_epoch_3)
+    with pytest.raises(Killed):
+        train(tiny_config(epochs=30, early_stopping_patience=None), out, **quiet)
+    monkeypatch.setattr(storage, "crash_point", lambda label: None)
+    before = _snapshot(out)
+    with pytest.raises(RunDirError, match=r"already trained 3 epochs; --epochs 2 is fewer"):
+        train(tiny_config(epochs=2, early_stopping_patience=None), out, **quiet)
+    assert _snapshot(out) == before  # config.yaml still says 30, as the checkpoint does
 
 
 # ----------------------------------------------------------------------------- clutter
