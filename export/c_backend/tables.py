@@ -49,9 +49,12 @@ def run_table(model: bytes, runtime: str = "tflite-micro") -> np.ndarray:
         interp.invoke()
         out = interp.get_output(0)
     elif runtime == "litert":
-        from ai_edge_litert.interpreter import Interpreter
+        # LiteRT's builtin reference kernels: its default XNNPACK delegate has its own LOGISTIC
+        # and TANH tables and ADD rescaling (see project.SINGLE_ROUNDING).
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-        interp = Interpreter(model_content=model)
+        interp = Interpreter(model_content=model,
+                             experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
         interp.allocate_tensors()
         interp.set_tensor(interp.get_input_details()[0]["index"], x)
         interp.invoke()

@@ -62,7 +62,7 @@ def test_sirnn_c_matches_litert_builtin_kernels_when_asked(int8_step, tmp_path):
     assert summary["check"]["runtime"] == "litert-ref"
     assert_bit_exact(summary["check"])
     source = (tmp_path / "c-litert" / "zoo_model.c").read_text()
-    assert "#define ZOO_SINGLE_ROUNDING 1" in source
+    assert "#define ZOO_FC_SINGLE_ROUNDING 1" in source
 
 
 @pytest.mark.slow

@@ -51,37 +51,24 @@ ZOO_INLINE int32_t zoo_rdbpot(int32_t x, int exponent) {
   return (x >> exponent) + (remainder > threshold ? 1 : 0);
 }
 
-#if defined(ZOO_SINGLE_ROUNDING) && ZOO_SINGLE_ROUNDING
-/* MultiplyByQuantizedMultiplier as TFLite builds it with TFLITE_SINGLE_ROUNDING (LiteRT's
- * kernels, XNNPACK's included): one 64-bit product, one rounding shift. */
-ZOO_INLINE int32_t zoo_mbqm(int32_t x, int32_t multiplier, int shift) {
-  const int total_shift = 31 - shift;
-  const int64_t round = (int64_t)1 << (total_shift - 1);
-  return (int32_t)(((int64_t)x * multiplier + round) >> total_shift);
-}
-ZOO_INLINE int32_t zoo_mbqm_small(int32_t x, int32_t multiplier, int shift) {
-  return zoo_mbqm(x, multiplier, shift);
-}
-#else
-#if defined(ZOO_USE_ARM_DSP)
-/* The DSP path uses that every operand here is bounded, |x| < 2^30 (the generator checks it for
- * each FULLY_CONNECTED accumulator and MUL product; ADD/SUB operands stay below 2^29 by
- * construction). Then SMMULR(2x, m) = floor((2xm + 2^31) / 2^32) is gemmlowp's high mul, and the
- * rounding divide is one add and one shift without overflow: the same bits, ~10 fewer
- * instructions per rescale. */
+/* Every operand rescaled here is bounded, |x| < 2^30: the generator checks it for each
+ * FULLY_CONNECTED accumulator and MUL product, and ADD/SUB operands stay below 2^29 by
+ * construction. Within that bound gemmlowp's high mul is floor((2xm + 2^31) / 2^32) (one
+ * SMMULR on a Cortex-M with DSP) and its rounding divide is one add and one shift without
+ * overflow: the same bits as zoo_srdhm / zoo_rdbpot above, with fewer instructions. */
 ZOO_INLINE int32_t zoo_srdhm_bounded(int32_t a, int32_t b) {
+#if defined(ZOO_USE_ARM_DSP)
   int32_t r;
   __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a * 2), "r"(b));
   return r;
+#else
+  return (int32_t)(((int64_t)(a * 2) * b + ((int64_t)1 << 31)) >> 32);
+#endif
 }
 ZOO_INLINE int32_t zoo_rdbpot_bounded(int32_t x, int exponent) {
   if (exponent == 0) return x;
   return (x + (1 << (exponent - 1)) + (x >> 31)) >> exponent;
 }
-#else
-#define zoo_srdhm_bounded zoo_srdhm
-#define zoo_rdbpot_bounded zoo_rdbpot
-#endif
 
 /* MultiplyByQuantizedMultiplier (common.cc, double rounding: TFLite Micro's default build). */
 ZOO_INLINE int32_t zoo_mbqm(int32_t x, int32_t multiplier, int shift) {
@@ -94,6 +81,18 @@ ZOO_INLINE int32_t zoo_mbqm(int32_t x, int32_t multiplier, int shift) {
 ZOO_INLINE int32_t zoo_mbqm_small(int32_t x, int32_t multiplier, int shift) {
   return zoo_rdbpot_bounded(zoo_srdhm_bounded(x, multiplier), -shift);
 }
+
+/* The FULLY_CONNECTED rescale. LiteRT's builtin FULLY_CONNECTED rounds once (TFLite's
+ * TFLITE_SINGLE_ROUNDING form: one 64-bit product, one rounding shift) where TFLite Micro
+ * rounds twice; its other int8 kernels round as TFLite Micro does (measured op by op). */
+#if defined(ZOO_FC_SINGLE_ROUNDING) && ZOO_FC_SINGLE_ROUNDING
+ZOO_INLINE int32_t zoo_mbqm_fc(int32_t x, int32_t multiplier, int shift) {
+  const int total_shift = 31 - shift;
+  const int64_t round = (int64_t)1 << (total_shift - 1);
+  return (int32_t)(((int64_t)x * multiplier + round) >> total_shift);
+}
+#else
+#define zoo_mbqm_fc zoo_mbqm
 #endif
 
 ZOO_INLINE int8_t zoo_clamp_s8(int32_t v, int32_t lo, int32_t hi) {
@@ -195,13 +194,13 @@ ZOO_INLINE void zoo_fc_s8(const int8_t *x, int n_in, int stride, int n_out, cons
   for (; o + 2 <= n_out; o += 2) {
     int32_t acc0, acc1;
     zoo_dot2_dsp(pairs, w + o * stride, w + (o + 1) * stride, stride, &acc0, &acc1);
-    y[o] = zoo_clamp_s8(zoo_mbqm(acc0 + bias[o], multiplier, shift) + out_zp, lo, hi);
-    y[o + 1] = zoo_clamp_s8(zoo_mbqm(acc1 + bias[o + 1], multiplier, shift) + out_zp, lo, hi);
+    y[o] = zoo_clamp_s8(zoo_mbqm_fc(acc0 + bias[o], multiplier, shift) + out_zp, lo, hi);
+    y[o + 1] = zoo_clamp_s8(zoo_mbqm_fc(acc1 + bias[o + 1], multiplier, shift) + out_zp, lo, hi);
   }
 #endif
   for (; o < n_out; ++o) {
     const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in) + bias[o];
-    y[o] = zoo_clamp_s8(zoo_mbqm(acc, multiplier, shift) + out_zp, lo, hi);
+    y[o] = zoo_clamp_s8(zoo_mbqm_fc(acc, multiplier, shift) + out_zp, lo, hi);
   }
 }
 
@@ -212,7 +211,7 @@ ZOO_INLINE void zoo_fc_s8_pc(const int8_t *x, int n_in, int stride, int n_out, c
   int o;
   for (o = 0; o < n_out; ++o) {
     const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in) + bias[o];
-    y[o] = zoo_clamp_s8(zoo_mbqm(acc, multiplier[o], shift[o]) + out_zp, lo, hi);
+    y[o] = zoo_clamp_s8(zoo_mbqm_fc(acc, multiplier[o], shift[o]) + out_zp, lo, hi);
   }
 }
 

@@ -1,0 +1,200 @@
+"""The C backend next to TFLite Micro on the host, every cell, in one run.
+
+    python -m experiments.c_bench --data-dir ../shared/data/har --tflm ../shared/tflm \\
+        --out bench/c-har2 [--cells sirnn,gru,...] [--epochs 2] [--reps 200]
+
+For each cell (the shipped ``sirnn.har2`` and ``gru.har2`` as they are; the other cells trained
+here as `zoo bench` trains them, reused when OUT already has them): its int8 step export, the
+C export of the same models (checked bit for bit on the whole test split), then timed on the
+same window: the C backend (``zoo_app --bench``, ``-O2``), the export's TFLite Micro C++ loop
+(``self_test bench``, the library in ``--tflm``, ``-O2``), and, for reference, the stock Keras
+float LSTM as a sequence model (its time loop a WHILE op) under the tflite-micro interpreter,
+one invoke per window. Also the linked host apps' sizes (``size``). Writes ``c_bench.md`` and
+``c_bench.json`` in OUT and prints the table; ratios are within this run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+# label -> (registry name, model options); as export.device_latency / `zoo bench` train them.
+CELLS = {
+    "sirnn": None, "gru": None,  # the shipped HAR-2 models
+    "irnn-k3": ("irnn", {"state_clip": 1.0, "state_quant_bits": 8, "k": 3}),
+    "fastrnn": ("fastrnn", {}), "fastgrnn": ("fastgrnn", {}),
+    "antisymmetric": ("antisymmetric", {}), "gated_antisymmetric": ("gated_antisymmetric", {}),
+    "stablernn": ("stablernn", {}), "simple_rnn": ("simple_rnn", {}),
+}
+
+
+def _run_dir(label: str, args, out: Path) -> Path:
+    from zoo.pretrained import verified_dir
+
+    if CELLS[label] is None:  # a copy whose validation fold exists on any HAR copy
+        import yaml
+
+        run = out / "runs" / f"{label}.har2"
+        if not run.is_dir():
+            shutil.copytree(verified_dir(f"{label}.har2"), run)
+            config = yaml.safe_load((run / "config.yaml").read_text())
+            config["task_options"] = {"val_fold": [1, 5]}
+            config.pop("task_options_resolved", None)
+            (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        return run
+    from training.config import TrainConfig
+    from training.runs import train_or_reuse
+
+    name, options = CELLS[label]
+    config = TrainConfig(task="har2", model=name, model_options=options, epochs=args.epochs,
+                         batch_size=64, lr=1e-2, clipnorm=1.0, seed=0)
+    return train_or_reuse(config, out / "runs" / label, data_dir=args.data_dir, verbose=0,
+                          print_fn=lambda *a, **k: None)
+
+
+def _exports(label: str, run_dir: Path, args, out: Path) -> tuple[Path, Path]:
+    """(int8 step export, C export) of a run, made once into OUT/exports."""
+    from export.c_backend.command import export_c
+    from export.exporter import export_run
+
+    step, c = out / "exports" / f"{label}-step-int8", out / "exports" / f"{label}-c"
+    if not (step / "model_card.json").is_file():
+        export_run(run_dir, step, quantize="int8", form="step", data_dir=args.data_dir,
+                   allow_drop=True, print_fn=lambda *a, **k: None)
+    if not (c / "c_check.json").is_file():
+        export_c(step, c, print_fn=lambda *a, **k: None)
+    return step, c
+
+
+def _time_c(c_dir: Path, window: np.ndarray, work: Path, reps: int) -> dict:
+    from export.c_backend import check
+
+    app = check.build(c_dir)
+    path = work / "window.f32"
+    window.astype("<f4").tofile(path)
+    best = None
+    for _ in range(5):  # the fastest of five passes, each `reps` windows: machines are noisy
+        line = subprocess.run([str(app), "--bench", str(reps), str(path)], capture_output=True,
+                              text=True, check=True).stdout.split()
+        per_window = float(line[line.index("per_window_us") + 1])
+        best = per_window if best is None else min(best, per_window)
+    return {"per_window_us": best, "per_step_us": best / len(window), "app_bytes": _size(app)}
+
+
+def _time_tflm(step_dir: Path, window: np.ndarray, tflm: Path, work: Path, reps: int) -> dict:
+    from export import device_build
+
+    binary = device_build.build(step_dir, tflm, work / "tflm-build")
+    timing = device_build.bench_c(binary, window, work, reps)
+    return {"per_window_us": timing["per_sequence"]["median_us"],
+            "per_step_us": timing["per_step"]["median_us"], "app_bytes": _size(binary)}
+
+
+def _size(binary: Path) -> dict:
+    """text / data / bss of a linked host program (`size`, Berkeley format)."""
+    if shutil.which("size") is None:
+        return {}
+    fields = subprocess.run(["size", str(binary)], capture_output=True, text=True,
+                            check=True).stdout.splitlines()[1].split()
+    return {"text": int(fields[0]), "data": int(fields[1]), "bss": int(fields[2])}
+
+
+def _lstm(args, out: Path) -> dict:
+    """The stock float Keras LSTM as a WHILE-loop sequence model, per window (tflite-micro)."""
+    from export import device_bench
+    from export.exporter import export_run
+    from export.exportdir import ExportDirectory
+    from training.config import TrainConfig
+    from training.runs import train_or_reuse
+
+    config = TrainConfig(task="har2", model="lstm", model_options={"units": args.lstm_units},
+                         epochs=args.epochs, batch_size=64, lr=1e-2, clipnorm=1.0, seed=0)
+    run = train_or_reuse(config, out / "runs" / f"lstm-{args.lstm_units}",
+                         data_dir=args.data_dir, verbose=0, print_fn=lambda *a, **k: None)
+    export_dir = out / "exports" / f"lstm-{args.lstm_units}-float"
+    if not (export_dir / "model_card.json").is_file():
+        export_run(run, export_dir, quantize="none", form="sequence", data_dir=args.data_dir,
+                   allow_drop=True, print_fn=lambda *a, **k: None)
+    export = ExportDirectory(export_dir)
+    card = export.read_card()
+    window = export.read_testset(card)[0][0]
+    model = device_bench.SequenceModel(str(export_dir), card, "tflite-micro", 1)
+    timing = device_bench.benchmark(model, "sequence", window, runs=args.reps, warmup=5)
+    return {"per_window_us": timing["per_sequence"]["median_us"]}
+
+
+def measure(args, print_fn=print) -> dict:
+    out = Path(args.out)
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    rows = {}
+    for label in args.cells:
+        step, c = _exports(label, _run_dir(label, args, out), args, out)
+        x = np.load(step / "testset.npz")["x"]
+        norm = json.loads((step / "normalization.json").read_text())
+        raw = (x[0] * np.asarray(norm["std"], np.float32) + np.asarray(norm["mean"], np.float32))
+        check = json.loads((c / "c_check.json").read_text())
+        rows[label] = {"c": _time_c(c, raw.astype(np.float32), work, args.reps),
+                       "tflm": _time_tflm(step, x[0], Path(args.tflm), work, args.reps),
+                       "bit_exact": check["check"], "const_bytes": check["const_bytes"]}
+        print_fn(row_line(label, rows[label]))
+    lstm = _lstm(args, out) if args.lstm_units else None
+    return {"rows": rows, "lstm": lstm, "lstm_units": args.lstm_units}
+
+
+def row_line(label: str, row: dict, lstm: dict | None = None) -> str:
+    c, t = row["c"], row["tflm"]
+    exact = row["bit_exact"]
+    ratio_lstm = f"{c['per_window_us'] / lstm['per_window_us']:.3f}" if lstm else "-"
+    return (f"| {label} | {c['per_step_us']:.2f} | {t['per_step_us']:.2f} | "
+            f"{c['per_window_us']:.0f} | {t['per_window_us']:.0f} | "
+            f"{c['per_window_us'] / t['per_window_us']:.3f} | {ratio_lstm} | "
+            f"{row['const_bytes']:,} | {c['app_bytes'].get('text', 0):,} / "
+            f"{t['app_bytes'].get('text', 0):,} | "
+            f"{exact['identical_logits']}/{exact['windows']} |")
+
+
+def table(result: dict) -> list[str]:
+    lstm = result["lstm"]
+    lines = ["| cell (int8) | C µs / step | TFLM C++ µs / step | C µs / window | TFLM C++ µs / "
+             "window | C / TFLM | C / float LSTM" + (f"-{result['lstm_units']}" if lstm else "")
+             + " | C constants (bytes) | host app text C / TFLM | C = TFLM (windows) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [row_line(label, row, lstm) for label, row in result["rows"].items()]
+    if lstm:
+        lines.append(f"\nFloat Keras LSTM-{result['lstm_units']} (WHILE loop, tflite-micro "
+                     f"interpreter): {lstm['per_window_us']:.0f} µs per window.")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.c_bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", required=True, help="the HAR data (folder or archive)")
+    parser.add_argument("--tflm", required=True, help="a host TFLite Micro (e.g. ../shared/tflm)")
+    parser.add_argument("--out", default="bench/c-har2", help="where runs and exports are kept")
+    parser.add_argument("--cells", default=",".join(CELLS),
+                        help=f"comma-separated, of: {', '.join(CELLS)}")
+    parser.add_argument("--epochs", type=int, default=2, help="training of the non-shipped cells")
+    parser.add_argument("--reps", type=int, default=200, help="windows per timing pass")
+    parser.add_argument("--lstm-units", type=int, default=32, help="0: no LSTM reference")
+    args = parser.parse_args(argv)
+    args.cells = [c.strip() for c in args.cells.split(",") if c.strip()]
+    unknown = [c for c in args.cells if c not in CELLS]
+    if unknown:
+        parser.error(f"unknown --cells {', '.join(unknown)}; valid: {', '.join(CELLS)}")
+    result = measure(args, print_fn=lambda *a, **k: None)
+    lines = table(result)
+    Path(args.out, "c_bench.md").write_text("\n".join(lines) + "\n")
+    Path(args.out, "c_bench.json").write_text(json.dumps(result, indent=1) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
