@@ -107,6 +107,10 @@ def paired_table(rows: list[dict]) -> str:
         a = dict(zip(r["folds"], (s["val"] for s in r["runs"])))
         b = dict(zip(base["folds"], (s["val"] for s in base["runs"])))
         common = [f for f in a if f in b]
+        if not common:
+            lines.append(f"| {r['task']} | {r['label']} | {r['variant']} - {base['variant']} | "
+                         "0 | - | - |")
+            continue
         mean, sd, t = paired_difference([a[f] for f in common], [b[f] for f in common])
         beyond = ("-" if t is None or len(common) - 1 not in T_975 else
                   ("yes" if abs(t) > T_975[len(common) - 1] else "no"))

@@ -118,3 +118,22 @@ def test_the_realscale_table_keeps_its_runs_and_settings(tmp_path):
         assert t["run_dir"] == str(realscale.run_dir_of(tmp_path, task, label, seed).resolve())
         assert t["config"] == realscale.run_config(task, label, seed, args).to_dict()
         assert t["data_dir"].endswith("/h" if task == "har2" else "/d")
+
+
+def _row(variant, folds, vals):
+    return {"task": "har2", "label": "m", "variant": variant, "folds": folds,
+            "runs": [{"val": v} for v in vals]}
+
+
+def test_the_paired_table_pairs_folds_and_is_scipys_t_test():
+    from scipy import stats
+
+    base, other = [90.0, 85.0, 93.0, 91.0], [92.5, 86.0, 93.5, 94.0]
+    rows = [_row("base", [0, 1, 2, 3], base), _row("imu", [3, 0, 1, 2, 4], other[3:] + other[:3]
+                                                   + [99.0])]
+    line = tables.paired_table(rows).splitlines()[-1]
+    t = stats.ttest_rel(other, base).statistic  # fold 4 has no partner: left out
+    assert f"| 4 | {np.mean(np.subtract(other, base)):+.2f} ± " in line and f"(t {t:+.2f})" in line
+    assert line.endswith("| yes |") == (stats.ttest_rel(other, base).pvalue < 0.05)
+    lonely = tables.paired_table([_row("base", [0], [90.0]), _row("imu", [1], [91.0])])
+    assert lonely.splitlines()[-1].endswith("| 0 | - | - |")
