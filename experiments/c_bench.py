@@ -172,22 +172,116 @@ def table(result: dict) -> list[str]:
     return lines
 
 
+def agreement(args, print_fn=print) -> list[str]:
+    """For every cell's step export in OUT: C generated for each --match target against each
+    runtime, windows with identical int8 logits and final state (of the whole test split)."""
+    from export.c_backend import check
+    from export.c_backend.project import write_c_project
+
+    out = Path(args.out)
+    lines = ["| cell | C for tflite-micro vs TFLite Micro | C for litert vs LiteRT builtin "
+             "kernels | C for litert vs LiteRT + XNNPACK (default) |", "|---|---|---|---|"]
+    for label in args.cells:
+        step = out / "exports" / f"{label}-step-int8"
+        cells = []
+        for target, runtime in (("tflite-micro", "tflite-micro"), ("litert", "litert-ref"),
+                                ("litert", "litert")):
+            c_dir = out / "work" / f"{label}-c-{target}"
+            if not (c_dir / "zoo_app").is_file():
+                c_dir.mkdir(parents=True, exist_ok=True)
+                write_c_project(step, c_dir, target)
+                check.build(c_dir)
+            r = check.compare(step, c_dir / "zoo_app", runtime)
+            cells.append(f"{r['identical_logits']} / {r['identical_states']} of {r['windows']}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        print_fn(lines[-1])
+    return lines
+
+
+# shipped tag -> (data subfolder of ../shared/data, task options defined on any copy)
+SHIPPED_IMU = {"sirnn.har2": ("har", {"val_fold": [1, 5]}), "gru.har2": ("har", {"val_fold": [1, 5]}),
+               "sirnn.dsa19": ("dsa19", {"val_fold": [1, 4], "allow_partial": True}),
+               "gru.dsa19": ("dsa19", {"val_fold": [1, 4], "allow_partial": True})}
+
+
+def shipped_agreement(data_root: Path, print_fn=print) -> list[str]:
+    """The shipped IMU tags' own step models (not re-exported) compiled to C for each target and
+    compared on the test windows of the data in ``data_root`` (raw features normalized with the
+    tag's normalization)."""
+    import tempfile
+
+    from export.c_backend import check
+    from export.c_backend.project import write_c_project
+    from training.tasks import get_task
+    from zoo.pretrained import verified_dir
+
+    lines = ["| shipped tag | C for tflite-micro vs TFLite Micro | C for litert vs LiteRT builtin "
+             "kernels |", "|---|---|---|"]
+    for tag, (folder, options) in SHIPPED_IMU.items():
+        step = verified_dir(tag) / "export-step-int8"
+        card = json.loads((step / "model_card.json").read_text())
+        data = get_task(card["task"], **options).load(Path(data_root) / folder, seed=0)
+        norm, tag_norm = data.normalization, json.loads((step / "normalization.json").read_text())
+        raw = (data.test.x * norm.std + norm.mean).astype(np.float32)
+        x = ((raw - np.asarray(tag_norm["mean"], np.float32))
+             / np.asarray(tag_norm["std"], np.float32)).astype(np.float32)
+        cells = []
+        with tempfile.TemporaryDirectory() as tmp:
+            export = Path(tmp) / "step"
+            shutil.copytree(step, export)
+            np.savez_compressed(export / "testset.npz", x=x, y=data.test.y.astype(np.int64))
+            card["testset"] = "testset.npz"
+            (export / "model_card.json").write_text(json.dumps(card))
+            for target, runtime in (("tflite-micro", "tflite-micro"), ("litert", "litert-ref")):
+                c_dir = Path(tmp) / target
+                c_dir.mkdir()
+                write_c_project(export, c_dir, target)
+                r = check.compare(export, check.build(c_dir), runtime)
+                cells.append(f"{r['identical_logits']} / {r['identical_states']} of "
+                             f"{r['windows']}")
+        lines.append(f"| `{tag}` | " + " | ".join(cells) + " |")
+        print_fn(lines[-1])
+    return lines
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.c_bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", required=True, help="the HAR data (folder or archive)")
-    parser.add_argument("--tflm", required=True, help="a host TFLite Micro (e.g. ../shared/tflm)")
+    parser.add_argument("--data-dir", help="the HAR data (folder or archive); needed for timing")
+    parser.add_argument("--tflm", help="a host TFLite Micro (e.g. ../shared/tflm); needed for "
+                                       "timing")
     parser.add_argument("--out", default="bench/c-har2", help="where runs and exports are kept")
     parser.add_argument("--cells", default=",".join(CELLS),
                         help=f"comma-separated, of: {', '.join(CELLS)}")
     parser.add_argument("--epochs", type=int, default=2, help="training of the non-shipped cells")
     parser.add_argument("--reps", type=int, default=200, help="windows per timing pass")
     parser.add_argument("--lstm-units", type=int, default=32, help="0: no LSTM reference")
+    parser.add_argument("--agreement", action="store_true",
+                        help="instead of timing: the bit-exactness table of the exports in OUT "
+                             "(logits / final state identical, windows) against TFLite Micro, "
+                             "LiteRT's builtin kernels and LiteRT with XNNPACK")
+    parser.add_argument("--shipped", metavar="DATA_ROOT",
+                        help="instead of timing: the shipped HAR-2 / DSA-19 tags' own step models "
+                             "in C against the runtimes on the test windows under DATA_ROOT "
+                             "(e.g. ../shared/data)")
     args = parser.parse_args(argv)
+    if args.shipped:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        lines = shipped_agreement(Path(args.shipped), print_fn=lambda *a, **k: None)
+        Path(args.out, "c_shipped.md").write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
+        return 0
+    if not args.agreement and not (args.data_dir and args.tflm):
+        parser.error("timing needs --data-dir and --tflm")
     args.cells = [c.strip() for c in args.cells.split(",") if c.strip()]
     unknown = [c for c in args.cells if c not in CELLS]
     if unknown:
         parser.error(f"unknown --cells {', '.join(unknown)}; valid: {', '.join(CELLS)}")
+    if args.agreement:
+        lines = agreement(args, print_fn=lambda *a, **k: None)
+        Path(args.out, "c_agreement.md").write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
+        return 0
     result = measure(args, print_fn=lambda *a, **k: None)
     lines = table(result)
     Path(args.out, "c_bench.md").write_text("\n".join(lines) + "\n")

@@ -85,6 +85,7 @@ def run_export(args) -> int:
 
 def _run_c_export(args) -> int:
     from export.c_backend import CExportError
+    from training.storage import StorageError
     from export.c_backend.command import export_c
     from export.exporter import AccuracyDropError
 
@@ -100,7 +101,7 @@ def _run_c_export(args) -> int:
     except AccuracyDropError as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 3
-    except (CExportError, ValueError, FileNotFoundError, OSError) as err:
+    except (CExportError, StorageError, ValueError, FileNotFoundError, OSError) as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 2
     return 0

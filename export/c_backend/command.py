@@ -14,6 +14,7 @@ The result is one folder: the step export's files, the C project (`project.C_FIL
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -51,41 +52,61 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
              check: bool = True, print_fn=print, **step_options) -> dict:
     """Write the C export of ``source`` to ``out`` (default SOURCE/export-c-int8); returns the
     summary (also in ``c_check.json``). ``step_options`` go to `export_run` when a step export
-    has to be made first."""
-    from export.exportdir import ExportDirectory
-    from training import rundir
+    has to be made first.
+
+    ``out`` is handled as every export directory (`training.storage`): locked, built in a
+    staging folder beside it, swapped in only once the C compiles and matches the runtime; an
+    existing folder is replaced only with ``overwrite`` and only when the zoo wrote it.
+    """
+    from export.exportdir import MARKER
+    from training import storage
 
     source = Path(source)
     if match not in RUNTIMES:
         raise CExportError(f"--match {match!r}; valid: {', '.join(RUNTIMES)}")
-    out = Path(out) if out else source / DEFAULT_OUT_NAME
+    out = storage.real_target(Path(out) if out else source / DEFAULT_OUT_NAME)
     _check_out(out, overwrite)
-    with tempfile.TemporaryDirectory(prefix=".zoo-c-", dir=out.parent if out.parent.exists()
-                                     else None) as tmp:
+    with storage.exclusive(out, "export directory"):
+        storage.recover_swap(out)
+        stage = storage.make_staging(out, f"c-partial-{os.getpid()}", MARKER)
+        try:
+            summary = _build(source, stage, match, check, print_fn, step_options)
+            storage.swap_in(stage, out, MARKER)
+        except BaseException:
+            storage.remove_owned(stage)
+            raise
+    print_fn(f"wrote {out}: zoo_model.c ({summary['const_bytes']} bytes of constants, state "
+             f"{summary['state_bytes']} bytes), bit-exact target {match}")
+    return summary
+
+
+def _build(source: Path, stage: Path, match: str, check: bool, print_fn, step_options) -> dict:
+    """The C export of ``source`` written into the (marked, empty) folder ``stage``."""
+    with tempfile.TemporaryDirectory(prefix=".zoo-c-step-", dir=stage) as tmp:
         step_dir = find_step_export(source)
-        if step_dir is None:
-            step_dir = Path(tmp) / "step"
+        made_here = step_dir is None
+        if made_here:
             from export.exporter import export_run
 
-            export_run(source, step_dir, quantize="int8", form="step", print_fn=print_fn,
-                       **step_options)
-        stage = Path(tmp) / "c"
-        stage.mkdir()
+            from export.exporter import AccuracyDropError
+
+            step_dir = Path(tmp) / "step"
+            try:
+                export_run(source, step_dir, quantize="int8", form="step", print_fn=print_fn,
+                           **step_options)
+            except AccuracyDropError as err:  # its folder is temporary: say how to keep one
+                raise AccuracyDropError(
+                    f"the int8 step export of {source} fails the accuracy check, so no C is "
+                    f"made: {str(err).split(' (the export is in')[0]}. Run `zoo export {source} "
+                    "--form step --quantize int8` to inspect it, or pass --allow-drop.") from None
         for name in KEPT:
             if (step_dir / name).is_file():
                 shutil.copy2(step_dir / name, stage / name)
         summary = write_c_project(step_dir, stage, match)
-        summary["step_export"] = str(step_dir if step_dir.parent != Path(tmp) else "made here")
-        if check:
-            summary["check"] = check_c(stage, match, print_fn)
-        (stage / CHECK_FILE).write_text(json.dumps(summary, indent=1) + "\n")
-        ExportDirectory(stage).write_marker(atomic=False)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        final = rundir.staging_path(out, "new")
-        shutil.move(str(stage), final)
-        rundir.swap_in(final, out)
-    print_fn(f"wrote {out}: zoo_model.c ({summary['const_bytes']} bytes of constants, state "
-             f"{summary['state_bytes']} bytes), bit-exact target {match}")
+    summary["step_export"] = "made from the run" if made_here else str(step_dir)
+    if check:
+        summary["check"] = check_c(stage, match, print_fn)
+    (stage / CHECK_FILE).write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
 
