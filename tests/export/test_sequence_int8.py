@@ -14,13 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from experiments import sequence_int8 as sx
 from export import sequence_int8 as si
 
 BUILTIN_LOOP_OPS = {"WHILE", "LESS", "GATHER", "ADD"}
 
 
 def _has_tflm():
-    return "tflite-micro" in si.available_runtimes()
+    return "tflite-micro" in sx.available_runtimes()
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def sirnn_report(sirnn_export, har_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("seq") / "sequence_int8.tflite"
     args = argparse.Namespace(export_dir=str(sirnn_export), out=str(out), data_dir=str(har_dir),
                               lstm=None, reps=2, json=None, keep_identity_ops=False)
-    return si.build_and_check(args, print_fn=lambda *a, **k: None)
+    return sx.build_and_check(args, print_fn=lambda *a, **k: None)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,7 @@ def gru_model(gru_export, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def test_windows(sirnn_export, har_dir):
-    x, y, _ = si.load_test_split(sirnn_export, har_dir)
+    x, y, _ = sx.load_test_split(sirnn_export, har_dir)
     return x, y
 
 
@@ -89,7 +90,7 @@ def test_keep_identity_ops_copies_every_step_op_and_is_bit_exact(sirnn_export, t
     path = tmp_path / "literal.tflite"
     path.write_bytes(built.tflite)
     x, y = test_windows
-    r = si.compare(sirnn_export, path, x[:200], y[:200], "litert")
+    r = sx.compare(sirnn_export, path, x[:200], y[:200], "litert")
     assert r["identical"] == r["windows"] == 200, r
 
 
@@ -127,7 +128,7 @@ def test_sirnn_bit_exact_with_step_loop_in_tflite_micro(sirnn_report):
 def test_litert_signature_runner_gives_the_same_logits(sirnn_report, test_windows):
     from ai_edge_litert.interpreter import Interpreter
 
-    seq = si.SequenceRunner(Path(sirnn_report["out"]), "litert")
+    seq = sx.SequenceRunner(Path(sirnn_report["out"]), "litert")
     xq = seq.prepare(test_windows[0][0])
     runner = Interpreter(model_path=sirnn_report["out"]).get_signature_runner("serving_default")
     assert np.array_equal(runner(x=xq)["logits"], seq.predict_prepared(xq))
@@ -145,7 +146,7 @@ def test_report_times_each_model_in_each_runtime(sirnn_report):
 def test_gru_requantizes_state_and_head_input_exactly(gru_model):
     checks = si.requantize_ops(gru_model.read_bytes())
     assert {c["subgraph"] for c in checks} == {"main", "sequence_int8/while_body"}
-    for runtime in si.available_runtimes():
+    for runtime in sx.available_runtimes():
         for c in checks:  # every int8 value, not only those the test windows reach
             assert si.requantize_exact(c["in"], c["out"], runtime)["differ"] == 0
 
@@ -153,14 +154,14 @@ def test_gru_requantizes_state_and_head_input_exactly(gru_model):
 @pytest.mark.slow
 @pytest.mark.parametrize("runtime", ["litert", "tflite-micro"])
 def test_gru_bit_exact_with_step_loop(runtime, gru_export, gru_model, test_windows):
-    if runtime not in si.available_runtimes():
+    if runtime not in sx.available_runtimes():
         pytest.skip(f"{runtime} is not installed")
     x, y = test_windows
     # TFLite Micro's reference kernels run the 80-unit GRU ~5x slower than LiteRT: the first
     # 200 windows there (the command checks all 701), the whole split in LiteRT.
     n = len(x) if runtime == "litert" else 200
-    arena = si.smallest_arena_or_none(gru_model.read_bytes(), runtime)
-    r = si.compare(gru_export, gru_model, x[:n], y[:n], runtime, arena)
+    arena = sx.smallest_arena_or_none(gru_model.read_bytes(), runtime)
+    r = sx.compare(gru_export, gru_model, x[:n], y[:n], runtime, arena)
     assert r["identical"] == r["windows"] == n, r
 
 
@@ -183,14 +184,14 @@ def _with_body_scale(model: Path, op_name: str, factor: float, out: Path) -> Pat
 def test_a_corrupted_scale_is_detected(sirnn_export, sirnn_report, test_windows, tmp_path):
     x, y = test_windows
     bad = _with_body_scale(Path(sirnn_report["out"]), "MUL", 1.01, tmp_path / "bad.tflite")
-    r = si.compare(sirnn_export, bad, x[:50], y[:50], "litert")
+    r = sx.compare(sirnn_export, bad, x[:50], y[:50], "litert")
     assert r["identical"] < r["windows"] and r["max_abs_diff_lsb"] > 0
 
 
 def test_requantize_check_finds_a_rounding_difference():
     # 1 LSB at scale 1 into scale 2 puts odd values exactly half-way: the step loop rounds half
     # to even (NumPy), the runtimes' fixed-point QUANTIZE does not, so 64 of 256 values differ.
-    for runtime in si.available_runtimes():
+    for runtime in sx.available_runtimes():
         r = si.requantize_exact((1.0, 0), (2.0, 0), runtime)
         assert r["differ"] > 0 and r["first"]["runtime"] != r["first"]["step_loop"]
 
