@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""On-device benchmark for an edge-rnn-zoo export. Copy this one file to the device and run
+"""On-device benchmark for an edge-rnn-zoo export. Copy this file and its sibling
+``card_schema.py`` (the card's schema, standard library only) into one folder on the device:
+
+    scp export/device_bench.py export/card_schema.py pi@device:bench/
+
+and run
 
     python3 device_bench.py EXPORT_DIR [--runtime auto|litert|tflite-runtime|tflite-micro]
                             [--threads 1] [--runs 200] [--limit 200] [--json]
@@ -8,7 +13,7 @@ It needs Python 3.8+, numpy and one TFLite runtime: ai-edge-litert, tflite-runti
 Raspberry Pi images) or tflite-micro. It imports neither TensorFlow nor the zoo.
 
 EXPORT_DIR is what ``zoo export`` writes; the script reads ``model_card.json`` there (the
-schema is `ModelCard`):
+schema is `ModelCard`, in card_schema.py):
 
     schema_version  the card's schema (absent in cards from before it had one)
     form            "sequence" (one model: x[1, T, d] -> logits) or "step" (a streaming pair:
@@ -30,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import os
 import resource
@@ -42,6 +46,22 @@ import time
 
 import numpy as np
 
+# The export contract (file names, the card schema, reading the card) lives in card_schema.py,
+# standard library only. Copied to a device, the two files sit side by side: run as a script
+# (or imported as a top-level module) this one imports its sibling; in the zoo it is
+# export.device_bench and imports export.card_schema.
+if __package__:
+    from .card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION,  # noqa: F401
+                              FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
+                              CardError, ExportFolderError, ModelCard, inside_folder,
+                              load_card_json, model_file, read_card)
+else:
+    from card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION,  # noqa: F401
+                             FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
+                             CardError, ExportFolderError, ModelCard, inside_folder,
+                             load_card_json, model_file, read_card)
+
+
 # Each runtime and the module its Python package imports as, in auto-detection order.
 RUNTIME_MODULES = {"litert": "ai_edge_litert.interpreter",
                    "tflite-runtime": "tflite_runtime.interpreter",
@@ -49,161 +69,8 @@ RUNTIME_MODULES = {"litert": "ai_edge_litert.interpreter",
 RUNTIMES = tuple(RUNTIME_MODULES)
 
 
-class BenchError(Exception):
-    """A bad export folder, card, model or test set: reported as one line, exit status 2."""
-
-
-# ------------------------------------------------------------------------------ export directory
-# The file names a device reads. `zoo export` writes them through export/exportdir.py, which
-# imports them from here: this file travels to devices alone, so it cannot import them.
-CARD_FILE = "model_card.json"
-CARD_MARKDOWN_FILE = "model_card.md"
-NORMALIZATION_FILE = "normalization.json"
-TESTSET_FILE = "testset.npz"
-STREAM_FILE = "stream.tflite"
-FORMS = ("sequence", "step")
-MODEL_NAMES = {"sequence": ("model",), "step": ("step", "head")}
-
-
-def model_file(name):
-    """The file of model ``name`` (``"model"``, ``"step"``, ``"head"``) in an export directory."""
-    return f"{name}.tflite"
-
-
-CARD_SCHEMA_VERSION = 1  # cards written before the schema have no version: read as version 0
-
-
-class CardError(BenchError, ValueError):
-    """A model card that does not follow `ModelCard`; the message names the file and the key."""
-
-
-def _key(*types):
-    """A card key holding one of ``types``; None means absent (left out of the JSON)."""
-    return dataclasses.field(default=None, metadata={"types": types})
-
-
-@dataclasses.dataclass
-class ModelCard:
-    """``model_card.json``: how to run an export (what this script reads) and what `zoo export`
-    measured. Nested sections stay JSON objects; export/exporter.py documents their keys.
-
-    Read here: ``form``, ``files`` (model name -> file), ``timesteps``, ``features``, ``step_io``
-    (form "step": input indices ``x``, ``h`` and output index ``h_out`` of the step model), and
-    when present ``quantize``, ``testset``, ``arena_bytes``, ``head_arena_bytes``.
-
-    Example:
-        >>> card = ModelCard.from_dict({"form": "sequence", "files": {"model": "model.tflite"},
-        ...                             "timesteps": 128, "features": 9})
-        >>> card.schema_version, card.to_dict()["files"]
-        (0, {'model': 'model.tflite'})
-    """
-
-    schema_version: int = CARD_SCHEMA_VERSION
-    form: str = _key(str)
-    quantize: str = _key(str)
-    unroll: bool = _key(bool)
-    files: dict = _key(dict)
-    timesteps: int = _key(int)
-    features: int = _key(int)
-    state_size: int = _key(int)
-    classes: int = _key(int)
-    class_names: list = _key(list)
-    testset: str = _key(str)
-    normalization: str = _key(str)
-    task: str = _key(str)
-    task_options: dict = _key(dict)
-    model: str = _key(str)
-    model_options: dict = _key(dict)
-    run_dir: str = _key(str)
-    parameters: int = _key(int)
-    data: dict = _key(dict)
-    weights: str = _key(str)
-    bytes: dict = _key(dict)
-    total_bytes: int = _key(int)
-    ops: dict = _key(dict)
-    step_io: dict = _key(dict)
-    state_quantization: dict = _key(dict)
-    accuracy: dict = _key(dict)
-    stream: dict = _key(dict)
-    arena_bytes: int = _key(int)
-    head_arena_bytes: int = _key(int)
-    tflite_micro: dict = _key(dict)
-    c_sources: list = _key(list)
-    export_seconds: float = _key(int, float)
-    frontend: dict = _key(dict)
-    # Keys this version does not know (a card edited by hand): kept and written back.
-    extra: dict = dataclasses.field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, data, source=CARD_FILE):
-        """The card in ``data`` (a parsed ``model_card.json``), validated; ``source`` names the
-        file in errors. Raises `CardError` naming the file and the missing or bad key."""
-        if not isinstance(data, dict):
-            raise CardError(f"{source}: expected a JSON object")
-        version = data.get("schema_version", 0)
-        if not _is_int(version) or version < 0:
-            raise CardError(f"{source}: schema_version must be a non-negative integer, got "
-                            f"{version!r}")
-        if version > CARD_SCHEMA_VERSION:
-            raise CardError(f"{source}: schema_version {version} is newer than this script reads "
-                            f"({CARD_SCHEMA_VERSION}); use the device_bench.py of the zoo that "
-                            "wrote the export")
-        names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        card = cls(**{k: v for k, v in data.items() if k in names},
-                   extra={k: v for k, v in data.items() if k not in names})
-        card.schema_version = version
-        card.validate(source)
-        return card
-
-    def to_dict(self):
-        """The card as ``model_card.json`` holds it: ``schema_version`` first, absent (None)
-        keys left out, unknown keys kept."""
-        out = {"schema_version": self.schema_version}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name not in ("schema_version", "extra") and value is not None:
-                out[f.name] = value
-        out.update(self.extra)
-        return out
-
-    def validate(self, source=CARD_FILE):
-        """Raise `CardError` unless the keys a device needs are there and every key present
-        has its type."""
-        if self.form not in FORMS:
-            raise CardError(f"{source}: " + ("missing key 'form'" if self.form is None else
-                                             f"unknown form {self.form!r}")
-                            + "; expected 'sequence' or 'step'")
-        needed = MODEL_NAMES[self.form]
-        files = self.files
-        if not isinstance(files, dict) or any(not isinstance(files.get(k), str) for k in needed):
-            raise CardError(f"{source}: 'files' must name {', '.join(needed)}"
-                            + (" (missing key)" if files is None else ""))
-        for key in ("timesteps", "features"):
-            value = getattr(self, key)
-            if not _is_int(value) or value < 1:
-                raise CardError(f"{source}: {key} must be a positive integer, got {value!r}"
-                                + (" (missing key)" if value is None else ""))
-        io = self.step_io
-        if self.form == "step" and not (isinstance(io, dict) and all(
-                _is_int(io.get(k)) for k in ("x", "h", "h_out"))):
-            raise CardError(f"{source}: step_io must give integer x, h and h_out"
-                            + (" (missing key)" if io is None else ""))
-        for f in dataclasses.fields(self):
-            types, value = f.metadata.get("types"), getattr(self, f.name)
-            if types and value is not None and not _has_type(value, types):
-                raise CardError(f"{source}: {f.name} must be "
-                                f"{' or '.join(t.__name__ for t in types)}, got "
-                                f"{type(value).__name__} {str(value)[:60]!r}")
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _has_type(value, types):
-    if isinstance(value, bool):
-        return bool in types
-    return isinstance(value, types)
+# A bad export folder, card, model or test set: reported as one line, exit status 2.
+BenchError = ExportFolderError
 
 
 # -------------------------------------------------------------------------------- validation
@@ -639,45 +506,6 @@ def peak_rss_mb():
 
 
 # -------------------------------------------------------------------------------------------- main
-def load_card_json(card_path):
-    """The JSON object in ``card_path``, unchecked against the schema (`ModelCard.from_dict`
-    does that); a missing or unreadable file is a `CardError`."""
-    if not os.path.isfile(card_path):
-        raise CardError(f"{card_path} not found: pass a folder written by `zoo export`")
-    try:
-        with open(card_path) as f:
-            data = json.load(f)
-    except (UnicodeDecodeError, ValueError) as err:
-        raise CardError(f"{card_path}: not valid JSON ({err})") from None
-    if not isinstance(data, dict):
-        raise CardError(f"{card_path}: expected a JSON object")
-    return data
-
-
-def read_card(export_dir):
-    """The `ModelCard` of ``export_dir``, checked: the schema, model files inside the folder."""
-    card_path = os.path.join(export_dir, CARD_FILE)
-    card = ModelCard.from_dict(load_card_json(card_path), card_path)
-    for key in MODEL_NAMES[card.form]:
-        inside_folder(export_dir, card.files[key], card_path)
-    return card
-
-
-def inside_folder(export_dir, name, card_path, must_exist=True):
-    """``export_dir/name``, refused unless it is a relative path that stays in the folder."""
-    if not isinstance(name, str) or not name or os.path.isabs(name):
-        raise BenchError(f"{card_path}: file entry {name!r} must be a relative path inside the "
-                         "export folder")
-    root = os.path.realpath(export_dir)
-    path = os.path.realpath(os.path.join(export_dir, name))
-    if os.path.commonpath([root, path]) != root:
-        raise BenchError(f"{card_path}: file entry {name!r} points outside the export folder; "
-                         "refusing to open it")
-    if must_exist and not os.path.isfile(path):
-        raise BenchError(f"{card_path}: file entry {name!r} does not exist in {export_dir}")
-    return path
-
-
 def load_testset(export_dir, card):
     """(x, y) of the card's test set, or (None, None) when the card names none or the file is
     not there; a damaged or misshapen file is a `BenchError`."""

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from export import device_bench
-from export.exportdir import C_ARRAY_FILES, DEVICE_SOURCES, CardError, ExportDirectory, ModelCard
+from export.card_schema import CardError, ModelCard
+from export.exportdir import C_ARRAY_FILES, DEVICE_SOURCES, ExportDirectory
 
 __all__ = ["DeviceBuildError", "build", "check_against_python", "bench_c", "bench_python",
            "main"]

@@ -31,7 +31,8 @@ import numpy as np
 
 from export import device_bench
 from export.card import card_markdown
-from export.exportdir import FORMS, MARKER, ExportDirectory, ModelCard
+from export.card_schema import FORMS, ModelCard
+from export.exportdir import MARKER, ExportDirectory
 from export.quantize import CALIBRATED, MODES
 from training import rundir, storage
 

@@ -426,7 +426,7 @@ def build_sequence(step_bytes: bytes, head_bytes: bytes, step_io: dict, timestep
 
 def build_from_export(export_dir: Path, *, keep_identity_ops: bool = False) -> Built:
     """`build_sequence` of the ``step.tflite`` / ``head.tflite`` of a zoo int8 step export."""
-    from export.device_bench import read_card
+    from export.card_schema import read_card
 
     card = read_card(str(export_dir))
     if card.form != "step" or card.quantize != "int8":

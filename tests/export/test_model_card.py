@@ -1,4 +1,4 @@
-"""The model card's schema (`ModelCard`, defined in device_bench.py) and the export directory
+"""The model card's schema (`ModelCard`, defined in card_schema.py) and the export directory
 module that writes it: cards from before the schema load unchanged, a bad card is named by file
 and key, a card written is the card read back. No TensorFlow, no trained model."""
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from export.card import card_markdown
-from export.exportdir import (CARD_SCHEMA_VERSION, CardError, ExportDirectory, ModelCard)
+from export.card_schema import CARD_SCHEMA_VERSION, CardError, ModelCard
+from export.exportdir import ExportDirectory
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
 SHIPPED = sorted(PRETRAINED.glob("*/export-*/model_card.json"))
