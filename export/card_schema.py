@@ -31,6 +31,7 @@ TESTSET_FILE = "testset.npz"
 STREAM_FILE = "stream.tflite"
 FORMS = ("sequence", "step")
 MODEL_NAMES = {"sequence": ("model",), "step": ("step", "head")}
+STEP_IO_KEYS = ("x", "h", "h_out")
 
 
 def model_file(name):
@@ -62,7 +63,8 @@ class ModelCard:
 
     Read by the device script: ``form``, ``files`` (model name -> file), ``timesteps``,
     ``features``, ``step_io`` (form "step": input indices ``x``, ``h`` and output index
-    ``h_out`` of the step model), and when present ``quantize``, ``testset``, ``arena_bytes``, ``head_arena_bytes``.
+    ``h_out`` of the step model, distinct non-negative integers for the inputs), and when
+    present ``quantize``, ``testset``, ``arena_bytes``, ``head_arena_bytes``.
     """
 
     schema_version: int = CARD_SCHEMA_VERSION
@@ -135,7 +137,7 @@ class ModelCard:
 
     def validate(self, source=CARD_FILE):
         """Raise `CardError` unless the keys a device needs are there and every key present
-        has its type."""
+        has its type (and, for sizes and indices, its range)."""
         if self.form not in FORMS:
             raise CardError(f"{source}: " + ("missing key 'form'" if self.form is None else
                                              f"unknown form {self.form!r}")
@@ -150,17 +152,33 @@ class ModelCard:
             if not _is_int(value) or value < 1:
                 raise CardError(f"{source}: {key} must be a positive integer, got {value!r}"
                                 + (" (missing key)" if value is None else ""))
-        io = self.step_io
-        if self.form == "step" and not (isinstance(io, dict) and all(
-                _is_int(io.get(k)) for k in ("x", "h", "h_out"))):
-            raise CardError(f"{source}: step_io must give integer x, h and h_out"
-                            + (" (missing key)" if io is None else ""))
+        if self.form == "step":
+            _check_step_io(self.step_io, source)
         for f in dataclasses.fields(self):
             types, value = f.metadata.get("types"), getattr(self, f.name)
             if types and value is not None and not _has_type(value, types):
                 raise CardError(f"{source}: {f.name} must be "
                                 f"{' or '.join(t.__name__ for t in types)}, got "
                                 f"{type(value).__name__} {str(value)[:60]!r}")
+        for key in ("arena_bytes", "head_arena_bytes", "state_size", "classes"):
+            value = getattr(self, key)
+            if value is not None and _is_int(value) and value < 1:
+                raise CardError(f"{source}: {key} must be a positive integer, got {value!r}")
+
+
+def _check_step_io(io, source):
+    """``step_io`` of a step card: integer indices ``x``, ``h`` (two different inputs) and
+    ``h_out``, none negative (Python would read -1 as the last tensor, silently)."""
+    if not (isinstance(io, dict) and all(_is_int(io.get(k)) for k in STEP_IO_KEYS)):
+        raise CardError(f"{source}: step_io must give integer x, h and h_out"
+                        + (" (missing key)" if io is None else ""))
+    negative = [k for k in STEP_IO_KEYS if io[k] < 0]
+    if negative:
+        raise CardError(f"{source}: step_io {negative[0]} is {io[negative[0]]}; tensor indices "
+                        "are >= 0")
+    if io["x"] == io["h"]:
+        raise CardError(f"{source}: step_io x and h are both input {io['x']}; they must be the "
+                        "step model's two different inputs")
 
 
 def _is_int(value):

@@ -43,6 +43,7 @@ import statistics
 import struct
 import sys
 import time
+import zipfile
 
 import numpy as np
 
@@ -396,6 +397,7 @@ class StepModel:
         self.files = [step_path, head_path]
         self.step = open_model(step_path, runtime, threads, card.arena_bytes)
         self.head = open_model(head_path, runtime, threads, card.head_arena_bytes)
+        check_step_io(self.step, io, step_path)
         self.x_dtype, self.x_quant, self.x_shape = self.step.input_quant(self.x_idx)
         self.h_dtype, self.h_quant, self.h_shape = self.step.input_quant(self.h_idx)
         self.ho_dtype, self.ho_quant, _ = self.step.output_quant(self.h_out)
@@ -437,6 +439,51 @@ class StepModel:
 
     def predict(self, x):
         return self.predict_prepared(self.prepare(x))
+
+
+def check_step_io(step, io, step_path):
+    """The card's ``step_io`` indices must name tensors the step model has (a bad index would
+    otherwise surface as the runtime's IndexError, or -1 as the last tensor)."""
+    for key, tensors, kind in (("x", step.inputs, "input"), ("h", step.inputs, "input"),
+                               ("h_out", step.outputs, "output")):
+        if not 0 <= io[key] < len(tensors):
+            raise BenchError(f"{CARD_FILE}: step_io {key} is {io[key]}, but {step_path} has "
+                             f"{len(tensors)} {kind}s (valid: 0..{len(tensors) - 1})")
+
+
+def _size(shape):
+    return int(np.prod(shape)) if len(shape) else 1
+
+
+def check_model_fits_card(model, card, card_path):
+    """The card's ``timesteps`` / ``features`` / ``state_size`` must be what the model takes:
+    a wrong card would otherwise time a different sequence length, or fail in a reshape. A step
+    model does not know T, so for it ``timesteps`` is the card's word (and the report says it).
+    Returns the number of logits, which bounds the test set's labels."""
+    if isinstance(model, SequenceModel):
+        want = (1, card.timesteps, card.features)
+        if _size(model.in_shape) != _size(want) or model.in_shape[-1] != card.features:
+            raise BenchError(f"{card_path}: timesteps {card.timesteps} and features "
+                             f"{card.features} say the model takes {want}, but "
+                             f"{model.files[0]} takes {tuple(int(n) for n in model.in_shape)}; the card does not "
+                             "belong to this model")
+        return _size(model.m.output_quant(0)[2])
+    io = card.step_io
+    x_size, h_size = _size(model.x_shape), _size(model.h_shape)
+    if x_size != card.features:
+        swapped = (" (step_io x and h swapped?)"
+                   if _size(model.step.input_quant(io["h"])[2]) == x_size else "")
+        raise BenchError(f"{card_path}: features is {card.features}, but step_io x (input "
+                         f"{io['x']} of {model.files[0]}) takes {x_size} values{swapped}")
+    if card.state_size is not None and h_size != card.state_size:
+        raise BenchError(f"{card_path}: state_size is {card.state_size}, but step_io h (input "
+                         f"{io['h']} of {model.files[0]}) takes {h_size} values")
+    h_out_size = _size(model.step.output_quant(io["h_out"])[2])
+    head_size = _size(model.head.input_quant(0)[2])
+    if h_out_size != h_size or head_size != h_size:
+        raise BenchError(f"{card_path}: the state does not go round: step_io h takes {h_size} "
+                         f"values, h_out gives {h_out_size}, {model.files[1]} takes {head_size}")
+    return _size(model.head.output_quant(0)[2])
 
 
 def open_export(export_dir, card, runtime, threads=1):
@@ -517,32 +564,72 @@ def load_testset(export_dir, card):
         return None, None  # optional: a folder copied to a device without its test set
     try:
         with np.load(path, allow_pickle=False) as data:
-            x, y = data["x"].astype(np.float32), data["y"]
-    except (OSError, ValueError, KeyError, EOFError) as err:
-        raise BenchError(f"{path}: not a test set with arrays x and y ({type(err).__name__}: "
-                         f"{err})") from None
+            x, y = data["x"], data["y"]
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        raise BenchError(f"{path}: not a test set with arrays x and y, damaged or truncated "
+                         f"({type(err).__name__}: {err})") from None
     want = (card.timesteps, card.features)
     if x.ndim != 3 or tuple(x.shape[1:]) != want or y.shape != (len(x),):
         raise BenchError(f"{path}: x has shape {x.shape} and y {y.shape}; the model needs x "
                          f"(N, {want[0]}, {want[1]}) and y (N,)")
+    if x.dtype.kind not in "fiu":
+        raise BenchError(f"{path}: x holds {x.dtype} values; it must hold numbers (float32)")
+    if y.dtype.kind not in "iu":
+        raise BenchError(f"{path}: y holds {y.dtype} values; it must hold integer class "
+                         "indices 0..classes-1")
+    x = x.astype(np.float32)
+    bad = int(np.size(x) - np.count_nonzero(np.isfinite(x)))
+    if bad:
+        raise BenchError(f"{path}: x holds {bad} non-finite values (NaN or inf) of {x.size}; "
+                         "a test set holds normalised finite inputs")
     return x, y
+
+
+def check_labels(y, classes, path):
+    """Test-set labels must be class indices of the model (0..classes-1), or every accuracy
+    would be silently wrong."""
+    if len(y) and (int(y.min()) < 0 or int(y.max()) >= classes):
+        raise BenchError(f"{path}: y holds labels {int(y.min())}..{int(y.max())}; the model has "
+                         f"{classes} classes (valid: 0..{classes - 1})")
 
 
 def open_checked(export_dir, card, runtime, threads):
     """The card's model, each file structurally checked and given one trial run in a child."""
-    arenas = {"model": card.arena_bytes, "step": card.arena_bytes,
-              "head": card.head_arena_bytes}
+    arenas = {"model": ("arena_bytes", card.arena_bytes), "step": ("arena_bytes", card.arena_bytes),
+              "head": ("head_arena_bytes", card.head_arena_bytes)}
     for name in MODEL_NAMES[card.form]:
         path = os.path.join(export_dir, card.files[name])
         check_tflite(path)
-        arena = arenas[name] or max(10 * os.path.getsize(path), 16384)
-        probe_model(path, runtime, arena)
+        probe_with_arena(path, runtime, *arenas[name])
     try:
         return open_export(export_dir, card, runtime, threads)
     except (RuntimeError, ValueError, IndexError, KeyError, TypeError) as err:
         first = (str(err).strip().splitlines() or [""])[0][:200]
         raise BenchError(f"{export_dir}: the {runtime} runtime rejected the model "
                          f"({type(err).__name__}: {first})") from None
+
+
+def default_arena(path):
+    """The TFLite Micro arena used when the card gives none: generous for the zoo's models."""
+    return max(10 * os.path.getsize(path), 16384)
+
+
+def probe_with_arena(path, runtime, key, card_arena):
+    """`probe_model` with the card's arena. When that fails under TFLite Micro, the model is
+    tried once more with the default arena: if it runs there, the card's arena is too small
+    (the file is fine) and the message says so instead of calling the model damaged."""
+    if runtime != "tflite-micro" or not card_arena:
+        probe_model(path, runtime, card_arena or default_arena(path))
+        return
+    try:
+        probe_model(path, runtime, card_arena)
+    except BenchError:
+        generous = max(default_arena(path), 4 * card_arena)
+        probe_model(path, runtime, generous)  # still failing: the model itself is the problem
+        raise BenchError(f"{os.path.join(os.path.dirname(path), CARD_FILE)}: {key} {card_arena} "
+                         f"is too small for {path} under TFLite Micro (it runs with "
+                         f"{generous} bytes; the model file is fine): give the arena `zoo "
+                         f"export` measured, or remove {key} to use the default") from None
 
 
 def require_runtime(runtime):
@@ -558,9 +645,17 @@ def run(args):
     form = card.form
     x_test, y_test = load_testset(args.export_dir, card)
     model = open_checked(args.export_dir, card, runtime, args.threads)
+    card_path = os.path.join(args.export_dir, CARD_FILE)
+    classes = check_model_fits_card(model, card, card_path)
+    if y_test is not None:
+        check_labels(y_test, classes, os.path.join(args.export_dir, card.testset))
     report = {"export_dir": args.export_dir, "runtime": runtime, "threads": args.threads,
               "form": form, "quantize": card.quantize,
-              "model_bytes": sum(os.path.getsize(p) for p in model.files)}
+              "model_bytes": sum(os.path.getsize(p) for p in model.files),
+              # a step model does not fix T: with no test set, the card's timesteps are timed
+              "sequence_steps": card.timesteps,
+              "sequence_steps_from": "test set" if x_test is not None and len(x_test)
+              else ("model" if form == "sequence" else "card")}
     example = x_test[0] if x_test is not None and len(x_test) else np.zeros(
         (card.timesteps, card.features), np.float32)
     report.update(benchmark(model, form, example, args.runs, args.warmup))
@@ -608,7 +703,8 @@ def print_report(report):
               f"p99 {p['p99_us']:.1f}")
     p = report["per_sequence"]
     print(f"  per sequence: median {p['median_us']:.1f} us  p90 {p['p90_us']:.1f}  "
-          f"p99 {p['p99_us']:.1f}  ({report['sequences_per_second']:.0f} sequences/s)")
+          f"p99 {p['p99_us']:.1f}  ({report['sequences_per_second']:.0f} sequences/s of "
+          f"{report['sequence_steps']} steps, T from the {report['sequence_steps_from']})")
     if "accuracy" in report:
         print(f"  accuracy:     {100 * report['accuracy']:.2f}% on {report['test_sequences']} "
               "test sequences")
