@@ -88,8 +88,9 @@ def _progress_callback(tune, trials: list[dict], print_fn):
             spec = trials[trial.config["index"]]
             Progress.done += 1
             print_fn(f"[{Progress.done}/{len(trials)} {time.monotonic() - started:.0f}s] {what}: "
-                     f"{spec['task']} / {spec['label']} / {spec['variant']} / fold "
-                     f"{spec['fold']} -> {spec['run_dir']}")
+                     f"{spec['task']} / {spec['label']} / {spec['variant']} / "
+                     f"{'final' if spec['fold'] is None else 'fold ' + str(spec['fold'])} -> "
+                     f"{spec['run_dir']}")
 
         def on_trial_complete(self, **info):
             self._line(info["trial"], "done")
