@@ -35,11 +35,13 @@ import difflib
 import hashlib
 import importlib.resources
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 CARD = "card.json"
 CARD_VERSION = 1
+_log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,24 +77,56 @@ def pretrained_root() -> Path:
     return Path(str(importlib.resources.files("zoo.models"))) / "pretrained"
 
 
-def _cards() -> dict[str, PretrainedCfg]:
+def read_card(path: Path) -> PretrainedCfg:
+    """The card at ``path`` (``<root>/<tag>/card.json``); a damaged one is a ValueError naming
+    the file and what is wrong."""
+    try:
+        data = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not valid JSON ({err}); the pretrained card is damaged "
+                         "(reinstall edge-rnn-zoo)") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    try:
+        cfg = PretrainedCfg.from_dict(data)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path}: {err}") from None
+    if cfg.tag != path.parent.name:
+        raise ValueError(f"{path}: tag {cfg.tag!r} differs from its folder name")
+    return cfg
+
+
+def _cards() -> dict[str, PretrainedCfg | ValueError]:
+    """Every shipped tag (its folder name) -> its card, or the error reading it: one damaged
+    card must not hide the others, and asking for it must name its file."""
     root = pretrained_root()
     cards = {}
     for path in sorted(root.glob(f"*/{CARD}")) if root.is_dir() else []:
-        cfg = PretrainedCfg.from_dict(json.loads(path.read_text()))
-        if cfg.tag != path.parent.name:
-            raise ValueError(f"{path}: tag {cfg.tag!r} differs from its folder name")
-        cards[cfg.tag] = cfg
+        try:
+            cards[path.parent.name] = read_card(path)
+        except ValueError as err:
+            cards[path.parent.name] = err
     return cards
 
 
 def list_pretrained(pattern: str | None = None) -> list[str]:
-    """Tags of the shipped pretrained models (``model.task``), sorted; ``pattern`` filters."""
-    return [t for t in sorted(_cards()) if pattern is None or pattern in t]
+    """Tags of the shipped pretrained models (``model.task``), sorted; ``pattern`` filters. A
+    tag whose card is damaged is left out, with a warning naming the file."""
+    tags = []
+    for tag, card in sorted(_cards().items()):
+        if pattern is not None and pattern not in tag:
+            continue
+        if isinstance(card, ValueError):
+            _log.warning("pretrained model %s left out: %s", tag, card)
+            continue
+        tags.append(tag)
+    return tags
 
 
 def get_pretrained_cfg(tag: str) -> PretrainedCfg:
     cards = _cards()
+    if isinstance(cards.get(tag), ValueError):
+        raise ValueError(str(cards[tag]))
     if tag not in cards:
         close = difflib.get_close_matches(tag, cards, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
