@@ -12,6 +12,7 @@ import keras
 import numpy as np
 
 from training import rundir, storage
+from training.artifacts import ArtifactError, check_state, load_arrays
 
 
 class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
@@ -60,8 +61,14 @@ def write_weights(weights, path: Path) -> None:
 
 
 def read_weights(path: Path) -> list:
-    with np.load(path, allow_pickle=False) as saved:
-        return [saved[f"arr_{i}"] for i in range(len(saved.files))]
+    """The weights `write_weights` wrote (``arr_0`` ... ``arr_N``), read through
+    `training.artifacts.load_arrays`: a pickle or a damaged file is refused, naming it."""
+    saved = load_arrays(path, "best-weights file")
+    names = [f"arr_{i}" for i in range(len(saved))]
+    if sorted(saved) != sorted(names):
+        raise ArtifactError(f"{path}: holds arrays {sorted(saved)[:5]}; valid: arr_0 ... "
+                            f"arr_{len(saved) - 1}, as the zoo writes them")
+    return [saved[name] for name in names]
 
 
 CHECKPOINTS = "checkpoints"
@@ -143,7 +150,8 @@ def latest_checkpoint(run_dir: Path) -> tuple[Path, dict] | None:
     if not committed:
         return None
     folder = committed[-1]
-    return folder, storage.read_json(folder / "state.json", "checkpoint state")
+    path = folder / "state.json"
+    return folder, check_state(storage.read_json(path, "checkpoint state"), path)
 
 
 def write_history_csv(history: list[dict], path: Path) -> None:

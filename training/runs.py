@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from training.artifacts import check_run_config, load_keras_model, load_normalization
 from training.rundir import RunDirectory
-from training.storage import read_json
 
 __all__ = ["train_or_reuse", "read_finished_run", "load_keras_model", "load_normalization",
            "check_model_fits_task"]
@@ -59,40 +59,15 @@ def read_finished_run(run_dir: Path):
     """
     run = RunDirectory(run_dir)
     run.check_finished()
-    return run.read_config(), load_keras_model(run.model), load_normalization(run.normalization)
-
-
-def load_keras_model(path: Path):
-    """`keras.saving.load_model`, with a damaged file reported as such (Keras says "File not
-    found" for a file that exists but is not a valid archive)."""
-    import keras
-
-    import zoo  # noqa: F401  (registers the zoo layers with Keras serialization)
-
-    import zipfile
-
-    if not zipfile.is_zipfile(path):
-        raise ValueError(f"{path}: cannot be loaded as a Keras model, the file is damaged (not "
-                         "a valid .keras zip archive)")
-    try:
-        return keras.saving.load_model(path)
-    except Exception as err:  # noqa: BLE001 - Keras raises many types for a damaged archive
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        if "File not found" in first:  # Keras's word for any unreadable archive
-            first = "unreadable archive"
-        raise ValueError(f"{path}: cannot be loaded as a Keras model, the file is damaged or "
-                         f"not a zoo model ({type(err).__name__}: {first[:200]})") from None
-
-
-def load_normalization(path: Path):
-    from training.tasks import Normalization
-
-    data = read_json(path, "normalization file")
-    try:
-        return Normalization.from_dict(data)
-    except (KeyError, TypeError, ValueError) as err:
-        raise ValueError(f"{path}: not a valid normalization file (needs equal-length finite "
-                         f"lists 'mean' and 'std'; {type(err).__name__}: {err})") from None
+    config = run.read_config()
+    check_run_config(config, run.config)
+    # Nothing of metrics.json is used here, but a damaged one means a damaged run: `zoo eval`
+    # and `zoo export` refuse it alike, naming it.
+    run.read_metrics()
+    model = load_keras_model(run.model)
+    features = model.inputs[0].shape[-1]
+    norm = load_normalization(run.normalization, None if features is None else int(features))
+    return config, model, norm
 
 
 def check_model_fits_task(model, task, run_dir: Path) -> None:

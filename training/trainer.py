@@ -36,6 +36,7 @@ import zoo
 from training import callbacks as cb
 from zoo.layers import recurrent_layers
 from training import rundir, storage
+from training.artifacts import check_run_config, load_keras_model
 from training.config import TrainConfig
 from training.rundir import RunDirError  # noqa: F401  (re-exported)
 from training.storage import RUN_MARKER
@@ -153,6 +154,10 @@ def _same_settings(folder: Path, config: TrainConfig, refuse: bool) -> bool:
         raise RunDirError(f"{path} is not a zoo run config (a YAML {type(saved).__name__}, not a "
                           "mapping); choose another --out")
     try:
+        check_run_config(saved, path)
+    except ValueError as err:  # names the file and the setting at fault
+        raise RunDirError(f"{err}; choose another --out") from None
+    try:
         previous = TrainConfig.from_dict({k: v for k, v in saved.items()
                                           if not k.endswith("_resolved")})
     except (TypeError, ValueError) as err:
@@ -218,7 +223,7 @@ def warm_start_weights(model: keras.Model, run_dir) -> list:
     if not path.is_file():
         raise FileNotFoundError(f"init_from: {path} does not exist (a finished `zoo train` run "
                                 "directory holds model.keras)")
-    source = keras.saving.load_model(path)
+    source = load_keras_model(path, role=" (--init-from)")
     ours, theirs = model.weights, source.weights
     mismatch = [(a.path, tuple(a.shape), b.path, tuple(b.shape))
                 for a, b in zip(ours, theirs) if tuple(a.shape) != tuple(b.shape)]
@@ -443,7 +448,11 @@ def _model_and_history(run: rundir.RunDirectory, config: TrainConfig, task, chec
     warm-started) model, or the newest committed checkpoint of an unfinished run."""
     with distribution_scope(config):
         if checkpoint:
-            model = keras.saving.load_model(checkpoint[0] / run.model.name)
+            model = load_keras_model(
+                checkpoint[0] / run.model.name,
+                role=f"; {run.root} cannot be resumed from this checkpoint: start it afresh "
+                     "with --overwrite (the run is replaced only once the new one finishes), "
+                     "or choose another --out")
             initial_epoch = checkpoint[1]["epochs_done"]
             print_fn(f"resuming {run.root} after epoch {initial_epoch}/{config.epochs}")
             return model, initial_epoch, checkpoint[1]["history"]

@@ -1,0 +1,156 @@
+"""Edited or damaged run files are one line naming the file and the field, and what is valid
+(issue 23: items 6 and 11, and the misleading errors): config.yaml, a checkpoint's state.json,
+model.keras (a checkpoint's, or --init-from's), best_weights.npz, normalization.json,
+metrics.json. `training.artifacts` is the one reader; these tests go through `zoo eval` and
+`zoo train` as a user would."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import yaml
+
+from edge_rnn_zoo.cli import main
+from training import storage
+from training.trainer import train
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL (not an Exception: nothing under test catches it)."""
+
+
+@pytest.fixture
+def run(finished_har_run, tmp_path, shared_data, monkeypatch):
+    copy = tmp_path / "run"
+    shutil.copytree(finished_har_run, copy)
+    monkeypatch.setenv("ZOO_DATA_DIR", str(shared_data / "har"))
+    return copy
+
+
+def _error(capsys, *argv):
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def _edit_yaml(path, **changes):
+    data = yaml.safe_load(path.read_text())
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key)
+        else:
+            data[key] = value
+    path.write_text(yaml.safe_dump(data))
+
+
+# -------------------------------------------------------------------------------- config.yaml
+def test_config_task_options_a_list(run, capsys):
+    _edit_yaml(run / "config.yaml", task_options=[1, 2])
+    err = _error(capsys, "eval", str(run))
+    assert str(run / "config.yaml") in err and "task_options" in err and "mapping" in err
+
+
+def test_config_without_model(run, capsys):
+    _edit_yaml(run / "config.yaml", model=None)
+    err = _error(capsys, "eval", str(run))
+    assert str(run / "config.yaml") in err and "missing setting 'model'" in err
+
+
+# ------------------------------------------------------------------------------- metrics.json
+@pytest.mark.parametrize("text", ["[1, 2]", "garbage{"])
+def test_eval_refuses_a_bad_metrics_json_like_export(run, capsys, text):
+    (run / "metrics.json").write_text(text)
+    err = _error(capsys, "eval", str(run))
+    assert str(run / "metrics.json") in err and "metrics file" in err
+
+
+# ------------------------------------------------------------------------- normalization.json
+@pytest.mark.parametrize("std0", [-0.5, 0.0])
+def test_normalization_std_not_positive(run, capsys, std0):
+    path = run / "normalization.json"
+    data = json.loads(path.read_text())
+    data["std"][0] = std0
+    path.write_text(json.dumps(data))
+    err = _error(capsys, "eval", str(run))
+    assert str(path) in err and "std[0]" in err and "std > 0" in err
+
+
+def test_normalization_with_other_features(run, capsys):
+    path = run / "normalization.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({"mean": data["mean"][:8], "std": data["std"][:8]}))
+    err = _error(capsys, "eval", str(run))
+    assert str(path) in err and "8 features, but the model takes 9" in err
+
+
+# ---------------------------------------------------------------- an unfinished run, resumed
+@pytest.fixture
+def unfinished(tiny_config, tmp_path, monkeypatch):
+    """A run killed right after committing epoch 1 of 2, and its checkpoint folder."""
+    config = tiny_config()
+    out = tmp_path / "run"
+
+    def point(label):
+        if label == "checkpoint epoch-0001: committed":
+            raise Killed(label)
+
+    monkeypatch.setattr(storage, "crash_point", point)
+    with pytest.raises(Killed):
+        train(config, out, print_fn=lambda *a, **k: None, verbose=0)
+    monkeypatch.setattr(storage, "crash_point", lambda label: None)
+    (checkpoint,) = (out / "checkpoints").glob("epoch-*")
+    return config, out, checkpoint
+
+
+def _resume_error(config, out):
+    with pytest.raises(ValueError) as err:
+        train(config, out, print_fn=lambda *a, **k: None, verbose=0)
+    message = str(err.value)
+    assert "\n" not in message, message
+    return message
+
+
+@pytest.mark.parametrize("change, field", [({"epochs_done": "x"}, "epochs_done"),
+                                           ({"history": None}, "history")])
+def test_state_json_edited(unfinished, change, field):
+    config, out, checkpoint = unfinished
+    path = checkpoint / "state.json"
+    state = json.loads(path.read_text())
+    for key, value in change.items():
+        if value is None:
+            state.pop(key)
+        else:
+            state[key] = value
+    path.write_text(json.dumps(state))
+    message = _resume_error(config, out)
+    assert str(path) in message and field in message
+
+
+def test_truncated_checkpoint_model_says_damaged_and_not_resumable(unfinished):
+    config, out, checkpoint = unfinished
+    path = checkpoint / "model.keras"
+    path.write_bytes(path.read_bytes()[:200])
+    message = _resume_error(config, out)
+    assert str(path) in message and "damaged" in message and "cannot be resumed" in message
+    assert "not found" not in message.lower()
+
+
+def test_pickled_best_weights_are_refused(unfinished):
+    config, out, checkpoint = unfinished
+    path = checkpoint / "best_weights.npz"
+    assert path.is_file()
+    np.savez(path, np.array([{"a": 1}], dtype=object))  # arr_0: an object array, a pickle
+    message = _resume_error(config, out)
+    assert str(path) in message and "pickle" in message
+
+
+def test_truncated_init_from_model_says_damaged(run, tmp_path, capsys, shared_data):
+    path = run / "model.keras"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    err = _error(capsys, "train", "--task", "har2", "--model", "lstm", "--units", "3",
+                 "--epochs", "1", "--recipe", "none", "--data-dir", str(shared_data / "har"),
+                 "--init-from", str(run), "--out", str(tmp_path / "warm"))
+    assert str(path) in err and "damaged" in err and "not found" not in err.lower()
+    assert not (tmp_path / "warm").exists()
