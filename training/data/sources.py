@@ -106,6 +106,10 @@ def locate(spec: DatasetSpec, data_dir: str | os.PathLike | None = None, *,
     found = _find_local(root, spec)
     if found is not None:
         return found
+    if data_dir is not None and not os.path.lexists(root):
+        # A path the user typed: a typo or a file not there yet, never a download target.
+        raise DataNotFoundError(f"--data-dir {data_dir}: no such file or folder. "
+                                + spec.instructions(root.parent if str(root.parent) else Path(".")))
     if root.is_file() or (root.exists() and not root.is_dir()):
         raise DataNotFoundError(f"{root} is not a folder or an archive. {spec.instructions(root)}")
     if not download or offline():

@@ -40,8 +40,9 @@ def parse_table(path: Path, ncols: int, *, delimiter: str | None = None,
         nrows: if given, the required number of lines.
 
     Raises:
-        DataError: empty line, wrong column count, a value that is not a number, NaN/inf, or a
-            wrong row count; the message names file, line and column.
+        DataError: empty line, wrong column count, a value that is not a number, NaN/inf or
+            beyond float32's range, or a wrong row count; the message names file, line and
+            column.
     """
     lines = _lines(path, data)
     if not lines:
@@ -61,11 +62,16 @@ def parse_table(path: Path, ncols: int, *, delimiter: str | None = None,
     except ValueError:
         _locate_bad_token(path, tokens, ncols)
         raise  # pragma: no cover - _locate_bad_token always raises
-    bad = np.flatnonzero(~np.isfinite(values))
+    # The zoo keeps signals as float32: a value finite in float64 but beyond float32's range
+    # (1e308) would become inf there, and NaN after normalisation, far from this file.
+    with np.errstate(over="ignore"):
+        bad = np.flatnonzero(~np.isfinite(values.astype(np.float32)))
     if bad.size:
         k = int(bad[0])
+        what = ("is not finite" if not np.isfinite(values[k]) else
+                f"is outside float32's range (|x| <= {np.finfo(np.float32).max:.4g})")
         raise DataError(f"{path}: line {k // ncols + 1}, column {k % ncols + 1}: value "
-                        f"{tokens[k].strip()!r} is not finite ({bad.size} non-finite values in the file)")
+                        f"{tokens[k].strip()!r} {what} ({bad.size} such values in the file)")
     table = values.reshape(len(lines), ncols)
     if nrows is not None and table.shape[0] != nrows:
         why = ("truncated file?" if table.shape[0] < nrows else
