@@ -198,8 +198,9 @@ def resolve(task: str, model: str, recipe: str | None, overrides: dict[str, Any]
         if recipe or path.is_file():
             data = load_recipe(path)
             for key in ("task", "model"):
-                if key in data and data.pop(key) != settings[key]:
-                    raise ValueError(f"recipe {path} is for {key} {data.get(key)!r}, not "
+                theirs = data.pop(key, settings[key])
+                if theirs != settings[key]:
+                    raise ValueError(f"recipe {path} is for {key} {theirs!r}, not "
                                      f"{settings[key]!r}")
             settings.update(data)
             settings["recipe"] = str(path)
