@@ -10,6 +10,7 @@ from training.rundir import check_run_dir_argument
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     from export.quantize import MODES
+    from training.cli import strict_float, strict_int
 
     parser.add_argument("run_dir", help="a finished run directory written by `zoo train`")
     parser.add_argument("--tflite", action="store_true", required=True,
@@ -29,7 +30,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="export directory (default RUN_DIR/export-FORM-QUANTIZE)")
     parser.add_argument("--data-dir", help="dataset folder or archive (default: where the run "
                                            "found it, else $ZOO_DATA_DIR)")
-    parser.add_argument("--max-drop", type=float, default=1.0,
+    parser.add_argument("--max-drop", type=strict_float, default=1.0,
                         help="fail (exit 3) when TFLite accuracy is more than this many points "
                              "below the Keras float model's (default 1.0)")
     parser.add_argument("--allow-drop", action="store_true",
@@ -37,7 +38,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-channel", action="store_true",
                         help="per-channel weight quantization (default per-tensor: as accurate "
                              "here, and smaller)")
-    parser.add_argument("--calibration-pairs", type=int, default=1000,
+    parser.add_argument("--calibration-pairs", type=strict_int, default=1000,
                         help="step form: (x_t, h_prev) pairs for calibration (default 1000)")
     parser.add_argument("--no-micro", action="store_true",
                         help="skip the TFLite Micro run and arena search")
@@ -61,10 +62,15 @@ def check_export(args) -> None:
 
 def run_export(args) -> int:
     from export.convert import NonBuiltinOpError
-    from export.exporter import AccuracyDropError, ExportDirError, export_run
+    from export.exporter import AccuracyDropError, ExportDirError, ExportOptions, export_run
     from export.quantize import ConversionCrashed
     from training.storage import StorageError
 
+    try:  # the numeric flags, by ExportOptions' rules, for every --form (c included)
+        ExportOptions(max_drop=args.max_drop, calibration_pairs=args.calibration_pairs)
+    except ValueError as err:
+        print(f"zoo export: error: {err}", file=sys.stderr)
+        return 2
     if args.form == "c":
         return _run_c_export(args)
     try:

@@ -21,6 +21,7 @@ export never replaces a good one.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -73,6 +74,7 @@ class ExportOptions:
             raise ValueError(f"unknown --form {self.form!r}; valid: {', '.join(FORMS)}")
         if self.unroll and self.form == "step":
             raise ValueError("--unroll applies to --form sequence (a step model has no loop)")
+        check_export_numbers(self)
 
     @property
     def calibrated(self) -> bool:
@@ -86,6 +88,29 @@ class ExportOptions:
     def default_out(self, run_dir) -> Path:
         unroll = "-unroll" if self.unroll else ""
         return Path(run_dir) / f"export-{self.form}-{self.quantize}{unroll}"
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def check_export_numbers(opts: ExportOptions) -> None:
+    """The numeric options, before anything is read or written: a NaN ``max_drop`` compares
+    false with every drop (so nothing would ever fail, and the card would hold a bare NaN), a
+    negative one fails every export, and zero calibration pairs made the converter fall back to
+    a float model whose card said int8."""
+    drop = opts.max_drop
+    if isinstance(drop, bool) or not isinstance(drop, (int, float)) or not math.isfinite(drop) \
+            or drop < 0:
+        raise ValueError(f"invalid --max-drop {drop!r}; valid: a number of accuracy points >= 0 "
+                         "(default 1.0)")
+    for flag, value in (("--calibration-pairs", opts.calibration_pairs),
+                        ("calibration_sequences", opts.calibration_sequences)):
+        if not _is_count(value):
+            raise ValueError(f"invalid {flag} {value!r}; valid: an integer >= 1")
+    if opts.micro_sequences is not None and not _is_count(opts.micro_sequences):
+        raise ValueError(f"invalid micro_sequences {opts.micro_sequences!r}; valid: an integer "
+                         ">= 1, or None for all")
 
 
 @dataclass
