@@ -2,9 +2,9 @@
 readers and writers (see `ExportDirectory`).
 
 The names a device reads (card, models, test set, normalization) and the card's schema
-(`ModelCard`) are defined in ``export/device_bench.py``, which is copied to devices alone and so
-can import nothing of the zoo; they are re-exported here, beside the names only the zoo writes
-(C sources, the ownership marker).
+(`ModelCard`) are defined in ``export/card_schema.py`` (standard library only: it is copied to
+devices beside ``device_bench.py``); they are re-exported here, beside the names only the zoo
+writes (C sources, the ownership marker).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from export.device_bench import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION, FORMS,
-                                 MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
-                                 CardError, ModelCard, load_card_json, load_testset, model_file,
-                                 read_card)
+from export.card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION, FORMS,
+                                MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
+                                CardError, ModelCard, load_card_json, model_file, read_card)
+from export.device_bench import load_testset
 from training import storage
 
 __all__ = ["ExportDirectory", "ModelCard", "CardError", "CARD_SCHEMA_VERSION", "FORMS",
