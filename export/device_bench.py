@@ -56,7 +56,8 @@ if __package__:
                               FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                               CardError, ExportFolderError, ModelCard, inside_folder,
                               load_card_json, model_file, read_card)
-else:
+else:  # the sibling file, however this one was started (runpy.run_path adds no path)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION,  # noqa: F401
                              FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                              CardError, ExportFolderError, ModelCard, inside_folder,
