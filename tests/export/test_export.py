@@ -202,13 +202,14 @@ def test_float_sequence_export_matches_keras(har_run, har_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_drop_threshold_exits_non_zero(har_run, har_dir, tmp_path, capsys):
-    """A float step export has drop 0; --max-drop -1 demands a gain, so it must fail (exit 3)
-    with a clear message, and --allow-drop accepts it."""
+def test_drop_threshold_exits_non_zero(har_run, har_dir, tmp_path, capsys,
+                                       failing_accuracy_check):
+    """An export whose accuracy check records a 7.13-point loss must fail (exit 3) with a clear
+    message, and --allow-drop accepts it."""
     from edge_rnn_zoo.cli import main
 
     base = ["export", str(har_run), "--tflite", "--form", "step", "--no-micro",
-            "--data-dir", str(har_dir), "--max-drop", "-1"]
+            "--data-dir", str(har_dir)]
     assert main(base + ["--out", str(tmp_path / "a")]) == 3
     err = capsys.readouterr().err
     assert "points below the Keras float model" in err and "--allow-drop" in err

@@ -10,14 +10,14 @@ from export.exportdir import ExportDirectory
 
 
 @pytest.mark.slow
-def test_a_failed_export_is_kept_and_headed_failed(har_run, har_dir, tmp_path):
+def test_a_failed_export_is_kept_and_headed_failed(har_run, har_dir, tmp_path,
+                                                   failing_accuracy_check):
     from export.exporter import AccuracyDropError, export_run
 
     out = tmp_path / "failed"
-    # A float step export loses nothing (drop 0); --max-drop -1 demands a gain, so it fails.
     with pytest.raises(AccuracyDropError, match="points below the Keras float model"):
         export_run(har_run, out, quantize="none", form="step", data_dir=har_dir, micro=False,
-                   max_drop=-1.0, print_fn=lambda *a, **k: None)
+                   print_fn=lambda *a, **k: None)
     assert not out.exists()
     export = ExportDirectory(tmp_path / "failed.failed")
     assert json.loads(export.card.read_text())["accuracy"]["passed"] is False

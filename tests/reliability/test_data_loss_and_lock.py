@@ -39,7 +39,7 @@ def test_failed_overwrite_keeps_the_finished_run(finished_har_run, tmp_path, cap
     args = TRAIN + ["--data-dir", str(tmp_path / "typo"), "--out", str(finished_har_run),
                     "--overwrite"]
     assert main(args) == 2
-    assert "not found" in capsys.readouterr().err
+    assert "no such file or folder" in capsys.readouterr().err
     assert _snapshot(finished_har_run) == before
 
 

@@ -66,7 +66,7 @@ def test_a_user_folder_named_like_the_swap_aside_is_not_moved_into_a_new_run(tmp
     # A typo in --data-dir: the run fails at its data, after the directory has been prepared.
     args = TRAIN + ["--data-dir", str(tmp_path / "typo"), "--out", str(tmp_path / "fresh")]
     assert main(args) == 2
-    assert "not found" in capsys.readouterr().err
+    assert "no such file or folder" in capsys.readouterr().err
     assert _snapshot(tmp_path / ".fresh.old") == before
 
 
@@ -171,7 +171,7 @@ def test_a_killed_exports_staging_folder_is_removed_by_the_next_export(
     # A typo in --data-dir: the export fails at the data, after the lock, in seconds.
     assert main(["export", str(finished_har_run), "--tflite", "--data-dir",
                  str(tmp_path / "typo"), "--out", str(tmp_path / "g")]) == 2
-    assert "not found" in capsys.readouterr().err
+    assert "no such file or folder" in capsys.readouterr().err
     assert not stale.exists()
     assert _snapshot(tmp_path / f".g.partial-{pid + 1}") == users
 
@@ -180,7 +180,7 @@ def test_a_run_that_fails_before_training_leaves_no_directory(tmp_path, capsys):
     out = tmp_path / "runs" / "dsa"
     args = TRAIN + ["--data-dir", str(tmp_path / "dsa19_train_full.zip"), "--out", str(out)]
     assert main(args) == 2
-    assert "not found" in capsys.readouterr().err
+    assert "no such file or folder" in capsys.readouterr().err
     assert not out.exists()
     assert [p.name for p in out.parent.iterdir() if p.name != ".dsa.lock"] == []
 
