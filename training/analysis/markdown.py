@@ -33,6 +33,20 @@ def _stability(result: dict) -> list[str]:
         lines.append(f"002 memory factor at z = sigma_1 sigma_max = {_fmt(mf['z'])}, T = {mf['T']}:"
                      f" mu_0 = {_fmt(mf['mu0'])}, mu_1 = {_fmt(mf['mu1'])}"
                      + (" (**z >= 1: exploding regime**)" if mf["exploding"] else "") + ".")
+    mfm = rec.get("memory_factor_measured")
+    if mfm:
+        lines.append(
+            "002's memory factor (stated for h_t = sigma(W h_(t-1) + U x_t)) is not taken at "
+            "sigma_1 sigma_max here: this cell adds h_(t-1) to a scaled update, so sigma_max "
+            "is not its step's Lipschitz constant. At the measured contraction constant z = "
+            f"{_fmt(mfm['z'])}, T = {mfm['T']}: mu_0 = {_fmt(mfm['mu0'])}, mu_1 = "
+            f"{_fmt(mfm['mu1'])}" + (" (z >= 1: 002's worst-case bounds grow like e^(Omega(T)); "
+                                     "the per-step maxima do not compound: the gradients "
+                                     "section's ||dh_T/dh_1|| measures what the product of "
+                                     "the Jacobians does)" if mfm["exploding"] else "") + ".")
+    if result.get("state_clip") is not None:
+        lines.append(f"The state is clipped to [0, {_fmt(result['state_clip'])}] "
+                     "(state_clip): it stays bounded whatever these constants are.")
     diag = rec.get("diagonal")
     if diag:
         for label in ("measured", "bound"):
@@ -57,6 +71,38 @@ def _stability(result: dict) -> list[str]:
                   f"{_fmt(irnn['eigen_max_real'])}; all negative at "
                   f"{100 * irnn['eigen_all_negative_fraction']:.1f}% of sampled states (A.7.6)."]
     return lines + [""]
+
+
+def _power(base: float, exponent: int) -> float:
+    try:
+        return float(base) ** exponent
+    except OverflowError:
+        return float("inf")
+
+
+def summary(result: dict) -> list[str]:
+    """The few lines ``zoo analyze`` prints beside the report's path."""
+    c, g = result["stability"]["contraction"], result["gradients"]
+    rec = result["stability"]["recurrence"]
+    mf = rec.get("memory_factor") or rec.get("memory_factor_measured")
+    clip = result.get("state_clip")
+    lines = [f"step Jacobian ||ds_t/ds_(t-1)||: max {_fmt(c['max'], 3)}, mean "
+             f"{_fmt(c['mean'], 3)} (001 regime of the max: {c['regime']})"
+             + (f"; state bounded in [0, {_fmt(clip)}]" if clip is not None else ""),
+             f"gradient through time ||dh_T/dh_1|| = {_fmt(g['dhT_dh1_mean'], 3)} over "
+             f"T = {result['timesteps']} steps (the per-step max would allow "
+             f"{_fmt(c['max'], 3)}^{result['timesteps'] - 1} = "
+             f"{_fmt(_power(c['max'], result['timesteps'] - 1), 3)}: what the product does is "
+             "this measured value)"]
+    if mf:
+        lines.append(f"002 memory factor at z = {_fmt(mf['z'], 3)}"
+                     f"{' (measured)' if 'memory_factor' not in rec else ''}: "
+                     f"mu_0,T = {_fmt(mf['mu0'], 3)}")
+    tr = result.get("truncation", {})
+    if tr.get("smallest_k_within_0.5") is not None:
+        lines.append(f"smallest window within 0.5 points of the full sequence: k = "
+                     f"{tr['smallest_k_within_0.5']} of {result['timesteps']}")
+    return lines
 
 
 def _gradients(result: dict) -> list[str]:

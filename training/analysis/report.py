@@ -31,6 +31,10 @@ def _jacobian_part(stepper, x_sub, options) -> tuple[dict, dict]:
     stab = {"contraction": stability.contraction_report(j_state, options["regime_tolerance"]),
             "recurrence": stability.recurrence_report(stepper.cell, steps),
             "input_lipschitz": float(stability.spectral_norms(j_input).max())}
+    if "memory_factor" not in stab["recurrence"] and stab["recurrence"].get("sigma_max"):
+        # Not an Elman step: 002's z is the step's Lipschitz constant, measured on visited states.
+        stab["recurrence"]["memory_factor_measured"] = stability.memory_factor(
+            stab["contraction"]["max"], steps)
     if isinstance(stepper.cell, IRNNCell):
         stab["irnn"] = irnn_report(stepper.cell, x_rows, state_rows)
     curve = gradients.state_gradient_curve(j_state.reshape(n, steps, *j_state.shape[1:]))
@@ -109,7 +113,8 @@ def analyze_model(model, x: np.ndarray, y: np.ndarray, kind: str = "classificati
     rng = np.random.default_rng(options["seed"])
     stepper = CellStepper(model)
     seconds, out = {}, {"sequences": int(len(x)), "timesteps": int(x.shape[1]),
-                        "state_dim": stepper.state_dim, "cell": type(stepper.cell).__name__}
+                        "state_dim": stepper.state_dim, "cell": type(stepper.cell).__name__,
+                        "state_clip": getattr(stepper.cell, "state_clip", None)}
 
     start = time.perf_counter()
     x_jac = x[_subsample(len(x), options["jacobian_sequences"], rng)]
@@ -181,7 +186,7 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=print, **options)
     >>> report = analyze_run("runs/har2-fastrnn")  # writes runs/har2-fastrnn/analysis/
     """
     from training.analysis.plots import write_plots
-    from training.analysis.markdown import render
+    from training.analysis.markdown import render, summary
 
     run_dir = Path(run_dir)
     out_dir = Path(out_dir) if out_dir else run_dir / "analysis"
@@ -198,6 +203,8 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=print, **options)
     result["plots"] = write_plots(result, out_dir)
     (out_dir / "report.json").write_text(json.dumps(result, indent=1))
     (out_dir / "report.md").write_text(render(result))
+    for line in summary(result):
+        print_fn(line)
     print_fn(f"report: {out_dir / 'report.md'} ({result['seconds']['total']:.1f}s)")
     return result
 

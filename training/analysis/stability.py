@@ -89,9 +89,20 @@ def memory_factor(z: float, steps: int) -> dict:
                 "mu1": float(((k + 1) * powers).sum()), "exploding": bool(z >= 1.0)}
 
 
+def is_elman_form(cell) -> bool:
+    """True for cells whose step is ``h_t = sigma(W h_{t-1} + U x_t + b)``: there (and only
+    there) sigma_1 ||W|| bounds ||dh_t / dh_{t-1}||, the z of 002's memory factor. The iRNN
+    (h + eta (phi(U .) - alpha .)), FastRNN/FastGRNN (alpha phi(U h ..) + beta h) and
+    AntisymmetricRNN (h + eps phi(..)) add h_{t-1} to a scaled update: ||U|| alone says nothing
+    of their step (a trained SiRNN has ||U|| ~ 10 and a step Jacobian of norm ~ 1)."""
+    return isinstance(cell, (StableRNNCell, DiagonalRNNCell, keras.layers.SimpleRNNCell))
+
+
 def recurrence_report(cell, steps: int) -> dict:
-    """sigma_max of the recurrence (000's L_rho sigma_max < 1 criterion where rho is known) and
-    002's memory factor for z = sigma_1 sigma_max (z = sigma_1 alpha_m for DiagonalRNN)."""
+    """sigma_max of the recurrence (000's L_rho sigma_max < 1 criterion where rho is known) and,
+    for an Elman-form cell (`is_elman_form`), 002's memory factor for z = sigma_1 sigma_max
+    (z = sigma_1 alpha_m for DiagonalRNN). Other cells get it from the measured contraction
+    constant (`training.analysis.report`)."""
     matrix, what = recurrence_matrix(cell)
     out = {"matrix": what}
     if matrix is None:
@@ -101,7 +112,8 @@ def recurrence_report(cell, steps: int) -> dict:
     out.update({"sigma_max": sigma, "activation_lipschitz": lip})
     if lip is not None:
         out["lipschitz_times_sigma_max"] = lip * sigma
-        out["memory_factor"] = memory_factor(lip * sigma, steps)
+        if is_elman_form(cell):
+            out["memory_factor"] = memory_factor(lip * sigma, steps)
     if isinstance(cell, DiagonalRNNCell):
         out["diagonal"] = diagonal_memory_report(cell, steps)
     return out
