@@ -32,3 +32,14 @@ def finished_har_run(tmp_path_factory, shared_data):
                  "--batch-size", "512", "--recipe", "none", "--data-dir",
                  str(shared_data / "har"), "--out", str(out)]) == 0
     return out
+
+
+@pytest.fixture
+def run(finished_har_run, tmp_path, shared_data, monkeypatch):
+    """A copy of the finished run to damage, its data found through ZOO_DATA_DIR."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(finished_har_run, copy)
+    monkeypatch.setenv("ZOO_DATA_DIR", str(shared_data / "har"))
+    return copy

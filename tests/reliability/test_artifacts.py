@@ -2,20 +2,11 @@
 a corrupt model.keras, a bad normalization.json or metrics.json, a config.yaml edited to another
 task, and an unfinished run, under `zoo eval` and `zoo export`."""
 
-import shutil
 
 import pytest
 import yaml
 
 from edge_rnn_zoo.cli import main
-
-
-@pytest.fixture
-def run(finished_har_run, tmp_path, shared_data, monkeypatch):
-    copy = tmp_path / "run"
-    shutil.copytree(finished_har_run, copy)
-    monkeypatch.setenv("ZOO_DATA_DIR", str(shared_data / "har"))
-    return copy
 
 
 def _error(capsys, *argv):

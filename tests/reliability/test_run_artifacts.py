@@ -5,7 +5,6 @@ metrics.json. `training.artifacts` is the one reader; these tests go through `zo
 `zoo train` as a user would."""
 
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -18,14 +17,6 @@ from training.trainer import train
 
 class Killed(BaseException):
     """Stands for SIGKILL (not an Exception: nothing under test catches it)."""
-
-
-@pytest.fixture
-def run(finished_har_run, tmp_path, shared_data, monkeypatch):
-    copy = tmp_path / "run"
-    shutil.copytree(finished_har_run, copy)
-    monkeypatch.setenv("ZOO_DATA_DIR", str(shared_data / "har"))
-    return copy
 
 
 def _error(capsys, *argv):
