@@ -11,7 +11,7 @@ import csv
 import statistics
 from pathlib import Path
 
-from training.benchmarks.realscale import T_975, paired_difference
+from training.benchmarks.realscale import T_975, mean_sd, paired_difference
 from training.rundir import RunDirectory
 
 
@@ -27,14 +27,6 @@ def summarise(run_dir) -> dict:
             "test": 100 * metrics["test"]["accuracy"], "parameters": metrics["parameters"],
             "seconds": metrics["training_seconds"], "epochs": metrics["epochs_run"],
             "best_epoch": metrics["best_epoch"]}
-
-
-def mean_sd(values: list[float]) -> str:
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
 def cv_epoch(curves: list[list[float]]) -> tuple[int, list[float]] | None:

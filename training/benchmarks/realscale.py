@@ -122,7 +122,8 @@ def summarise(run_dir: Path, task: str) -> dict:
             "collapsed": collapse_epoch(history, 1.0 / classes)}
 
 
-def _mean_spread(values: list[float]) -> str:
+def mean_sd(values: list[float]) -> str:
+    """'mean ± sd' (2 decimals) of a table cell; the value alone for one run, '-' for none."""
     if not values:
         return "-"
     if len(values) == 1:
@@ -146,8 +147,8 @@ def report(args) -> str:
             rows.append({"task": task, "model": label, **{k: [r[k] for r in runs] for k in runs[0]}})
             lines.append(
                 f"| {task} | {label} | {runs[0]['parameters']:,} | "
-                f"{_mean_spread([r['val'] for r in runs])} | "
-                f"{_mean_spread([r['test'] for r in runs])} | {len(runs)} | "
+                f"{mean_sd([r['val'] for r in runs])} | "
+                f"{mean_sd([r['test'] for r in runs])} | {len(runs)} | "
                 f"{'; '.join(collapsed) or 'none'} | "
                 f"{'/'.join(str(r['epochs']) for r in runs)} "
                 f"({'/'.join(str(r['best_epoch']) for r in runs)}) | "
