@@ -35,27 +35,12 @@
 #error "ZOO_USE_ARM_DSP needs a core with the DSP extension (e.g. -mcpu=cortex-m4)"
 #endif
 
-/* gemmlowp SaturatingRoundingDoublingHighMul (fixedpoint.h). gemmlowp adds 2^30 to a
- * non-negative product and 1 - 2^30 to a negative one, then divides by 2^31 truncating toward
- * zero; both cases are floor((a * b + 2^30) / 2^31), one arithmetic shift, no branch. */
-ZOO_INLINE int32_t zoo_srdhm(int32_t a, int32_t b) {
-  if (a == b && a == INT32_MIN) return INT32_MAX;
-  return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 30)) >> 31);
-}
-
-/* gemmlowp RoundingDivideByPOT: x / 2^exponent, rounded to nearest, ties away from zero. */
-ZOO_INLINE int32_t zoo_rdbpot(int32_t x, int exponent) {
-  const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
-  const int32_t remainder = x & mask;
-  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-  return (x >> exponent) + (remainder > threshold ? 1 : 0);
-}
-
 /* Every operand rescaled here is bounded, |x| < 2^30: the generator checks it for each
  * FULLY_CONNECTED accumulator and MUL product, and ADD/SUB operands stay below 2^29 by
  * construction. Within that bound gemmlowp's high mul is floor((2xm + 2^31) / 2^32) (one
  * SMMULR on a Cortex-M with DSP) and its rounding divide is one add and one shift without
- * overflow: the same bits as zoo_srdhm / zoo_rdbpot above, with fewer instructions. */
+ * overflow: the same bits as gemmlowp's SaturatingRoundingDoublingHighMul and
+ * RoundingDivideByPOT (fixedpoint.h), with fewer instructions and no branch. */
 ZOO_INLINE int32_t zoo_srdhm_bounded(int32_t a, int32_t b) {
 #if defined(ZOO_USE_ARM_DSP)
   int32_t r;
