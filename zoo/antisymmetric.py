@@ -57,7 +57,7 @@ class AntisymmetricRNNCell(ZooCell):
         inputs: ``(batch, d)``, the input x_t.
         states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
             back in the same form (as in `keras.layers.SimpleRNNCell`).
-        training: unused.
+        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
 
     Example:
 
@@ -121,8 +121,9 @@ class AntisymmetricRNNCell(ZooCell):
 
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
-        recurrent = ops.matmul(h_prev, self.recurrent_matrix())
-        drive = ops.matmul(inputs, self.kernel)
+        x, h_u = self.dropped(inputs, h_prev, training)
+        recurrent = ops.matmul(h_u, self.recurrent_matrix())
+        drive = ops.matmul(x, self.kernel)
         if self.use_bias:
             drive = drive + self.bias
         update = self.activation(recurrent + drive[:, :self.units])

@@ -147,7 +147,7 @@ class DiagonalRNNCell(ZooCell):
         use_bias: add a bias b (the paper has none; default False).
         symmetric_init: Def. 1 (default); ``False`` draws w ~ U[-alpha, alpha] and U ~ N(0, 1)
             independently per neuron.
-        seed: seed of the initial draw.
+        seed: seed of the initial draw, and of the dropout masks (`ZooCell`).
         kernel_initializer, recurrent_initializer: for U and the diagonal w; default ``None``:
             as ``symmetric_init``, ``alpha`` and ``seed`` say.
         bias_initializer: for b; default zeros.
@@ -161,7 +161,7 @@ class DiagonalRNNCell(ZooCell):
         inputs: ``(batch, d)``, the input x_t.
         states: h_{t-1} of shape ``(batch, m)``, bare or as ``[h_{t-1}]``; the new state comes
             back in the same form (as in `keras.layers.SimpleRNNCell`).
-        training: unused.
+        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
 
     Example:
 
@@ -187,7 +187,8 @@ class DiagonalRNNCell(ZooCell):
             recurrent_initializer=recurrent_initializer, bias_initializer=bias_initializer,
             kernel_regularizer=kernel_regularizer, recurrent_regularizer=recurrent_regularizer,
             bias_regularizer=bias_regularizer, kernel_constraint=kernel_constraint,
-            recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint, **kwargs)
+            recurrent_constraint=recurrent_constraint, bias_constraint=bias_constraint,
+            seed=seed, **kwargs)
         if symmetric_init and units % 2:
             raise ValueError(f"units must be even with symmetric_init, got {units}")
         if not alpha >= 0:
@@ -262,7 +263,8 @@ class DiagonalRNNCell(ZooCell):
 
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
-        pre = ops.matmul(inputs, self.kernel) + self.recurrent_kernel * h_prev
+        x, h_u = self.dropped(inputs, h_prev, training)
+        pre = ops.matmul(x, self.kernel) + self.recurrent_kernel * h_u
         if self.use_bias:
             pre = pre + self.bias
         h = self.activation(pre)

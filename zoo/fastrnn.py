@@ -102,7 +102,7 @@ class FastRNNCell(_FastCellBase):
         inputs: ``(batch, d)``, the input x_t.
         states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
             back in the same form (as in `keras.layers.SimpleRNNCell`).
-        training: unused.
+        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
 
     Example:
 
@@ -146,7 +146,7 @@ class FastRNNCell(_FastCellBase):
 
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
-        pre = self.pre_activation(inputs, h_prev)
+        pre = self.pre_activation(*self.dropped(inputs, h_prev, training))
         if self.use_bias:
             pre = pre + self.bias
         h = ops.sigmoid(self.alpha_raw) * self.activation(pre) + ops.sigmoid(self.beta_raw) * h_prev
@@ -190,7 +190,7 @@ class FastGRNNCell(_FastCellBase):
         inputs: ``(batch, d)``, the input x_t.
         states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
             back in the same form (as in `keras.layers.SimpleRNNCell`).
-        training: unused.
+        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
 
     Example:
 
@@ -245,7 +245,7 @@ class FastGRNNCell(_FastCellBase):
 
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
-        pre = self.pre_activation(inputs, h_prev)
+        pre = self.pre_activation(*self.dropped(inputs, h_prev, training))
         gate_pre, update_pre = pre, pre
         if self.use_bias:
             gate_pre, update_pre = pre + self.gate_bias, pre + self.update_bias

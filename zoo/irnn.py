@@ -90,7 +90,7 @@ class IRNNCell(ZooCell):
         states: h_{m-1} of shape ``(batch, D)``, bare or as ``[h_{m-1}]`` (the new state comes
             back in the same form, as in `keras.layers.SimpleRNNCell`); with ``eta_timesteps``
             the list ``[h_{m-1}, m]`` (the step counter, shape ``(batch, 1)``).
-        training: unused (the cell has no dropout).
+        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
 
     Example:
 
@@ -217,7 +217,10 @@ class IRNNCell(ZooCell):
         h_prev = previous_state(states)
         dtype = h_prev.dtype
         alpha = ops.cast(self.alpha_value(), dtype)
-        drive = ops.matmul(inputs, self.kernel)  # W x_m (+ b), shared by all K recursions
+        x_mask = self.input_dropout_mask(inputs, training)
+        u_mask = self.recurrent_dropout_mask(h_prev, training)  # on what enters U, every k
+        x = inputs if x_mask is None else inputs * x_mask
+        drive = ops.matmul(x, self.kernel)  # W x_m (+ b), shared by all K recursions
         if self.use_bias:
             drive = drive + self.bias
         eta = ops.cast(self.eta_value(), dtype)
@@ -233,7 +236,7 @@ class IRNNCell(ZooCell):
         shift = h_prev if self.state_sign == 1 else -h_prev
         for eta in etas:
             v = g + shift
-            pre = self._apply_u(v, alpha) + drive
+            pre = self._apply_u(v if u_mask is None else v * u_mask, alpha) + drive
             if self.premultiply:
                 pre = self._apply_u(pre, alpha)
             g = self._bound(g + eta * (self.activation(pre) - alpha * v))

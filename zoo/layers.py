@@ -9,11 +9,16 @@ which keyword arguments belong to the cell, so a new cell needs only ``cell_clas
 import inspect
 
 import keras
-from keras import constraints, initializers, regularizers
+from keras import constraints, initializers, ops, regularizers
 from keras.layers import InputSpec
+# Not exported by keras.layers, but `keras.layers.RNN` prepares a cell's dropout masks outside its
+# step loop only for instances of this class, as it does for SimpleRNNCell / GRUCell / LSTMCell.
+from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 # Layer arguments that both the cell and the RNN layer accept; the RNN keeps them.
 _SHARED = ("name", "dtype", "trainable")
+# Every ZooCell's dropout arguments (as Keras's cells have them), whatever its own signature lists.
+DROPOUT_ARGS = {"dropout": 0.0, "recurrent_dropout": 0.0, "seed": None}
 
 
 def previous_state(states):
@@ -28,8 +33,8 @@ def next_state(h, states):
     return [h] if isinstance(states, (list, tuple)) else h
 
 
-class ZooCell(keras.layers.Layer):
-    """Base of the zoo's cells: stores and serializes the Keras weight arguments.
+class ZooCell(keras.layers.Layer, DropoutRNNCell):
+    """Base of the zoo's cells: stores and serializes the Keras weight and dropout arguments.
 
     The arguments mean what they mean in `keras.layers.SimpleRNNCell`; a subclass lists them in
     its own signature (the registry and `CellRNN` read the options from it), resolves its
@@ -44,17 +49,35 @@ class ZooCell(keras.layers.Layer):
             weights, the recurrent weights and the bias.
         kernel_regularizer, recurrent_regularizer, bias_regularizer: their regularizers.
         kernel_constraint, recurrent_constraint, bias_constraint: their constraints.
+        dropout: fraction of the input features dropped before the input weights W, in
+            training only (as `keras.layers.SimpleRNNCell`).
+        recurrent_dropout: fraction of the state units dropped where h_{t-1} enters the
+            recurrent weights U, in training only; the cell's own residual, leak or gate terms
+            keep the whole state. One mask per sequence, reused at every step (Gal & Ghahramani
+            2016, as Keras's cells do).
+        seed: seed of the dropout masks.
         **kwargs: `keras.layers.Layer` arguments.
+
+    With both rates 0 (the default) a cell computes exactly what it computed without them and
+    holds no random-generator state, so saved models and TFLite exports are unchanged.
     """
 
     def __init__(self, units, use_bias=True, kernel_initializer="glorot_uniform",
                  recurrent_initializer="orthogonal", bias_initializer="zeros",
                  kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
                  kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
-                 **kwargs):
+                 dropout=0.0, recurrent_dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
         if units <= 0:
             raise ValueError(f"units must be positive, got {units}")
+        for arg, rate in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
+            if not 0.0 <= rate < 1.0:
+                raise ValueError(f"{arg} must be in [0, 1), got {rate!r}")
+        self.dropout = float(dropout)
+        self.recurrent_dropout = float(recurrent_dropout)
+        self.seed = seed
+        if self.dropout > 0 or self.recurrent_dropout > 0:  # a variable only when it is used
+            self.seed_generator = keras.random.SeedGenerator(seed)
         self.units = units
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(kernel_initializer)
@@ -88,6 +111,29 @@ class ZooCell(keras.layers.Layer):
                                initializer=initializer or self.bias_initializer,
                                regularizer=self.bias_regularizer, constraint=self.bias_constraint)
 
+    def input_dropout_mask(self, inputs, training):
+        """The mask on x_t (None when not training or ``dropout`` is 0)."""
+        mask = self.get_dropout_mask(inputs)
+        return mask if training and mask is not None else None
+
+    def recurrent_dropout_mask(self, h_prev, training):
+        """The mask on h_{t-1} where it enters U (None when not training or the rate is 0)."""
+        mask = self.get_recurrent_dropout_mask(h_prev)
+        return mask if training and mask is not None else None
+
+    def dropped(self, inputs, h_prev, training):
+        """``(x_t, h_{t-1})`` as W and U see them: each times its dropout mask when training
+        (unchanged tensors otherwise, so inference and rate 0 compute as before)."""
+        x_mask = self.input_dropout_mask(inputs, training)
+        h_mask = self.recurrent_dropout_mask(h_prev, training)
+        return (inputs if x_mask is None else inputs * x_mask,
+                h_prev if h_mask is None else h_prev * h_mask)
+
+    def get_initial_state(self, batch_size=None):
+        """Zeros for every state tensor (as `keras.layers.SimpleRNNCell.get_initial_state`)."""
+        sizes = self.state_size if isinstance(self.state_size, (list, tuple)) else [self.state_size]
+        return [ops.zeros((batch_size, size), dtype=self.compute_dtype) for size in sizes]
+
     def macs_per_step(self, input_dim: int) -> int:
         """Multiply-accumulates of one time step (matrix products only), for `zoo.macs`."""
         raise NotImplementedError(f"{type(self).__name__} does not count its MACs")
@@ -104,6 +150,8 @@ class ZooCell(keras.layers.Layer):
             "kernel_constraint": constraints.serialize(self.kernel_constraint),
             "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
             "bias_constraint": constraints.serialize(self.bias_constraint),
+            "dropout": self.dropout, "recurrent_dropout": self.recurrent_dropout,
+            "seed": self.seed,
         }
         return {**super().get_config(), **config}
 
@@ -138,7 +186,9 @@ class CellRNN(keras.layers.RNN):
 
     def __init__(self, units, return_sequences=False, return_state=False, go_backwards=False,
                  stateful=False, unroll=False, **kwargs):
-        cell_params = inspect.signature(self.cell_class.__init__).parameters
+        cell_params = set(inspect.signature(self.cell_class.__init__).parameters)
+        if issubclass(self.cell_class, ZooCell):
+            cell_params |= set(DROPOUT_ARGS)
         cell_kwargs = {k: kwargs.pop(k) for k in list(kwargs)
                        if k in cell_params and k not in _SHARED}
         cell = self.cell_class(units, dtype=kwargs.get("dtype"),

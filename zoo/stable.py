@@ -83,7 +83,7 @@ class StableRNNCell(ZooCell):
         inputs: ``(batch, d)``, the input x_t.
         states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
             back in the same form (as in `keras.layers.SimpleRNNCell`).
-        training: unused.
+        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
 
     Example:
 
@@ -132,8 +132,8 @@ class StableRNNCell(ZooCell):
         return input_dim * self.units + self.units * self.units
 
     def call(self, inputs, states, training=False):
-        h_prev = previous_state(states)
-        pre = ops.matmul(inputs, self.kernel) + ops.matmul(h_prev, self.recurrent_kernel)
+        x, h_u = self.dropped(inputs, previous_state(states), training)
+        pre = ops.matmul(x, self.kernel) + ops.matmul(h_u, self.recurrent_kernel)
         if self.use_bias:
             pre = pre + self.bias
         h = self.activation(pre)
