@@ -13,7 +13,7 @@ import argparse
 import importlib
 import sys
 
-from edge_rnn_zoo.quiet import import_keras_quietly, quiet_environment
+from edge_rnn_zoo.quiet import import_keras_quietly, quiet_environment, verbose_environment
 
 # subcommand -> (module, one-line help)
 SUBCOMMANDS = {
@@ -85,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, FileNotFoundError) as err:
             print(f"zoo {args.command}: error: {err}", file=sys.stderr)
             return 2
-    if not args.verbose:
+    if args.verbose:
+        verbose_environment()
+    else:
         quiet_environment()
         if args.command not in _NO_KERAS_UP_FRONT:
             import_keras_quietly()

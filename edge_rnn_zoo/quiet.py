@@ -1,55 +1,21 @@
 """Keep TensorFlow's native start-up lines off the terminal unless ``--verbose``.
 
-``TF_CPP_MIN_LOG_LEVEL=3`` silences TensorFlow's C++ logs once absl's logging is initialised, but
-not the lines written before that ("All log messages before absl::InitializeLog() ...", "Could not
-find cuda drivers ...": tensorflow/tensorflow#100442). Those come while ``tensorflow`` is imported
-and its devices are first listed, so that one moment runs with file descriptor 2 redirected to a
-temporary file, which is replayed if the import fails (nothing an error says is lost).
+The mechanism (and what does not work: ``TF_CPP_MIN_LOG_LEVEL`` alone, ``CUDA_VISIBLE_DEVICES``,
+``TF_ENABLE_ONEDNN_OPTS``) lives in `zoo.quiet`, which ``import zoo`` uses too; the command line
+adds the stricter level 3 and ``--verbose``, which asks TensorFlow for every log line.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-import tempfile
+
+from zoo.quiet import import_keras_quietly, native_stderr_captured, quiet_environment
+
+__all__ = ["import_keras_quietly", "native_stderr_captured", "quiet_environment",
+           "verbose_environment"]
 
 
-def quiet_environment() -> None:
-    """Set the log-level variables (a user's own setting wins). Call before TensorFlow loads."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-
-
-@contextlib.contextmanager
-def native_stderr_captured():
-    """Run the body with the process's fd 2 in a temporary file; replay it if the body raises."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        except BaseException:
-            os.dup2(saved, 2)
-            sink.seek(0)
-            sys.stderr.write(sink.read().decode(errors="replace"))
-            raise
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-
-
-def import_keras_quietly() -> None:
-    """Import Keras (and TensorFlow with its device probe, when that is the backend) with the
-    native start-up lines captured."""
-    if "keras" in sys.modules:
-        return
-    with native_stderr_captured():
-        import keras
-
-        if keras.backend.backend() == "tensorflow":
-            import tensorflow as tf
-
-            tf.config.list_physical_devices()  # CUDA probing logs here, on first use
+def verbose_environment() -> None:
+    """``zoo --verbose``: TensorFlow's C++ logs at every level and nothing captured (a user's
+    own ``TF_CPP_MIN_LOG_LEVEL`` wins)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")

@@ -3,25 +3,59 @@
     >>> import zoo
     >>> zoo.list_models()
     >>> model = zoo.create_model("irnn", input_shape=(128, 9), num_classes=2, k=5)
+
+``import zoo`` is quick and writes nothing to stderr. The Keras side (registry, cells) loads on
+first use of one of its names (PEP 562), or as soon as Keras itself is imported, so
+``import zoo; keras.saving.load_model("model.keras")`` finds the zoo's layers as before; either
+way TensorFlow's native start-up lines are captured (`zoo.quiet`). So ``zoo list``,
+``zoo.list_pretrained()`` and the command line's usage errors answer without loading
+TensorFlow, and ``from zoo import create_model`` works as usual.
 """
 
-from zoo.registry import create_layer, create_model, get_model_entry, list_models, register_model
-from zoo.pretrained import get_pretrained_cfg, list_pretrained
+import importlib
 
-# Importing a family module registers its models: one line per family.
-from zoo.irnn import IRNN, IRNNCell, SiRNN
-from zoo.fastrnn import FastGRNN, FastGRNNCell, FastRNN, FastRNNCell
-from zoo.antisymmetric import AntisymmetricRNN, AntisymmetricRNNCell
-from zoo.stable import SpectralNormBall, StableRNN, StableRNNCell
-from zoo.diagonal import DiagonalRNN, DiagonalRNNCell, MaxNormBall, SymmetricInit
-from zoo import baselines  # noqa: F401  (Keras SimpleRNN / LSTM / GRU)
-from zoo import dscnn  # noqa: F401  (DS-CNN keyword-spotting reference)
+from zoo import quiet as _quiet
+from zoo.pretrained import get_pretrained_cfg, list_pretrained
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "create_layer", "create_model", "get_model_entry", "list_models", "register_model",
-    "get_pretrained_cfg", "list_pretrained",
-    "IRNN", "IRNNCell", "SiRNN", "FastRNN", "FastRNNCell", "FastGRNN", "FastGRNNCell",
-    "AntisymmetricRNN", "AntisymmetricRNNCell", "StableRNN", "StableRNNCell", "SpectralNormBall",
-]
+# Keras-side name -> the module defining it. Importing a family module registers its models.
+_LAZY = {
+    **dict.fromkeys(("create_layer", "create_model", "get_model_entry", "list_models",
+                     "register_model", "reset_head"), "zoo.registry"),
+    **dict.fromkeys(("IRNN", "IRNNCell", "SiRNN"), "zoo.irnn"),
+    **dict.fromkeys(("FastGRNN", "FastGRNNCell", "FastRNN", "FastRNNCell"), "zoo.fastrnn"),
+    **dict.fromkeys(("AntisymmetricRNN", "AntisymmetricRNNCell"), "zoo.antisymmetric"),
+    **dict.fromkeys(("SpectralNormBall", "StableRNN", "StableRNNCell"), "zoo.stable"),
+    **dict.fromkeys(("DiagonalRNN", "DiagonalRNNCell", "MaxNormBall", "SymmetricInit"),
+                    "zoo.diagonal"),
+}
+# Families without public names of their own, registered all the same.
+_MORE_FAMILIES = ("zoo.baselines", "zoo.dscnn")  # Keras SimpleRNN / LSTM / GRU; DS-CNN
+
+__all__ = ["get_pretrained_cfg", "list_pretrained", *_LAZY]
+
+
+def _load_keras_side() -> None:
+    """Import the registry and every family: registers the built-in models with the registry
+    and their layers with Keras serialization. (A family already being imported is left to
+    finish its own import.)"""
+    for module_name in sorted(set(_LAZY.values())) + list(_MORE_FAMILIES):
+        importlib.import_module(module_name)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        _load_keras_side()
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'zoo' has no attribute {name!r}")
+
+
+_quiet.install()
+_quiet.after_import("keras", _load_keras_side)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

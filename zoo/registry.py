@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import fnmatch
+import importlib
 import inspect
 from typing import Any, Callable
 
 import keras
+
+from zoo import model_table
+from zoo.layers import DROPOUT_ARGS, ZooCell
 
 
 # Arguments of keras.layers.Layer / keras.layers.RNN that every entry accepts.
@@ -49,6 +54,8 @@ class ModelEntry:
         cell_class = getattr(self.layer_class, "cell_class", None)
         if cell_class is not None:
             opts.update(_init_params(cell_class))
+            if issubclass(cell_class, ZooCell):  # taken through **kwargs by every zoo cell
+                opts.update({k: v for k, v in DROPOUT_ARGS.items() if k not in opts})
         opts.update(_init_params(self.layer_class))
         for key in _LAYER_ARGS:
             opts.pop(key, None)
@@ -77,20 +84,39 @@ def register_model(name: str, layer_class: type, *, defaults: dict[str, Any] | N
     return layer_class
 
 
+def _import_builtin_families() -> None:
+    """Import every built-in family (each registers its models at import), so the registry is
+    complete however it was reached (``import zoo`` loads the families lazily, and
+    ``from zoo.registry import create_model`` does not go through it)."""
+    for module_name in model_table.FAMILIES:
+        importlib.import_module(module_name)
+
+
 def list_models(pattern: str | None = None) -> list[str]:
-    """Names of the registered models, sorted; ``pattern`` is a substring filter."""
+    """Names of the registered models, sorted.
+
+    ``pattern`` is a shell-style wildcard, as in timm: ``"*rnn*"``, ``"fast*"``, ``"gru"``
+    (a name without wildcards matches only itself).
+    """
+    _import_builtin_families()
     names = sorted(_REGISTRY)
-    return [n for n in names if pattern is None or pattern in n]
+    return names if pattern is None else fnmatch.filter(names, pattern)
 
 
 def get_model_entry(name: str) -> ModelEntry:
+    """The entry of ``name``; an unknown name is a ValueError suggesting the closest ones."""
+    _import_builtin_families()
     try:
         return _REGISTRY[name]
     except KeyError:
-        close = difflib.get_close_matches(name, _REGISTRY, n=3)
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise ValueError(
-            f"unknown model {name!r}.{hint} Valid models: {', '.join(list_models())}") from None
+        raise ValueError(unknown_model_message(name, list(_REGISTRY))) from None
+
+
+def unknown_model_message(name: str, known: list[str]) -> str:
+    """``unknown model 'sirn'; did you mean 'sirnn'? Valid models: ...`` (difflib's closest)."""
+    close = difflib.get_close_matches(name, known, n=3)
+    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    return f"unknown model {name!r}{hint} Valid models: {', '.join(sorted(known))}"
 
 
 def check_options(name: str, options: dict[str, Any]) -> ModelEntry:
@@ -122,7 +148,10 @@ def create_model(name: str, input_shape=None, num_classes: int | None = None, *,
         name: a name from `list_models()` (or a pretrained tag such as ``"sirnn.har2"``).
         input_shape: ``(timesteps, features)``; ``timesteps`` may be ``None``. Not needed with
             ``pretrained`` (checked against the pretrained model's when given).
-        num_classes: width of the Dense head (1 for a regression target); as ``input_shape``.
+        num_classes: width of the Dense head (1 for a regression target). With ``pretrained``:
+            left out (or equal to the pretrained model's), the trained head is kept; another
+            number gives a fresh, untrained head of that width on the trained recurrent layer,
+            for fine-tuning (timm's ``reset_classifier``; see `reset_head`).
         pretrained: ``False`` (default) for a fresh model; a task (``"har2"``), a tag
             (``"sirnn.har2"``) or ``True`` (``name`` is a tag) for the trained model shipped
             with the zoo (`zoo.list_pretrained()`), sha256-checked, taking raw features (its
@@ -135,9 +164,12 @@ def create_model(name: str, input_shape=None, num_classes: int | None = None, *,
             ``zoo list``.
     """
     if pretrained:
-        return _pretrained_model(name, pretrained, input_shape, num_classes, overrides)
+        return _pretrained_model(name, pretrained, input_shape, num_classes, head_activation,
+                                 overrides)
+    entry = check_options(name, overrides)  # an unknown name or option first: the likelier slip
     if input_shape is None or num_classes is None:
-        raise ValueError("create_model needs input_shape and num_classes (or pretrained=...)")
+        raise ValueError(f"create_model({entry.name!r}) needs input_shape and num_classes "
+                         "(or pretrained=...)")
     if head not in ("last", "sequence"):
         raise ValueError(f"head must be 'last' or 'sequence', got {head!r}")
     if len(tuple(input_shape)) != 2:
@@ -151,7 +183,34 @@ def create_model(name: str, input_shape=None, num_classes: int | None = None, *,
     return keras.Model(inputs, outputs, name=name)
 
 
-def _pretrained_model(name, pretrained, input_shape, num_classes, overrides) -> keras.Model:
+def reset_head(model: keras.Model, num_classes: int, activation: str | None = None,
+               name: str | None = None) -> keras.Model:
+    """``model`` with its final ``Dense`` head replaced by a fresh one of ``num_classes`` units.
+
+    timm's ``reset_classifier`` for a functional Keras model: every layer before the head is the
+    same layer object (trained weights shared, not copied), so fine-tuning starts from them; the
+    new head is initialised as `create_model` initialises one. The head is the model's last
+    layer, which must be a ``Dense`` (a pretrained zoo model nests its trained model after the
+    normalisation layer: its last layer is searched the same way).
+    """
+    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 1:
+        raise ValueError(f"num_classes must be an integer >= 1, got {num_classes!r}")
+    inner = model.layers[-1]
+    if isinstance(inner, keras.Model):  # pretrained: input -> normalization -> trained model
+        features = keras.Model(inner.inputs, inner.layers[-1].input, name=f"{inner.name}_body")
+        # What feeds the nested model in this graph (its own `.input` is its inner Input).
+        hidden = features(model.layers[-2].output)
+        inputs = model.inputs
+    elif isinstance(inner, keras.layers.Dense):
+        inputs, hidden = model.inputs, inner.input
+    else:
+        raise ValueError(f"the model's last layer is a {type(inner).__name__}, not a Dense head")
+    outputs = keras.layers.Dense(num_classes, activation=activation, name="head")(hidden)
+    return keras.Model(inputs, outputs, name=name or model.name)
+
+
+def _pretrained_model(name, pretrained, input_shape, num_classes, head_activation,
+                      overrides) -> keras.Model:
     from zoo import pretrained as shipped
 
     tag = shipped.resolve_tag(name, pretrained)
@@ -162,6 +221,32 @@ def _pretrained_model(name, pretrained, input_shape, num_classes, overrides) -> 
     if input_shape is not None and tuple(input_shape) != tuple(cfg.input_shape):
         raise ValueError(f"pretrained model {tag} takes input_shape {tuple(cfg.input_shape)}, "
                          f"not {tuple(input_shape)}")
-    if num_classes is not None and num_classes != cfg.num_classes:
-        raise ValueError(f"pretrained model {tag} has {cfg.num_classes} classes, not {num_classes}")
-    return shipped.load_pretrained(tag)
+    keep_head = num_classes is None or num_classes == cfg.num_classes  # timm's rule
+    if keep_head and head_activation is not None:
+        raise ValueError(f"head_activation applies to a new head: pass num_classes other than "
+                         f"pretrained model {tag}'s {cfg.num_classes} to get one")
+    model = shipped.load_pretrained(tag)
+    return model if keep_head else reset_head(model, num_classes, head_activation)
+
+
+def describe_models() -> dict[str, dict[str, str]]:
+    """What ``zoo list`` shows of each registered model, from the live registry: its
+    description, paper and options with their defaults (as text). `zoo.model_table.MODELS` is
+    this table written down, so listing needs no Keras; a test keeps the two equal."""
+    return {name: {"description": entry.description, "paper": entry.paper,
+                   "options": ", ".join(f"{k}={_format_value(v)}"
+                                        for k, v in entry.options().items()
+                                        if not k.endswith(_WEIGHT_ARG_SUFFIXES))}
+            for name, entry in ((n, get_model_entry(n)) for n in list_models())}
+
+
+# Per-weight initializer / regularizer / constraint arguments: Keras's, left out of the listing.
+_WEIGHT_ARG_SUFFIXES = ("_initializer", "_regularizer", "_constraint")
+
+
+def _format_value(value) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict) or (hasattr(value, "get_config") and not isinstance(value, str)):
+        return type(value).__name__
+    return repr(value) if isinstance(value, str) else str(value)

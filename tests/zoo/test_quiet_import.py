@@ -1,0 +1,94 @@
+"""``import zoo`` writes nothing to stderr and loads no TensorFlow; the first use of a Keras-side
+name loads it with TensorFlow's native start-up lines captured (issue 22, item 3).
+
+Each check runs a fresh interpreter: the lines come from TensorFlow's shared libraries loading,
+once per process. The reference for "what TensorFlow prints" is the same import without the zoo
+(``import tensorflow``), so the tests stay meaningful on a machine where TensorFlow is silent.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _python(code: str, **env) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **env}
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=180, env=full_env)
+
+
+@pytest.fixture(scope="module")
+def tensorflow_alone_stderr() -> str:
+    """What a bare ``import tensorflow`` writes to stderr here, TF_CPP_MIN_LOG_LEVEL=3 or not."""
+    return _python("import tensorflow as tf; tf.config.list_physical_devices()").stderr
+
+
+def test_import_zoo_loads_no_keras_and_is_silent():
+    proc = _python("import sys, zoo; zoo.list_pretrained(); "
+                   "print(sorted(m for m in ('tensorflow', 'keras', 'jax') if m in sys.modules))")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("code", [
+    "import zoo; zoo.create_model('sirnn', (16, 3), 2)",
+    "import zoo; import tensorflow as tf; tf.constant(1.0) + 1",  # TensorFlow after zoo
+    "import zoo.irnn",  # a family module directly
+])
+def test_first_keras_use_is_silent(code, tensorflow_alone_stderr):
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "", f"bare TensorFlow writes:\n{tensorflow_alone_stderr}"
+
+
+def test_jax_backend_import_is_silent():
+    proc = _python("import zoo; zoo.create_model('sirnn', (16, 3), 2)", KERAS_BACKEND="jax")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+
+
+def test_level_0_shows_tensorflow_lines(tensorflow_alone_stderr):
+    """TF_CPP_MIN_LOG_LEVEL=0 (what ``zoo --verbose`` sets) asks for every line: none is hidden."""
+    bare = _python("import tensorflow as tf; tf.config.list_physical_devices()",
+                   TF_CPP_MIN_LOG_LEVEL="0").stderr
+    if not bare:
+        pytest.skip("TensorFlow prints nothing at import on this machine")
+    proc = _python("import zoo; zoo.create_model('sirnn', (16, 3), 2)", TF_CPP_MIN_LOG_LEVEL="0")
+    assert proc.stderr != ""
+
+
+def test_a_failing_body_replays_what_it_wrote(capfd):
+    from zoo.quiet import native_stderr_captured
+
+    with pytest.raises(RuntimeError):
+        with native_stderr_captured():
+            os.write(2, b"native line before the failure\n")
+            raise RuntimeError("import failed")
+    assert "native line before the failure" in capfd.readouterr().err
+
+
+def test_a_succeeding_body_writes_nothing(capfd):
+    from zoo.quiet import native_stderr_captured
+
+    with native_stderr_captured():
+        os.write(2, b"native start-up line\n")
+    assert capfd.readouterr().err == ""
+
+
+def test_zoo_list_loads_no_keras_and_lists_pretrained():
+    code = ("import sys; from edge_rnn_zoo.cli import main; code = main(['list']); "
+            "print('LOADED', sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert "LOADED []" in proc.stdout
+    assert "sirnn.har2" in proc.stdout  # plain `zoo list` includes the pretrained models
+    assert "Models (" in proc.stdout and "Tasks (" in proc.stdout
+    assert proc.stderr == ""

@@ -1,0 +1,102 @@
+"""The built-in models as ``zoo list`` shows them, written down so listing needs no Keras.
+
+Generated from the live registry (`zoo.registry.model_table`) by ``python -m zoo.model_table``;
+``tests/zoo/test_registry.py`` fails when the two differ (a model or option added, renamed or
+given another default without regenerating this file). Standard library only.
+"""
+
+from __future__ import annotations
+
+# The modules that register the built-in models (each family registers at import).
+FAMILIES = ("zoo.irnn", "zoo.fastrnn", "zoo.antisymmetric", "zoo.stable", "zoo.diagonal",
+            "zoo.baselines", "zoo.dscnn")
+
+# name -> {"description", "paper", "options"}; generated below this line.
+MODELS: dict[str, dict[str, str]] = {'antisymmetric': {'description': 'AntisymmetricRNN: h += eps tanh((W - W^T - gamma I) h + V x)',
+                   'options': "units=80, epsilon=0.1, gamma=0.01, activation='tanh', sigma_w=1, "
+                              'state_clip=None, state_quant_bits=None, use_bias=True, dropout=0, '
+                              'recurrent_dropout=0, seed=None',
+                   'paper': 'Chang, Chen, Haber & Chi, AntisymmetricRNN: A Dynamical System View '
+                            'on Recurrent Neural Networks, ICLR 2019'},
+ 'diagonal_rnn': {'description': 'DiagonalRNN: tanh RNN with diagonal recurrence, max-norm '
+                                 'projected (Cayci & Eryilmaz, Eq. 2)',
+                  'options': "units=80, alpha=0.5, rho_w=2, rho_u=None, activation='tanh', "
+                             'use_bias=False, symmetric_init=True, seed=None, dropout=0, '
+                             'recurrent_dropout=0',
+                  'paper': 'Cayci & Eryilmaz, Convergence of gradient descent for RNNs: a '
+                           'nonasymptotic analysis'},
+ 'dscnn': {'description': 'DS-CNN-S keyword-spotting CNN (MLPerf Tiny / Arm ML-zoo reference)',
+           'options': 'units=64, blocks=4, first_kernel=(10, 4), first_strides=(2, 2), '
+                      'dropout=0.2, final_dropout=0.4, weight_decay=0.0001, bn_momentum=0.99',
+           'paper': 'Zhang et al. 2017 (Hello Edge) DS-CNN-S; MLPerf Tiny KWS reference'},
+ 'fastgrnn': {'description': 'FastGRNN: gated FastRNN sharing W, U between gate and update (Eq. 6)',
+              'options': "units=80, gate_activation='sigmoid', update_activation='tanh', "
+                         'zeta_init=1, nu_init=-4, w_rank=None, u_rank=None, use_bias=True, '
+                         'dropout=0, recurrent_dropout=0, seed=None',
+              'paper': 'Kusupati et al., FastGRNN: A Fast, Accurate, Stable and Tiny Kilobyte '
+                       'Sized Gated Recurrent Neural Network, NeurIPS 2018'},
+ 'fastrnn': {'description': 'FastRNN: residual tanh RNN, h = alpha h~ + beta h (Eq. 2)',
+             'options': "units=80, activation='tanh', alpha_init=-3, beta_init=3, w_rank=None, "
+                        'u_rank=None, use_bias=True, dropout=0, recurrent_dropout=0, seed=None',
+             'paper': 'Kusupati et al., FastGRNN: A Fast, Accurate, Stable and Tiny Kilobyte Sized '
+                      'Gated Recurrent Neural Network, NeurIPS 2018'},
+ 'gated_antisymmetric': {'description': 'Gated AntisymmetricRNN: the update scaled by a sigmoid '
+                                        'gate',
+                         'options': "units=80, epsilon=0.1, gamma=0.01, activation='tanh', "
+                                    'sigma_w=1, state_clip=None, state_quant_bits=None, '
+                                    'use_bias=True, dropout=0, recurrent_dropout=0, seed=None',
+                         'paper': 'Chang, Chen, Haber & Chi, AntisymmetricRNN: A Dynamical System '
+                                  'View on Recurrent Neural Networks, ICLR 2019'},
+ 'gru': {'description': 'Keras GRU baseline (reset_after=True)',
+         'options': "units=80, activation='tanh', recurrent_activation='sigmoid', use_bias=True, "
+                    "dropout=0, recurrent_dropout=0, seed=None, reset_after=True, use_cudnn='auto'",
+         'paper': 'Keras built-in layer'},
+ 'irnn': {'description': 'iRNN: K Euler steps to the equilibrium per time step (Eq. 9 low-rank)',
+          'options': 'units=80, k=1, alpha=1, trainable_alpha=False, eta_init=0.01, '
+                     "eta_timesteps=None, g0='previous', state_sign=1, activation='relu', rank=16, "
+                     "premultiply=True, use_bias=True, eta_parametrization='sigmoid', "
+                     'state_clip=None, state_quant_bits=None, dropout=0, recurrent_dropout=0, '
+                     'seed=None',
+          'paper': 'Kag, Zhang & Saligrama, RNNs incrementally evolving on an equilibrium '
+                   'manifold, ICLR 2020'},
+ 'lstm': {'description': 'Keras LSTM baseline',
+          'options': "units=80, activation='tanh', recurrent_activation='sigmoid', use_bias=True, "
+                     'unit_forget_bias=True, dropout=0, recurrent_dropout=0, seed=None, '
+                     "use_cudnn='auto'",
+          'paper': 'Keras built-in layer'},
+ 'simple_rnn': {'description': 'Keras SimpleRNN (tanh) baseline',
+                'options': "units=80, activation='tanh', use_bias=True, dropout=0, "
+                           'recurrent_dropout=0, seed=None',
+                'paper': 'Keras built-in layer'},
+ 'sirnn': {'description': 'SiRNN: the single-recursion iRNN (K = 1, Eq. 6)',
+           'options': 'units=80, alpha=1, trainable_alpha=False, eta_init=0.01, '
+                      "eta_timesteps=None, g0='previous', state_sign=1, activation='relu', "
+                      "rank=16, premultiply=True, use_bias=True, eta_parametrization='sigmoid', "
+                      'state_clip=None, state_quant_bits=None, dropout=0, recurrent_dropout=0, '
+                      'seed=None',
+           'paper': 'Kag, Zhang & Saligrama, RNNs incrementally evolving on an equilibrium '
+                    'manifold, ICLR 2020'},
+ 'stablernn': {'description': 'StableRNN: tanh RNN projected onto ||W||_2 <= lambda after every '
+                              'step',
+               'options': "units=80, max_norm=0.99, activation='tanh', use_bias=True, dropout=0, "
+                          'recurrent_dropout=0, seed=None',
+               'paper': 'Miller & Hardt, Stable Recurrent Models, ICLR 2019'}}
+
+
+def _write() -> None:
+    """Rewrite ``MODELS`` in this file from the live registry."""
+    import pprint
+    from pathlib import Path
+
+    from zoo.registry import describe_models
+
+    path = Path(__file__)
+    head = path.read_text(encoding="utf-8").split("MODELS: dict")[0]
+    body = pprint.pformat(describe_models(), width=100, sort_dicts=True)
+    tail = path.read_text(encoding="utf-8").split("\n\n\ndef _write()")[1]
+    path.write_text(f"{head}MODELS: dict[str, dict[str, str]] = {body}\n\n\ndef _write(){tail}",
+                    encoding="utf-8")
+
+
+if __name__ == "__main__":
+    _write()
