@@ -13,6 +13,7 @@ TensorFlow, and ``from zoo import create_model`` works as usual.
 """
 
 import importlib
+import sys
 
 from zoo import quiet as _quiet
 from zoo.pretrained import get_pretrained_cfg, list_pretrained
@@ -53,8 +54,20 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'zoo' has no attribute {name!r}")
 
 
+def _load_keras_side_when_safe() -> None:
+    """`_load_keras_side` once Keras has loaded, unless a zoo module is itself mid-import (it
+    imported Keras first, as ``from zoo.layers import CellRNN`` does): the families cannot be
+    imported before it is complete. Then the registry's look-ups (``zoo.create_model``,
+    ``zoo.list_models``...) and ``zoo.<name>`` load them when first used."""
+    initializing = [name for name, module in list(sys.modules.items())
+                    if name.startswith("zoo.")
+                    and getattr(getattr(module, "__spec__", None), "_initializing", False)]
+    if not initializing:
+        _load_keras_side()
+
+
 _quiet.install()
-_quiet.after_import("keras", _load_keras_side)
+_quiet.after_import("keras", _load_keras_side_when_safe)
 
 
 def __dir__():
