@@ -4,3 +4,8 @@ built on ``zoo``, ``training`` and ``export``; nothing below imports it.
 Importing this package imports nothing heavy: Ray (the optional ``sweep`` extra) is imported only
 when a sweep runs (`experiments.engine`).
 """
+
+# TensorFlow's native start-up lines stay off stderr, as under ``import zoo`` (`zoo.quiet`).
+from zoo import quiet as _quiet
+
+_quiet.install()

@@ -42,9 +42,21 @@ def test_import_zoo_loads_no_keras_and_is_silent():
     "import zoo; zoo.create_model('sirnn', (16, 3), 2)",
     "import zoo; import tensorflow as tf; tf.constant(1.0) + 1",  # TensorFlow after zoo
     "import zoo.irnn",  # a family module directly
+    # The other packages, as a script run with ``python -m`` imports them (zoo not first).
+    "import training.trainer",
+    "import export.exporter",
+    "import experiments, tensorflow",
 ])
 def test_first_keras_use_is_silent(code, tensorflow_alone_stderr):
     proc = _python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "", f"bare TensorFlow writes:\n{tensorflow_alone_stderr}"
+
+
+def test_a_python_m_script_is_silent(tensorflow_alone_stderr):
+    proc = subprocess.run([sys.executable, "-m", "export.convert", "--help"], cwd=REPO,
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == "", f"bare TensorFlow writes:\n{tensorflow_alone_stderr}"
 
