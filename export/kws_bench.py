@@ -207,7 +207,14 @@ def _parser() -> argparse.ArgumentParser:
 def _selection(args) -> dict:
     selection = {}
     for path in args.selection:
-        selection.update(json.loads(Path(path).read_text()))
+        if not Path(path).is_file():
+            raise SystemExit(f"error: no such selection file: {path} (training.benchmarks.kws "
+                             "writes one per model family into its --out folder)")
+        try:
+            selection.update(json.loads(Path(path).read_text()))
+        except (ValueError, TypeError) as error:
+            raise SystemExit(f"error: {path} is not a selection file (a JSON object of models "
+                             f"written by training.benchmarks.kws): {error}") from None
     for name in args.skip:
         selection.pop(name, None)
     return selection

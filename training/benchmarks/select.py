@@ -9,18 +9,39 @@ first folder wins); the test accuracy of the selected run is what the table repo
 
 from __future__ import annotations
 
+import argparse
 import csv
-import sys
 from pathlib import Path
 
 
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="Pick each model's learning rate by validation "
+                                            "accuracy across accuracy-benchmark runs.")
+    p.add_argument("runs", nargs="+", metavar="FOLDER:LABEL",
+                   help="a folder with the results.csv of training.benchmarks.accuracy, and the "
+                        "label (its learning rate) to show for it")
+    return p
+
+
+def _results(arg: str) -> list[dict]:
+    if ":" not in arg:
+        raise SystemExit(f"error: {arg!r} is not FOLDER:LABEL (e.g. bench/accuracy:1e-2)")
+    folder, _ = arg.rsplit(":", 1)
+    path = Path(folder) / "results.csv"
+    if not path.is_file():
+        raise SystemExit(f"error: no such file: {path} (written by training.benchmarks.accuracy "
+                         "--out FOLDER)")
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def main(argv=None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
+    args = _parser().parse_args(argv)
     best: dict[tuple[str, str], dict] = {}
     order: list[tuple[str, str]] = []
-    for arg in args:
-        folder, label = arg.rsplit(":", 1)
-        for row in csv.DictReader(open(Path(folder) / "results.csv")):
+    for arg in args.runs:
+        label = arg.rsplit(":", 1)[-1]
+        for row in _results(arg):
             key = (row["task"], row["model"])
             row = {**row, "lr": label}
             if key not in best:
