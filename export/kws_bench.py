@@ -3,7 +3,7 @@ accuracy (float and int8), size, TFLite Micro arena and latency (LiteRT and TFLi
 the published TinyML KWS anchors, plus a Pareto plot.
 
     python -m export.kws_bench runs/kws/selection_rnn.json runs/kws/selection_dscnn.json \\
-        --out bench/kws --plot docs/img/kws_pareto.png
+        --out bench/kws --plot bench/kws/kws_pareto.png
 
 ``selection.json`` is written by ``training.benchmarks.kws``. Recurrent models are exported as
 streaming step models (``--form step``: one feature frame per invoke), the DS-CNN as a sequence
