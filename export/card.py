@@ -7,11 +7,21 @@ from __future__ import annotations
 from export.card_schema import NORMALIZATION_FILE, TESTSET_FILE, ModelCard
 from export.exportdir import C_ARRAY_STEM, MAIN_SOURCE
 
-__all__ = ["card_markdown"]
+__all__ = ["card_markdown", "versus_float"]
 
 
 def _pct(v):
     return "-" if v is None else f"{100 * v:.2f}%"
+
+
+def versus_float(drop_points: float) -> str:
+    """Where the TFLite accuracy stands against the Keras float model's, in words:
+    ``0.57 points below the float model``, ``2.00 points above the float model`` (an int8 model
+    can be better: a signed "drop -2.00" reads as a loss), or ``the same as the float model``."""
+    if round(drop_points, 2) == 0:
+        return "the same as the float model"
+    side = "below" if drop_points > 0 else "above"
+    return f"{abs(drop_points):.2f} points {side} the float model"
 
 
 def card_markdown(card: ModelCard) -> str:
@@ -47,7 +57,8 @@ def _summary_table(card: ModelCard) -> list[str]:
             f"| weights | {card.weights} |",
             f"| Keras float accuracy | {_pct(acc['keras_float'])} |",
             f"| TFLite accuracy ({acc['runtime']}) | {_pct(acc['tflite'])} "
-            f"(drop {acc['drop_points']:+.2f} points; allowed {acc['max_drop_points']}) |",
+            f"({versus_float(acc['drop_points'])}; allowed drop {acc['max_drop_points']} "
+            "points) |",
             f"| argmax agreement with Keras | {_pct(acc['argmax_agreement'])} |",
             *_micro_rows(card.tflite_micro or {})]
 

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from export import device_bench
-from export.card import card_markdown
+from export.card import card_markdown, versus_float
 from export.card_schema import FORMS, ModelCard
 from export.exportdir import MARKER, ExportDirectory
 from export.quantize import CALIBRATED, MODES
@@ -322,7 +322,7 @@ def check_litert(export: ExportDirectory, card: ModelCard, run: _Run, converted:
         card.stream = _stream_agreement(export, converted.stream, run, lite_logits)
     ops = sorted(set(sum(converted.ops.values(), [])))
     opts.print_fn(f"  TFLite ({opts.quantize}, {opts.form}): accuracy {100 * lite_acc:.2f}% "
-                  f"(drop {drop:+.2f} points), argmax agreement with Keras "
+                  f"({versus_float(drop)}), argmax agreement with Keras "
                   f"{100 * card.accuracy['argmax_agreement']:.2f}%, "
                   f"{card.total_bytes:,} bytes, ops {ops}")
     return lite_logits

@@ -37,14 +37,22 @@ def har_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def int8_step(har_run, har_dir, tmp_path_factory):
-    """(export dir, model card) of ``zoo export --tflite --quantize int8 --form step``."""
+def int8_step_printed(har_run, har_dir, tmp_path_factory):
+    """(export dir, model card, the lines it printed) of ``zoo export --tflite --quantize int8
+    --form step``."""
     from export.exporter import export_run
 
     out = tmp_path_factory.mktemp("exports") / "int8-step"
+    lines = []
     card = export_run(har_run, out, quantize="int8", form="step", data_dir=har_dir,
-                      micro_sequences=60, print_fn=lambda *a, **k: None)
-    return out, card
+                      micro_sequences=60, print_fn=lambda *a, **k: lines.append(" ".join(a)))
+    return out, card, lines
+
+
+@pytest.fixture(scope="session")
+def int8_step(int8_step_printed):
+    """(export dir, model card) of ``zoo export --tflite --quantize int8 --form step``."""
+    return int8_step_printed[:2]
 
 
 @pytest.fixture

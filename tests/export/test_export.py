@@ -42,6 +42,21 @@ def test_int8_step_export_is_builtin_and_accuracy_checked(int8_step):
 
 
 @pytest.mark.slow
+def test_printed_accuracy_says_above_or_below_the_float_model(int8_step_printed):
+    """Issue 22: a better int8 model printed "drop -2.00 points". The LiteRT line says how far
+    and on which side of the Keras float accuracy, as the card's accuracies put it."""
+    _, card, lines = int8_step_printed
+    acc = card["accuracy"]
+    points = 100 * (acc["tflite"] - acc["keras_float"])
+    line = next(x for x in lines if x.lstrip().startswith("TFLite (int8, step)"))
+    side = "above" if points > 0 else "below"
+    words = ("the same as the float model" if round(points, 2) == 0 else
+             f"{abs(points):.2f} points {side} the float model")
+    assert f"accuracy {100 * acc['tflite']:.2f}%" in line and words in line, line
+    assert "drop" not in line, line
+
+
+@pytest.mark.slow
 def test_stream_model_has_step_and_head_signatures_equal_to_the_pair(int8_step):
     """stream.tflite (one file, signatures "step" and "head") computes what step.tflite and
     head.tflite compute, checked here with plain interpreters, independently of the exporter."""

@@ -114,3 +114,30 @@ def test_a_failed_export_says_failed_in_the_first_line_of_its_markdown():
     first = card_markdown(card).splitlines()[0]
     assert first.startswith("# FAILED: ") and f"{card.model} on {card.task}" in first
     assert "2.50 points below" in first and "allowed 1.0" in first
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.parent.parent.name)
+def test_markdown_says_above_or_below_the_float_model_in_words(path):
+    """Issue 22: "drop -0.98 points" read as a loss where int8 was better. The row says how far
+    and on which side, as the card's own accuracies put it."""
+    card = ExportDirectory(path.parent).read_card()
+    acc = card.accuracy
+    points = 100 * (acc["tflite"] - acc["keras_float"])
+    row = next(line for line in card_markdown(card).splitlines()
+               if line.startswith("| TFLite accuracy"))
+    if round(points, 2) == 0:
+        assert "the same as the float model" in row, row
+    else:
+        side = "above" if points > 0 else "below"
+        assert f"{abs(points):.2f} points {side} the float model" in row, row
+    assert "drop -" not in row and "drop +" not in row
+
+
+def test_a_better_int8_model_reads_above_not_a_negative_drop():
+    from export.card import versus_float
+
+    card = ModelCard.from_dict(shipped_card())
+    card.accuracy = {**card.accuracy, "keras_float": 0.78, "tflite": 0.80,
+                     "drop_points": 100 * (0.78 - 0.80)}
+    assert "2.00 points above the float model" in card_markdown(card)
+    assert versus_float(0.5) == "0.50 points below the float model"
