@@ -7,11 +7,24 @@ from __future__ import annotations
 from export.card_schema import NORMALIZATION_FILE, TESTSET_FILE, ModelCard
 from export.exportdir import C_ARRAY_STEM, MAIN_SOURCE
 
-__all__ = ["card_markdown", "versus_float"]
+__all__ = ["card_markdown", "on_sequences", "versus_float"]
 
 
 def _pct(v):
     return "-" if v is None else f"{100 * v:.2f}%"
+
+
+def on_sequences(n: int | None, total: int | None) -> str:
+    """Which test sequences an accuracy is on: ``on all 701 test sequences``, ``on the first 200
+    of 701 test sequences`` (TFLite Micro checks a prefix: beside LiteRT's accuracy on all of
+    them it would read as a loss or a gain it is not)."""
+    if n is None:
+        return "on the test sequences"
+    if total is None:
+        return f"on the first {n} test sequences"
+    if n >= total:
+        return f"on all {n} test sequences"
+    return f"on the first {n} of {total} test sequences"
 
 
 def versus_float(drop_points: float) -> str:
@@ -57,21 +70,23 @@ def _summary_table(card: ModelCard) -> list[str]:
             f"| weights | {card.weights} |",
             f"| Keras float accuracy | {_pct(acc['keras_float'])} |",
             f"| TFLite accuracy ({acc['runtime']}) | {_pct(acc['tflite'])} "
+            f"{on_sequences(acc.get('test_sequences'), acc.get('test_sequences'))} "
             f"({versus_float(acc['drop_points'])}; allowed drop {acc['max_drop_points']} "
             "points) |",
             f"| argmax agreement with Keras | {_pct(acc['argmax_agreement'])} |",
-            *_micro_rows(card.tflite_micro or {})]
+            *_micro_rows(card.tflite_micro or {}, acc.get("test_sequences"))]
 
 
-def _micro_rows(micro: dict) -> list[str]:
+def _micro_rows(micro: dict, total: int | None) -> list[str]:
     if "arena_bytes" in micro:
         arena = f"{micro['arena_bytes']:,} bytes"
         if micro.get("head_arena_bytes"):
             arena += f" (head {micro['head_arena_bytes']:,})"
         return [f"| TFLite Micro arena (smallest that works) | {arena} |",
-                f"| TFLite Micro accuracy | {_pct(micro['accuracy'])} on the first "
-                f"{micro['test_sequences']} test sequences (LiteRT on the same: "
-                f"{_pct(micro['litert_accuracy_same_sequences'])}; argmax agreement "
+                f"| TFLite Micro accuracy | {_pct(micro['accuracy'])} "
+                f"{on_sequences(micro['test_sequences'], total)} (LiteRT "
+                f"{_pct(micro['litert_accuracy_same_sequences'])} on the same "
+                f"{micro['test_sequences']}; argmax agreement "
                 f"{_pct(micro['argmax_agreement_with_litert'])}) |"]
     if micro.get("skipped"):
         return [f"| TFLite Micro | {micro['skipped']} |"]

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from export import device_bench
-from export.card import card_markdown, versus_float
+from export.card import card_markdown, on_sequences, versus_float
 from export.card_schema import FORMS, ModelCard
 from export.exportdir import MARKER, ExportDirectory
 from export.quantize import CALIBRATED, MODES
@@ -321,8 +321,9 @@ def check_litert(export: ExportDirectory, card: ModelCard, run: _Run, converted:
     if converted.stream is not None:
         card.stream = _stream_agreement(export, converted.stream, run, lite_logits)
     ops = sorted(set(sum(converted.ops.values(), [])))
-    opts.print_fn(f"  TFLite ({opts.quantize}, {opts.form}): accuracy {100 * lite_acc:.2f}% "
-                  f"({versus_float(drop)}), argmax agreement with Keras "
+    opts.print_fn(f"  TFLite ({opts.quantize}, {opts.form}): accuracy {100 * lite_acc:.2f}% on "
+                  f"all {len(run.x_test)} test sequences ({versus_float(drop)}), argmax "
+                  "agreement with Keras "
                   f"{100 * card.accuracy['argmax_agreement']:.2f}%, "
                   f"{card.total_bytes:,} bytes, ops {ops}")
     return lite_logits
@@ -369,11 +370,16 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: _Run,
         card.tflite_micro["single_step_vs_litert"] = _single_step_agreement(
             export.model("step"), card.step_io, card.arena_bytes, xs[:200], hs[:200])
     card.tflite_micro["seconds"] = round(time.perf_counter() - t0, 1)
+    micro = card.tflite_micro
+    # The accuracy on a prefix is not comparable with LiteRT's on the whole split (the prefix
+    # can be easier or harder): LiteRT's on the same sequences is printed beside it.
     opts.print_fn(f"  TFLite Micro: arena {card.arena_bytes:,} bytes"
                   + (f" (head {card.head_arena_bytes:,})" if step else "")
-                  + f", accuracy {100 * card.tflite_micro['accuracy']:.2f}% on "
-                  f"{card.tflite_micro['test_sequences']} sequences, argmax agreement with "
-                  f"LiteRT {100 * card.tflite_micro['argmax_agreement_with_litert']:.2f}%")
+                  + f", accuracy {100 * micro['accuracy']:.2f}% "
+                  f"{on_sequences(micro['test_sequences'], len(run.x_test))} (LiteRT "
+                  f"{100 * micro['litert_accuracy_same_sequences']:.2f}% on the same "
+                  f"{micro['test_sequences']}), argmax agreement with LiteRT "
+                  f"{100 * micro['argmax_agreement_with_litert']:.2f}%")
 
 
 def _agreement(micro_logits: np.ndarray, lite_logits: np.ndarray, y: np.ndarray) -> dict:

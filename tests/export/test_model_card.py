@@ -141,3 +141,21 @@ def test_a_better_int8_model_reads_above_not_a_negative_drop():
                      "drop_points": 100 * (0.78 - 0.80)}
     assert "2.00 points above the float model" in card_markdown(card)
     assert versus_float(0.5) == "0.50 points below the float model"
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.parent.parent.name)
+def test_markdown_puts_micro_and_litert_accuracy_on_the_same_sequences(path):
+    """Issue 22: TFLite Micro's accuracy on the first 200 windows beside LiteRT's on all 410 read
+    as a 7-point loss. Each accuracy says which windows it is on, and LiteRT's on TFLite Micro's
+    windows stands beside it; the numbers are the card's, the count its test set's."""
+    card = ExportDirectory(path.parent).read_card()
+    total = card.data["test"]  # the test split's size, as write_artifacts recorded it
+    micro, rows = card.tflite_micro, card_markdown(card).splitlines()
+    lite_row = next(r for r in rows if r.startswith("| TFLite accuracy"))
+    micro_row = next(r for r in rows if r.startswith("| TFLite Micro accuracy"))
+    assert f"{100 * card.accuracy['tflite']:.2f}% on all {total} test sequences" in lite_row
+    n = micro["test_sequences"]
+    assert n < total
+    assert (f"{100 * micro['accuracy']:.2f}% on the first {n} of {total} test sequences "
+            f"(LiteRT {100 * micro['litert_accuracy_same_sequences']:.2f}% on the same {n}"
+            ) in micro_row, micro_row
