@@ -39,6 +39,7 @@ from training import rundir, storage
 from training.artifacts import check_run_config, load_keras_model
 from training.config import TrainConfig
 from training.rundir import RunDirError  # noqa: F401  (re-exported)
+from training.rundir import check_out  # re-exported; no Keras needed there
 from training.storage import RUN_MARKER
 
 FINAL_FILES = rundir.RunDirectory.FINAL_FILES
@@ -55,29 +56,6 @@ class WorkDir:
     checkpoint: tuple[Path, dict] | None = None
     created: bool = False
     found_empty: bool = False
-
-
-def check_out(run_dir: Path, overwrite: bool) -> None:
-    """Refuse a ``run_dir`` this command may not use, from what is on disk (reads only: run
-    before the lock, so a refused ``--out`` leaves no lock file, and again holding it)."""
-    if os.path.lexists(run_dir) and not run_dir.is_dir():
-        raise RunDirError(f"--out {run_dir} is a file, not a directory; choose another --out")
-    if not run_dir.is_dir() or not any(run_dir.iterdir()):
-        return
-    ours = storage.owned(run_dir, RUN_MARKER)
-    legacy = not ours and rundir.RunDirectory(run_dir).config.is_file()  # from before the marker
-    if overwrite:
-        if not ours:
-            raise RunDirError(f"{run_dir} was not written by `zoo train` (no {RUN_MARKER} "
-                              "marker); --overwrite replaces only the zoo's own run directories. "
-                              "Choose another --out, or move it away yourself.")
-        storage.check_swap_free(run_dir)
-        return
-    if not (ours or legacy):
-        raise RunDirError(f"{run_dir} is not empty and holds no run; choose another --out.")
-    if rundir.RunDirectory(run_dir).is_finished():
-        raise RunDirError(f"{run_dir} holds a finished run; choose another --out, or pass "
-                          "--overwrite to replace it (only once the new run has finished).")
 
 
 def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> WorkDir:
@@ -336,6 +314,10 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     if keras.backend.backend() != config.backend:
         raise RuntimeError(f"this process runs Keras on {keras.backend.backend()!r}, the config "
                            f"asks for {config.backend!r}; set KERAS_BACKEND before importing keras")
+    real = storage.real_target(run_dir)
+    # First, from what is on disk alone: a refused --out (a finished run, a user's folder) is
+    # answered before any data is read or model built, and gets no lock file beside it.
+    check_out(real, overwrite)
     task = get_task(config.task, **config.task_options)
     check_monitor(config, task)
     # Invalid model options (or init_from) fail here, before the run directory exists: a failed
@@ -347,8 +329,6 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
                          f"{config.model_options}: {err}") from None
     init_weights = warm_start_weights(probe, config.init_from) if config.init_from else None
     del probe
-    real = storage.real_target(run_dir)
-    check_out(real, overwrite)  # a refused --out gets no lock file beside it
     with storage.exclusive(real):
         work = prepare_run_dir(real, config, overwrite)
         metrics = _train_in_cleaning_up(work, config, task, init_weights, data_dir, verbose,
