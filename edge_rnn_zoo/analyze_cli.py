@@ -23,7 +23,7 @@ check_analyze = check_run_dir_argument
 
 
 def run_analyze(args) -> int:
-    from training.analysis import analyze_run
+    from experiments.analysis import analyze_run
 
     try:
         analyze_run(args.run_dir, out_dir=args.out, data_dir=args.data_dir,

@@ -1,6 +1,6 @@
 """The ``zoo`` command: a dispatcher over the subcommands.
 
-Each subcommand lives next to the code it drives (``training.cli``, ``export.cli``, ...), which
+Each subcommand lives next to the code it drives (``edge_rnn_zoo.train_cli``, ``edge_rnn_zoo.export_cli``, ...), which
 provides ``add_<name>_arguments(parser)``, ``run_<name>(args)`` and optionally
 ``check_<name>(args)`` (the usage checks that need no Keras). Only the module of the
 subcommand being run is imported, and none of them imports TensorFlow before its ``run_``
@@ -19,14 +19,14 @@ from edge_rnn_zoo.quiet import import_keras_quietly, quiet_environment, verbose_
 SUBCOMMANDS = {
     "list": ("edge_rnn_zoo.listing", "list the registered models (with options), the tasks and "
                                      "the pretrained models"),
-    "train": ("training.cli", "train a model on a task into a resumable run directory"),
-    "eval": ("training.cli", "evaluate a run directory on its task's test split (or another "
+    "train": ("edge_rnn_zoo.train_cli", "train a model on a task into a resumable run directory"),
+    "eval": ("edge_rnn_zoo.train_cli", "evaluate a run directory on its task's test split (or another "
                              "dataset with --data-dir)"),
-    "export": ("export.cli", "export a run to TFLite (float / int8 / int16x8, sequence or step) "
+    "export": ("edge_rnn_zoo.export_cli", "export a run to TFLite (float / int8 / int16x8, sequence or step) "
                              "and TFLite Micro C++"),
-    "bench": ("export.bench", "compare the zoo with Keras LSTM/GRU/SimpleRNN: accuracy, bytes, "
+    "bench": ("experiments.bench", "compare the zoo with Keras LSTM/GRU/SimpleRNN: accuracy, bytes, "
                               "latency, arena, MACs"),
-    "analyze": ("training.analysis.cli", "theory report of a run: stability, memory, truncation"),
+    "analyze": ("edge_rnn_zoo.analyze_cli", "theory report of a run: stability, memory, truncation"),
     "sweep": ("experiments.sweep", "subject cross-validation, recipe sweeps and the real-scale "
                                    "table as Ray Tune trials (needs the sweep extra)"),
 }

@@ -10,7 +10,7 @@ from training.rundir import check_run_dir_argument
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     from export.quantize import MODES
-    from training.cli import strict_float, strict_int
+    from edge_rnn_zoo.train_cli import strict_float, strict_int
 
     parser.add_argument("run_dir", help="a finished run directory written by `zoo train`")
     parser.add_argument("--tflite", action="store_true", required=True,

@@ -1,5 +1,7 @@
-"""The experiments layer (layer 4): sweeps, cross-validation tables and the shipping protocol,
-built on ``zoo``, ``training`` and ``export``; nothing below imports it.
+"""The experiments layer (layer 4): benchmarks (`experiments.bench`, `experiments.benchmarks`,
+`experiments.kws_bench`, `experiments.c_bench`, ...), the theory report (`experiments.analysis`),
+sweeps, cross-validation tables and the shipping protocol (`experiments.ship`), built on ``zoo``,
+``training`` and ``export``; nothing below imports it.
 
 Importing this package imports nothing heavy: Ray (the optional ``sweep`` extra) is imported only
 when a sweep runs (`experiments.engine`).

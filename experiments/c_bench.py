@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-# label -> (registry name, model options); as export.device_latency / `zoo bench` train them.
+# label -> (registry name, model options); as experiments.device_latency / `zoo bench` train them.
 CELLS = {
     "sirnn": None, "gru": None,  # the shipped HAR-2 models
     "irnn-k3": ("irnn", {"state_clip": 1.0, "state_quant_bits": 8, "k": 3}),

@@ -1,7 +1,7 @@
 """Latency of the exported C++ loop (TFLite Micro library, ``-O2``) next to the Python loop over
 the same models, measured in one run, for every zoo cell and the Keras baselines with a step form.
 
-    python -m export.device_latency --task har2 --data-dir DIR --tflm DIR --out bench/device-har2
+    python -m experiments.device_latency --task har2 --data-dir DIR --tflm DIR --out bench/device-har2
 
 For each model: train (or reuse a finished run in OUT/runs), export ``--form step`` in each mode,
 build the export's C++ self-test against ``--tflm``, check its predictions on the whole test split
@@ -167,7 +167,7 @@ def table_lines(rows: list[dict]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m export.device_latency", description=__doc__
+    parser = argparse.ArgumentParser(prog="python -m experiments.device_latency", description=__doc__
                                      .split("\n\n")[0])
     parser.add_argument("--task", default="har2")
     parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")

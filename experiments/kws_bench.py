@@ -2,10 +2,10 @@
 accuracy (float and int8), size, TFLite Micro arena and latency (LiteRT and TFLite Micro) next to
 the published TinyML KWS anchors, plus a Pareto plot.
 
-    python -m export.kws_bench runs/kws/selection_rnn.json runs/kws/selection_dscnn.json \\
+    python -m experiments.kws_bench runs/kws/selection_rnn.json runs/kws/selection_dscnn.json \\
         --out bench/kws --plot bench/kws/kws_pareto.png
 
-``selection.json`` is written by ``training.benchmarks.kws``. Recurrent models are exported as
+``selection.json`` is written by ``experiments.benchmarks.kws``. Recurrent models are exported as
 streaming step models (``--form step``: one feature frame per invoke), the DS-CNN as a sequence
 model (one 99-frame window per invoke). Every run (seed) is exported and scored; latency is timed
 on the first run of each model. Per-second cost: a step model pays 99 step invokes per second of
@@ -189,7 +189,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="KWS table: int8 exports, accuracy, bytes, arena, "
                                             "latency, next to the published anchors")
     p.add_argument("selection", nargs="+",
-                   help="selection files from training.benchmarks.kws (a later file's models "
+                   help="selection files from experiments.benchmarks.kws (a later file's models "
                         "replace an earlier one's)")
     p.add_argument("--out", default="bench/kws")
     p.add_argument("--plot", default=None, help="write the Pareto plot (png) here")
@@ -208,13 +208,13 @@ def _selection(args) -> dict:
     selection = {}
     for path in args.selection:
         if not Path(path).is_file():
-            raise SystemExit(f"error: no such selection file: {path} (training.benchmarks.kws "
+            raise SystemExit(f"error: no such selection file: {path} (experiments.benchmarks.kws "
                              "writes one per model family into its --out folder)")
         try:
             selection.update(json.loads(Path(path).read_text()))
         except (ValueError, TypeError) as error:
             raise SystemExit(f"error: {path} is not a selection file (a JSON object of models "
-                             f"written by training.benchmarks.kws): {error}") from None
+                             f"written by experiments.benchmarks.kws): {error}") from None
     for name in args.skip:
         selection.pop(name, None)
     return selection

@@ -1,10 +1,10 @@
 """The integer-quality table: float vs int16x8 vs int8 step models for every cell, HAR-2 and DSA-19.
 
-    python -m export.quality --har /work/shared/data/har --dsa /work/shared/data/dsa19 \\
+    python -m experiments.quality --har /work/shared/data/har --dsa /work/shared/data/dsa19 \\
         --runs runs/quant [--reuse bench/accuracy] [--tasks har2 dsa19] [--only LABEL ...]
 
 Each row is trained (or reused) with the same budget as the accuracy benchmark
-(`training/benchmarks/accuracy.py`: Adam, lr 1e-2, batch 64, clipnorm 1, at most 60 epochs,
+(`experiments/benchmarks/accuracy.py`: Adam, lr 1e-2, batch 64, clipnorm 1, at most 60 epochs,
 early stopping with patience 15 on the validation loss, seed 0), then exported with
 ``zoo export --tflite --form step`` in int16x8 and int8 (per-tensor weights) and evaluated on the
 whole test split with ai-edge-litert, state fed back. Results are cached in RUNS/results.json (a

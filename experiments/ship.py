@@ -1,9 +1,9 @@
 """Ship a trained run as a pretrained model: ``models/pretrained/<model>.<task>/`` (see
 `zoo.pretrained` for the folder format).
 
-    python -m export.ship bench/realscale/har2/sirnn_clip_q8/seed1 --tag sirnn.har2 \
+    python -m experiments.ship bench/realscale/har2/sirnn_clip_q8/seed1 --tag sirnn.har2 \
         --seed-runs bench/realscale/har2/sirnn_clip_q8/seed{0,1,2} \
-        --command "python -m training.benchmarks.realscale ... (seed 1)"
+        --command "python -m experiments.benchmarks.realscale ... (seed 1)"
 
 Exports the run (int8 streaming step model for single-state cells, else the float sequence
 model), checks it against the Keras model on the whole test split (`zoo export`'s checks), copies

@@ -75,7 +75,7 @@ def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    from training.benchmarks import realscale
+    from experiments.benchmarks import realscale
 
     sub = parser.add_subparsers(dest="table", metavar="KIND", required=True)
     cv = sub.add_parser("cv", help="k-fold subject cross-validation of one or more variants "
@@ -203,7 +203,7 @@ def run_sweep(args, print_fn=print) -> int:
     (out / "sweep.json").write_text(json.dumps({"argv": sys.argv, "trials": todo}, indent=1))
     code = execute(todo, args, print_fn)
     if args.table == "realscale":
-        from training.benchmarks import realscale
+        from experiments.benchmarks import realscale
 
         print_fn(realscale.report(args))
         return code

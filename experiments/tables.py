@@ -11,7 +11,7 @@ import csv
 import statistics
 from pathlib import Path
 
-from training.benchmarks.realscale import T_975, mean_sd, paired_difference
+from experiments.benchmarks.realscale import T_975, mean_sd, paired_difference
 from training.rundir import RunDirectory
 
 

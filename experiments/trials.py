@@ -97,9 +97,9 @@ def final_trial(cv_trial: dict, epochs: int, out) -> dict:
 
 
 def realscale_trials(args) -> list[dict]:
-    """The real-scale table (`training.benchmarks.realscale`) as trials, in its order and its
+    """The real-scale table (`experiments.benchmarks.realscale`) as trials, in its order and its
     run-directory layout, so the runs of the former ``--shard`` processes are reused."""
-    from training.benchmarks import realscale
+    from experiments.benchmarks import realscale
 
     trials = []
     for task, label, seed in realscale.grid(args):

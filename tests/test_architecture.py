@@ -30,9 +30,9 @@ LAYER_OF_PREFIX = {
     "training.data": 1, "training.tasks": 1, "training.storage": 1,
     "training": 2,
     "export": 3,
-    "training.benchmarks": 4, "training.analysis": 4, "export.bench": 4, "export.quality": 4,
-    "export.kws_bench": 4, "export.ship": 4, "export.device_latency": 4, "experiments": 4,
-    "edge_rnn_zoo": 5, "training.cli": 5, "export.cli": 5, "training.analysis.cli": 5,
+    "experiments.benchmarks": 4, "experiments.analysis": 4, "experiments.bench": 4, "experiments.quality": 4,
+    "experiments.kws_bench": 4, "experiments.ship": 4, "experiments.device_latency": 4, "experiments": 4,
+    "edge_rnn_zoo": 5, "edge_rnn_zoo.train_cli": 5, "edge_rnn_zoo.export_cli": 5, "edge_rnn_zoo.analyze_cli": 5,
 }
 LAYER_NAMES = ["cells (zoo)", "data and tasks", "training", "export", "experiments",
                "command line"]
@@ -140,6 +140,6 @@ def test_builtin_model_names_are_the_registry():
     """`zoo train` checks --model against the registry's source lines (no Keras); they must be
     exactly what the loaded registry holds."""
     import zoo
-    from training.cli import builtin_model_names
+    from edge_rnn_zoo.train_cli import builtin_model_names
 
     assert builtin_model_names() == sorted(zoo.list_models())

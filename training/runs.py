@@ -1,7 +1,7 @@
 """Finished runs, read and reused: a run's checked files loaded (`read_finished_run`,
 `load_keras_model`, `load_normalization`, `check_model_fits_task`) and train-or-reuse, the
-driver the benchmark and study scripts share (``zoo bench``, ``export.quality``,
-``export.device_latency``, ``training.benchmarks.accuracy``).
+driver the benchmark and study scripts share (``zoo bench``, ``experiments.quality``,
+``experiments.device_latency``, ``experiments.benchmarks.accuracy``).
 
 It lives in ``training`` so that the training benchmarks can use it without importing ``export``
 (training is the lower layer); eval, export and the export scripts import it from here.

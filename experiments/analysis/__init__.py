@@ -24,9 +24,9 @@ __all__ = ["analyze_model", "analyze_run"]
 
 
 def __getattr__(name):
-    # Lazy, so that `zoo analyze --help` (which imports training.analysis.cli) loads no Keras.
+    # Lazy, so that `zoo analyze --help` (which imports edge_rnn_zoo.analyze_cli) loads no Keras.
     if name in __all__:
-        from training.analysis import report
+        from experiments.analysis import report
 
         return getattr(report, name)
-    raise AttributeError(f"module 'training.analysis' has no attribute {name!r}")
+    raise AttributeError(f"module 'experiments.analysis' has no attribute {name!r}")

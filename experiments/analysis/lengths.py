@@ -1,7 +1,7 @@
 """Length generalisation on 003's regular languages: accuracy at the longest training length L and
 at the test length (default 2L) of runs trained on lengths <= L.
 
-    python -m training.analysis.lengths runs/tomita4-lstm runs/tomita4-fastrnn ...
+    python -m experiments.analysis.lengths runs/tomita4-lstm runs/tomita4-fastrnn ...
 
 prints one markdown row per run. Strings are fresh draws (seed ``split_seed + 1000``), half
 accepted and half rejected, all of exactly the length in the column.

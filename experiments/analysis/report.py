@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from training.analysis import gradients, memory, stability, truncation
-from training.analysis.equilibrium import irnn_report
-from training.analysis.stepper import CellStepper, flatten_steps
+from experiments.analysis import gradients, memory, stability, truncation
+from experiments.analysis.equilibrium import irnn_report
+from experiments.analysis.stepper import CellStepper, flatten_steps
 from zoo.irnn import IRNNCell
 
 DEFAULTS = {"jacobian_sequences": 16, "sensitivity_sequences": 64, "max_sequences": 2000,
@@ -185,8 +185,8 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=print, **options)
 
     >>> report = analyze_run("runs/har2-fastrnn")  # writes runs/har2-fastrnn/analysis/
     """
-    from training.analysis.plots import write_plots
-    from training.analysis.markdown import render, summary
+    from experiments.analysis.plots import write_plots
+    from experiments.analysis.markdown import render, summary
 
     run_dir = Path(run_dir)
     out_dir = Path(out_dir) if out_dir else run_dir / "analysis"

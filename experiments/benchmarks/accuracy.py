@@ -1,6 +1,6 @@
 """Train every zoo cell and the Keras baselines on real data, same budget, one table.
 
-    python -m training.benchmarks.accuracy --tasks har2 dsa19 --data-root ../shared/data \
+    python -m experiments.benchmarks.accuracy --tasks har2 dsa19 --data-root ../shared/data \
         --epochs 60 --out bench/accuracy
 
 Every model gets the same optimiser (Adam), learning rate, gradient clipping, batch, epoch budget,

@@ -1,6 +1,6 @@
 """Trace what an iRNN's training does to its step size and state, epoch by epoch.
 
-    python -m training.benchmarks.collapse_trace --task har2 \
+    python -m experiments.benchmarks.collapse_trace --task har2 \
         --data-dir ../shared/data/archives/uci_har_train_full.zip --epochs 20 \
         --option state_clip=1.0 --option state_quant_bits=8 --option eta_parametrization=raw \
         --out bench/collapse/raw

@@ -1,12 +1,12 @@
 """Keyword-spotting sweep on ``google12_testset``: learning rate chosen on the validation speakers,
 then 3 seeds of each model at that rate.
 
-    python -m training.benchmarks.kws --data-dir ARCHIVE --out runs/kws [--epochs 40] [--jobs 6]
+    python -m experiments.benchmarks.kws --data-dir ARCHIVE --out runs/kws [--epochs 40] [--jobs 6]
 
 Phase 1 trains every model of `MODELS` at every ``--lrs`` value with seed 0; the rate with the best
 validation accuracy (at the restored best epoch) is kept; phase 2 trains seeds 1 and 2 at that rate
 (seed 0 is the phase-1 run); finished runs are not retrained. ``OUT/selection.json`` lists, per model, the validation accuracy of
-each rate and the three run directories; ``export/kws_bench.py`` reads it.
+each rate and the three run directories; ``experiments/kws_bench.py`` reads it.
 
 Runs go through `training.trainer.train`, one process per run (``--jobs`` at a time); it also
 runs where TensorFlow is not installed (a JAX-only accelerator machine), without TensorBoard logs.
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-train", action="store_true",
                    help="train nothing: write the selection from the runs already finished")
     p.add_argument("--selection", default="selection.json",
-                   help="file name (in --out) for the selection; export/kws_bench.py reads it")
+                   help="file name (in --out) for the selection; experiments/kws_bench.py reads it")
     args = p.parse_args(argv)
     out = Path(args.out)
     from training.tasks import get_task

@@ -2,8 +2,8 @@
 
     zoo sweep realscale --har ../shared/data/archives/uci_har_train_full.zip \
         --dsa ../shared/data/archives/dsa19_train_full.zip --out bench/realscale --num-cpus 2
-    python -m training.benchmarks.realscale --out bench/realscale            # the table again
-    python -m training.benchmarks.realscale --out A --compare B   # A vs B, seed by seed
+    python -m experiments.benchmarks.realscale --out bench/realscale            # the table again
+    python -m experiments.benchmarks.realscale --out A --compare B   # A vs B, seed by seed
 
 The runs are trained by ``zoo sweep realscale`` (`experiments.sweep`: Ray Tune trials, an
 embedded local Ray or a cluster; it replaced this module's ``--shard I/N`` processes); this module

@@ -1,7 +1,7 @@
 """Training throughput (sequences/s) of every registered model at equal hidden size, one run.
 
-    python -m training.benchmarks.throughput --data-dir ../shared/data/har --units 80
-    KERAS_BACKEND=jax python -m training.benchmarks.throughput --data-dir ... --compare-cpu
+    python -m experiments.benchmarks.throughput --data-dir ../shared/data/har --units 80
+    KERAS_BACKEND=jax python -m experiments.benchmarks.throughput --data-dir ... --compare-cpu
 
 Each model trains on real HAR-2 batches (128 x 9) with Adam; after warm-up steps (tracing,
 compilation) ``--steps`` optimizer steps are timed, repeated ``--repeats`` times, and the median
@@ -67,7 +67,7 @@ def measure_on_cpu(argv: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cpu.json")
         child = [a for a in argv if a != "--compare-cpu"] + ["--json", out]
-        subprocess.run([sys.executable, "-m", "training.benchmarks.throughput", *child],
+        subprocess.run([sys.executable, "-m", "experiments.benchmarks.throughput", *child],
                        env=env, check=True)
         with open(out) as f:
             return json.load(f)

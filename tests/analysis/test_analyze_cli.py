@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from training.analysis.report import _check_out_dir
+from experiments.analysis.report import _check_out_dir
 from training.tasks import get_task
 from edge_rnn_zoo.cli import main
 
@@ -63,7 +63,7 @@ def test_bad_input_gives_clear_errors(run_dir, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_length_generalisation_row(run_dir, capsys):
-    from training.analysis.lengths import length_accuracy, main as lengths_main
+    from experiments.analysis.lengths import length_accuracy, main as lengths_main
 
     row = length_accuracy(run_dir, n=200)
     assert (row["task"], row["L"], row["test_length"]) == ("parity", 6, 12)

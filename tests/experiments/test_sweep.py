@@ -106,7 +106,7 @@ def test_a_tiny_sweep_runs_on_local_ray_resumes_and_ships(tmp_path):
 def test_the_realscale_table_keeps_its_runs_and_settings(tmp_path):
     import argparse
 
-    from training.benchmarks import realscale
+    from experiments.benchmarks import realscale
 
     parser = argparse.ArgumentParser()
     realscale.add_table_arguments(parser)

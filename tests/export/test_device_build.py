@@ -134,7 +134,7 @@ def test_build_refuses_a_sequence_export_and_an_old_step_export(tmp_path):
 def test_zoo_bench_times_the_cxx_loop_of_step_exports_only(built, tmp_path):
     from types import SimpleNamespace
 
-    from export.bench import time_c_loop
+    from experiments.bench import time_c_loop
 
     export_dir, _ = built("sirnn", "int8")
     card = json.loads((export_dir / "model_card.json").read_text())

@@ -1,10 +1,10 @@
-"""`export.kws_bench`'s table row from the cards of a model's exports (hand-made cards and runs;
+"""`experiments.kws_bench`'s table row from the cards of a model's exports (hand-made cards and runs;
 no export, no timing)."""
 
 import json
 from types import SimpleNamespace
 
-from export import kws_bench
+from experiments import kws_bench
 
 
 def card(acc, tflm, agree):

@@ -1,11 +1,11 @@
-"""The front end written into the KWS model cards (export/kws_bench.py FRONTEND) is enough to
+"""The front end written into the KWS model cards (experiments/kws_bench.py FRONTEND) is enough to
 reimplement it: a from-the-words NumPy version matches FbankFrontend on real clips."""
 
 import math
 
 import numpy as np
 
-from export.kws_bench import FRONTEND
+from experiments.kws_bench import FRONTEND
 from training.data.audio import FbankFrontend, pad_to, read_wav
 
 

@@ -1,4 +1,4 @@
-"""`training.runs.train_or_reuse`, the driver of zoo bench, export.quality, export.device_latency
+"""`training.runs.train_or_reuse`, the driver of zoo bench, experiments.quality, experiments.device_latency
 and the accuracy benchmark: a finished run is reused untouched, anything else is trained (an
 unfinished run resumes inside `train`). The trainer is replaced by a recorder: no TensorFlow."""
 
