@@ -40,7 +40,27 @@ class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
 
     def state(self) -> dict:
         best = None if self.best is None else float(self.best)
-        return {"wait": self.wait, "best": best, "best_epoch": self.best_epoch}
+        return {"wait": self.wait, "best": best, "best_epoch": self.best_epoch,
+                "stopped_epoch": int(self.stopped_epoch)}
+
+    def summary(self, total_epochs: int, epochs_run: int) -> str | None:
+        """One line saying what early stopping did to the run, or None when the final weights
+        are the last epoch's: ``early stopping: no val_accuracy gain for 15 epochs, stopped
+        after epoch 33/40; restored the weights of epoch 18 (val_accuracy 94.12%)``, or, when
+        every epoch ran, which earlier epoch's weights were kept. Epochs count from 1, as the
+        progress lines, ``history.csv`` and ``metrics.json``'s ``best_epoch`` do."""
+        if self.best_weights is None or self.best is None:
+            return None
+        best = int(self.best_epoch) + 1
+        restored = f"the weights of epoch {best} ({format_metric(self.monitor, self.best)})"
+        if self.stopped_epoch > 0:
+            stop = int(self.stopped_epoch) + 1
+            return (f"early stopping: no {self.monitor} gain for {stop - best} epochs, stopped "
+                    f"after epoch {stop}/{total_epochs}; restored {restored}")
+        if best < epochs_run:
+            return (f"early stopping: kept {restored}, the best {self.monitor} of the "
+                    f"{epochs_run} epochs run")
+        return None
 
     def save_files(self, folder: Path) -> None:
         if self.best_weights is not None:
@@ -51,6 +71,8 @@ class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
         self._resumed = {**state, "best_weights": read_weights(path) if path.is_file() else None}
         # Also in place now, for a resumed run that has no epoch left to fit.
         self.wait, self.best, self.best_epoch = state["wait"], state["best"], state["best_epoch"]
+        # Checkpoints from before it was kept: 0, as Keras's "did not stop".
+        self.stopped_epoch = state.get("stopped_epoch", 0)
         self.best_weights = self._resumed["best_weights"]
 
 

@@ -402,6 +402,10 @@ def _train_in(run_dir: Path, config: TrainConfig, task, checkpoint, init_weights
     train_seconds = time.perf_counter() - start + sum(
         row.get("seconds", 0.0) for row in history[:initial_epoch])
     _check_trained(run, model, history)
+    if "early_stopping" in stateful:
+        said = stateful["early_stopping"].summary(config.epochs, len(history))
+        if said:
+            print_fn(said)
     metrics = _final_metrics(config, model, arrays, history, stateful, train_seconds, data)
     _write_final(run_dir, model, history, metrics)
     return metrics
