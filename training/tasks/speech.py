@@ -26,6 +26,7 @@ from training.data.cache import cache_key, cached_arrays
 from training.data.errors import DataError
 from training.data.sources import Archive, DatasetSpec, fingerprint, locate
 from training.tasks.base import Normalization, Split, Task, TaskData, register_task
+from training.tasks.speech_layout import SILENCE, UNKNOWN, WORDS10, find_layout, load_layout
 
 _TORCHAUDIO = "torchaudio datasets/speechcommands.py _CHECKSUMS"
 SPECS = {
@@ -52,8 +53,6 @@ SPECS = {
 WORDS30 = ("bed", "bird", "cat", "dog", "down", "eight", "five", "four", "go", "happy", "house",
            "left", "marvin", "nine", "no", "off", "on", "one", "right", "seven", "sheila", "six",
            "stop", "three", "tree", "two", "up", "wow", "yes", "zero")
-WORDS10 = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
-SILENCE, UNKNOWN = "_silence_", "_unknown_"
 NOISE_DIR = "_background_noise_"
 SPLITS = ("train", "val", "test")
 INT16 = (-32768, 32767)
@@ -287,8 +286,6 @@ class Google12(SpeechTask):
         """What ``zoo eval`` scores: every clip when ``data_dir`` is the official test-set layout
         (``speech_commands_test_set_v0.02``: its ``_silence_`` and ``_unknown_`` folders are the
         classes as they are), else this task's own test split."""
-        from training.tasks.speech_testset import find_layout, load_layout  # it imports this module
-
         if find_layout(data_dir):
             a, _ = load_layout(data_dir, self.frontend, self._options["pad"])
             return Split(a["x"], a["y"])
