@@ -1,6 +1,6 @@
 """The built-in models as ``zoo list`` shows them, written down so listing needs no Keras.
 
-Generated from the live registry (`zoo.registry.model_table`) by ``python -m zoo.model_table``;
+Generated from the live registry (`zoo.registry.model_table`) by ``python -m zoo.write_model_table``;
 ``tests/zoo/test_registry.py`` fails when the two differ (a model or option added, renamed or
 given another default without regenerating this file). Standard library only.
 """
@@ -81,22 +81,3 @@ MODELS: dict[str, dict[str, str]] = {'antisymmetric': {'description': 'Antisymme
                'options': "units=80, max_norm=0.99, activation='tanh', use_bias=True, dropout=0, "
                           'recurrent_dropout=0, seed=None',
                'paper': 'Miller & Hardt, Stable Recurrent Models, ICLR 2019'}}
-
-
-def _write() -> None:
-    """Rewrite ``MODELS`` in this file from the live registry."""
-    import pprint
-    from pathlib import Path
-
-    from zoo.registry import describe_models
-
-    path = Path(__file__)
-    head = path.read_text(encoding="utf-8").split("MODELS: dict")[0]
-    body = pprint.pformat(describe_models(), width=100, sort_dicts=True)
-    tail = path.read_text(encoding="utf-8").split("\n\n\ndef _write()")[1]
-    path.write_text(f"{head}MODELS: dict[str, dict[str, str]] = {body}\n\n\ndef _write(){tail}",
-                    encoding="utf-8")
-
-
-if __name__ == "__main__":
-    _write()
