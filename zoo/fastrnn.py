@@ -22,7 +22,7 @@ def _chain_macs(rows: int, rank: int | None, units: int) -> int:
     return rows * units if rank is None else rows * rank + rank * units
 
 
-class _FastCellBase(ZooCell):
+class FastCellBase(ZooCell):
     """Shared by FastRNN and FastGRNN: the (optionally low-rank) pre-activation ``W x + U h``.
 
     EdgeML stores ``W = W1 W2`` as ``W1: [d, r_w]``, ``W2: [r_w, D]`` and computes ``x @ W1 @ W2``
@@ -77,7 +77,7 @@ class _FastCellBase(ZooCell):
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
-class FastRNNCell(_FastCellBase):
+class FastRNNCell(FastCellBase):
     r"""FastRNN cell (FastGRNN paper, Eq. 2): a residual RNN with two trainable scalars::
 
         h~_t = sigma(W x_t + U h_{t-1} + b)
@@ -161,7 +161,7 @@ class FastRNNCell(_FastCellBase):
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
-class FastGRNNCell(_FastCellBase):
+class FastGRNNCell(FastCellBase):
     r"""FastGRNN cell (FastGRNN paper, Eq. 6): the gate and the update share W and U::
 
         z_t  = sigma_g(W x_t + U h_{t-1} + b_z)

@@ -10,7 +10,7 @@ import numpy as np
 
 from zoo.antisymmetric import AntisymmetricRNNCell
 from zoo.diagonal import DiagonalRNNCell
-from zoo.fastrnn import _FastCellBase
+from zoo.fastrnn import FastCellBase
 from zoo.irnn import IRNNCell
 from zoo.stable import StableRNNCell
 
@@ -34,7 +34,7 @@ def spectral_norms(matrices: np.ndarray) -> np.ndarray:
 _RECURRENCE_NOTES = ((DiagonalRNNCell, "diag(w) (002 Eq. 2)"),
                      (IRNNCell, "U (004; alpha I + V H when low-rank)"),
                      (AntisymmetricRNNCell, "W - W^T - gamma I"),
-                     (_FastCellBase, "U (FastGRNN Eq. 2 / 6; U1 U2 when low-rank)"),
+                     (FastCellBase, "U (FastGRNN Eq. 2 / 6; U1 U2 when low-rank)"),
                      (StableRNNCell, "W (tanh RNN)"))
 
 

@@ -256,7 +256,7 @@ def _numpy_recurrence(cell) -> np.ndarray | None:
     """The recurrence matrix in math orientation, rebuilt in NumPy from the cell's raw weights."""
     from zoo.antisymmetric import AntisymmetricRNNCell
     from zoo.diagonal import DiagonalRNNCell
-    from zoo.fastrnn import _FastCellBase
+    from zoo.fastrnn import FastCellBase
     from zoo.irnn import IRNNCell
 
     w = lambda v: np.asarray(v, dtype=np.float64)  # noqa: E731
@@ -270,7 +270,7 @@ def _numpy_recurrence(cell) -> np.ndarray | None:
     if isinstance(cell, AntisymmetricRNNCell):
         k = w(cell.recurrent_kernel)
         return (k - k.T - cell.gamma * np.eye(cell.units)).T
-    if isinstance(cell, _FastCellBase):
+    if isinstance(cell, FastCellBase):
         return np.linalg.multi_dot([np.eye(cell.units), *map(w, cell.recurrent_kernels)]).T
     if hasattr(cell, "recurrent_kernel") and not isinstance(
             cell, (keras.layers.GRUCell, keras.layers.LSTMCell)):
