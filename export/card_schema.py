@@ -1,9 +1,10 @@
 """The export contract: the file names of an export folder and its ``model_card.json`` schema
 (`ModelCard`), read and checked.
 
-Standard library only, on purpose: ``device_bench.py`` imports it, and the two files are copied
-to a device side by side (a Raspberry Pi with numpy and a TFLite runtime, no TensorFlow, no zoo);
-the zoo's exporter, its readers and its tests import the same module, so there is one contract.
+Standard library only, on purpose: ``device_bench.py`` (and its ``device_runtime.py``) import it,
+and the three files are copied to a device side by side (a Raspberry Pi with numpy and a TFLite
+runtime, no TensorFlow, no zoo); the zoo's exporter, its readers and its tests import the same
+module, so there is one contract.
 
 Example:
     >>> card = ModelCard.from_dict({"form": "sequence", "files": {"model": "model.tflite"},
