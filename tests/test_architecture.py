@@ -1,14 +1,18 @@
-"""The project's layering, checked: imports go one way, and the command line answers without
-loading TensorFlow.
+"""The project's layering, checked: imports go one way, modules stay small and self-contained,
+and the command line answers without loading TensorFlow.
 
-Layers (each may import only the layers before it, and its own)::
+The folders are the layers (each may import only the layers before it, and its own)::
 
-    0 zoo                      cells, registry, pretrained models
-    1 training.data / .tasks   datasets and tasks
-    2 training                 trainer, run directory, evaluation
-    3 export                   TFLite / TFLite Micro export and its device files
-    4 experiments              benchmarks and studies built on the layers below
-    5 command line             the `zoo` dispatcher and each subcommand's `cli` module
+    0 zoo/                                 cells, registry, pretrained models
+    1 training/data/, training/tasks/      datasets and tasks (and training/storage.py)
+    2 training/                            trainer, run directory, evaluation
+    3 export/                              TFLite / TFLite Micro export and its device files
+    4 experiments/                         benchmarks, studies, the theory report, shipping
+    5 edge_rnn_zoo/                        the `zoo` dispatcher and each subcommand's module
+
+A module's layer is that of the deepest folder (or file) of `LAYER_OF_PATH` that holds it; no
+entry puts a module in a higher layer than its folder. Besides: no import cycle between modules,
+no private name (``_x``) imported from another module, no module over `MAX_LINES` lines.
 """
 
 from __future__ import annotations
@@ -24,27 +28,29 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("zoo", "training", "export", "experiments", "edge_rnn_zoo")
 
-# Longest prefix wins.
-LAYER_OF_PREFIX = {
+# Folder (or file) -> layer; the deepest entry holding a module wins.
+LAYER_OF_PATH = {
     "zoo": 0,
-    "training.data": 1, "training.tasks": 1, "training.storage": 1,
+    "training/data": 1, "training/tasks": 1, "training/storage.py": 1,
     "training": 2,
     "export": 3,
-    "experiments.benchmarks": 4, "experiments.analysis": 4, "experiments.bench": 4, "experiments.quality": 4,
-    "experiments.kws_bench": 4, "experiments.ship": 4, "experiments.device_latency": 4, "experiments": 4,
-    "edge_rnn_zoo": 5, "edge_rnn_zoo.train_cli": 5, "edge_rnn_zoo.export_cli": 5, "edge_rnn_zoo.analyze_cli": 5,
+    "experiments": 4,
+    "edge_rnn_zoo": 5,
 }
 LAYER_NAMES = ["cells (zoo)", "data and tasks", "training", "export", "experiments",
                "command line"]
+MAX_LINES = 600
 
 
 def layer(module: str) -> int | None:
-    best = None
-    for prefix in LAYER_OF_PREFIX:
-        if module == prefix or module.startswith(prefix + "."):
-            if best is None or len(prefix) > len(best):
-                best = prefix
-    return None if best is None else LAYER_OF_PREFIX[best]
+    """The layer of a dotted module name (or of a name inside a module) from its folders."""
+    parts = module.split(".")
+    for k in range(len(parts), 0, -1):
+        key = "/".join(parts[:k])
+        for entry in (key + ".py", key):
+            if entry in LAYER_OF_PATH:
+                return LAYER_OF_PATH[entry]
+    return None
 
 
 def project_modules():
@@ -56,16 +62,31 @@ def project_modules():
                 ".__init__"), path
 
 
-def imports_of(path: Path):
-    """(line, module) of every import statement, at module level or inside a function."""
+def _absolute(node: ast.ImportFrom, module: str, path: Path) -> str | None:
+    """The absolute module of a ``from`` import (``from .card_schema import x`` in export/...)."""
+    if node.level == 0:
+        return node.module
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    base = package[:len(package) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else [])) or None
+
+
+def imports_of(path: Path, module: str | None = None):
+    """(line, module) of every import statement, at module level or inside a function; with
+    ``module`` given, relative imports too (as absolute names)."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            yield node.lineno, node.module
+        elif isinstance(node, ast.ImportFrom):
+            if node.level and module is None:
+                continue
+            base = _absolute(node, module, path) if module else node.module
+            if not base:
+                continue
+            yield node.lineno, base
             for alias in node.names:  # `from training import rundir` imports training.rundir
-                yield node.lineno, f"{node.module}.{alias.name}"
+                yield node.lineno, f"{base}.{alias.name}"
 
 
 def upward_imports():
@@ -81,8 +102,98 @@ def upward_imports():
     return list(found.values())
 
 
+def import_graph() -> dict[str, set[str]]:
+    """module -> the project modules it imports (``from a import b`` counts as a.b when that is
+    a module, else as a; a package's ``__init__`` only when named)."""
+    modules = dict(project_modules())
+    graph = {m: set() for m in modules}
+    for module, path in modules.items():
+        for _, imported in imports_of(path, module):
+            if imported in modules and imported != module:
+                graph[module].add(imported)
+    # `from a import b` yields both a and a.b: keep a only where b is not a module of a
+    for module, targets in graph.items():
+        graph[module] = {t for t in targets
+                         if not any(o.startswith(t + ".") for o in targets)
+                         or _names_a_package_attribute(modules[module], module, t)}
+    return graph
+
+
+def _names_a_package_attribute(path: Path, module: str, package: str) -> bool:
+    """Whether ``module`` imports something from ``package`` itself (not only its submodules)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and _absolute(node, module, path) == package:
+            if any(not (REPO / Path(*package.split("."), a.name)).with_suffix(".py").exists()
+                   and not (REPO / Path(*package.split("."), a.name)).is_dir()
+                   for a in node.names):
+                return True
+        if isinstance(node, ast.Import) and any(a.name == package for a in node.names):
+            return True
+    return False
+
+
+def import_cycles() -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan), each sorted."""
+    graph = import_graph()
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(cycles)
+
+
+def private_imports() -> list[str]:
+    """``from a.b import _x`` where a.b is another project module (dunders are public)."""
+    found = []
+    modules = dict(project_modules())
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            source = _absolute(node, module, path)
+            if source not in modules or source == module:
+                continue
+            for alias in node.names:
+                name = alias.name
+                if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno}: {module} imports "
+                                 f"{name} from {source}")
+    return found
+
+
 def test_every_module_has_a_layer():
     assert [m for m, _ in project_modules() if layer(m) is None] == []
+
+
+def test_no_entry_lifts_a_module_above_its_folder():
+    """The table's deeper entries may only put modules lower than their folder (storage.py is
+    the data layer's), never higher: an experiment or a CLI module moves to its folder."""
+    for entry, value in LAYER_OF_PATH.items():
+        parent = "/".join(entry.removesuffix(".py").split("/")[:-1])
+        if parent:
+            assert value <= layer(parent.replace("/", ".")), entry
 
 
 def test_no_module_imports_a_layer_above_its_own():
@@ -97,6 +208,34 @@ def test_the_walk_finds_an_upward_import(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     found = upward_imports()
     assert len(found) == 1 and "zoo/bad.py:2" in found[0] and "training.trainer" in found[0]
+
+
+def test_no_import_cycle():
+    """Not even through an import inside a function: two modules that need each other are one
+    module, or share a third below both."""
+    assert import_cycles() == []
+
+
+def test_the_walk_finds_a_cycle_and_a_private_import(tmp_path, monkeypatch):
+    fake = tmp_path / "export"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "a.py").write_text("from export.b import _helper\n")
+    (fake / "b.py").write_text("def _helper():\n    from .a import thing\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert import_cycles() == [["export.a", "export.b"]]
+    found = private_imports()
+    assert len(found) == 1 and "export/a.py:1" in found[0] and "_helper" in found[0]
+
+
+def test_no_private_name_is_imported_from_another_module():
+    assert private_imports() == []
+
+
+def test_no_module_is_over_the_line_limit():
+    long = {str(path.relative_to(REPO)): n for _, path in project_modules()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}, f"split these (at most {MAX_LINES} lines): {long}"
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
