@@ -89,20 +89,12 @@ def _reexec_with_backend(backend: str) -> None:
 
 
 def builtin_model_names() -> list[str]:
-    """The names the ``zoo`` package registers, read from its source (each family's
-    ``register_model("name", ...)`` line) so a misspelt ``--model`` is answered without loading
-    Keras. ``tests/test_architecture.py`` checks this equals ``zoo.list_models()``."""
-    import ast
-    import importlib.util
+    """The names the ``zoo`` package registers, from `zoo.model_table.MODELS` (the registry written
+    down, standard library only; ``tests/zoo/test_registry.py`` keeps it equal to the live
+    registry), so a misspelt ``--model`` is answered without loading Keras."""
+    from zoo.model_table import MODELS
 
-    names = []
-    for folder in importlib.util.find_spec("zoo").submodule_search_locations:
-        for path in sorted(Path(folder).glob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "register_model"
-                        and node.args and isinstance(node.args[0], ast.Constant)):
-                    names.append(node.args[0].value)
-    return sorted(names)
+    return sorted(MODELS)
 
 
 def check_names(task: str, model: str) -> None:

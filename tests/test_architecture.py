@@ -276,7 +276,7 @@ def _timed(argv) -> float:
 
 
 def test_builtin_model_names_are_the_registry():
-    """`zoo train` checks --model against the registry's source lines (no Keras); they must be
+    """`zoo train` checks --model against `zoo.model_table.MODELS` (no Keras); its names must be
     exactly what the loaded registry holds."""
     import zoo
     from edge_rnn_zoo.train_cli import builtin_model_names
