@@ -13,8 +13,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     from edge_rnn_zoo.train_cli import strict_float, strict_int
 
     parser.add_argument("run_dir", help="a finished run directory written by `zoo train`")
-    parser.add_argument("--tflite", action="store_true", required=True,
-                        help="export to TFLite (the only target for now)")
+    parser.add_argument("--tflite", action="store_true",
+                        help="export to TFLite: the default and, for now, the only format (the "
+                             "flag is accepted, and may be left out)")
     parser.add_argument("--quantize", choices=MODES, default="none",
                         help="none (float32), fp16, dynamic (int8 weights), int16x8, int8")
     parser.add_argument("--form", choices=("sequence", "step", "c"), default="sequence",

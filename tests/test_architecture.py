@@ -248,6 +248,7 @@ def _run(code: str) -> subprocess.CompletedProcess:
     ["bench", "--help"], ["analyze", "--help"], ["list", "--help"],
     ["train", "--task", "har9", "--model", "sirnn"], ["train", "--task", "har2", "--model", "lsmt"],
     ["train", "--task", "har2"], ["eval", "no/such/run"], ["export", "no/such/run", "--tflite"],
+    ["export", "no/such/run"],
     ["analyze", "no/such/run"], ["frobnicate"], ["list", "tasks"],
 ])
 def test_help_and_usage_errors_load_no_tensorflow(argv, tmp_path):
@@ -261,6 +262,7 @@ def test_help_and_usage_errors_load_no_tensorflow(argv, tmp_path):
     exit_code = proc.stdout.split("EXIT")[-1].strip()
     if argv[-1] not in ("--help", "tasks"):
         assert exit_code == "2" and "error" in proc.stderr, (exit_code, proc.stderr[-2000:])
+    assert "--tflite" not in proc.stderr  # optional: TFLite is the default (and only) format
 
 
 def test_zoo_help_answers_within_a_second():
