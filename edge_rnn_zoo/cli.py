@@ -1,10 +1,17 @@
 """The ``zoo`` command: a dispatcher over the subcommands.
 
-Each subcommand lives next to the code it drives (``edge_rnn_zoo.train_cli``, ``edge_rnn_zoo.export_cli``, ...), which
-provides ``add_<name>_arguments(parser)``, ``run_<name>(args)`` and optionally
-``check_<name>(args)`` (the usage checks that need no Keras). Only the module of the
-subcommand being run is imported, and none of them imports TensorFlow before its ``run_``
-function, so ``zoo --help``, ``zoo train --help`` and every usage error answer at once.
+Two kinds of subcommand, both imported only when chosen:
+
+* `SUBCOMMANDS`: a module (``edge_rnn_zoo.train_cli``, ``edge_rnn_zoo.export_cli``, ...) that
+  provides ``add_<name>_arguments(parser)``, ``run_<name>(args)`` and optionally
+  ``check_<name>(args)`` (the usage checks that need no Keras). None of them imports TensorFlow
+  before its ``run_`` function, so ``zoo --help``, ``zoo train --help`` and every usage error
+  answer at once.
+* `SCRIPTS`: the experiment and device scripts, each a module with ``main(argv)`` that parses the
+  rest of the line itself and also runs as ``python -m <module>``: ``zoo ship RUN ...``, and by
+  name within a group, ``zoo bench realscale ...`` (`BENCHMARKS`; ``zoo bench`` with options only
+  is the zoo-vs-Keras comparison) and ``zoo device latency ...`` (`DEVICE`). ``zoo bench --help``
+  and ``zoo device --help`` list the names; ``zoo bench NAME --help`` is the script's own help.
 """
 
 from __future__ import annotations
@@ -30,8 +37,97 @@ SUBCOMMANDS = {
     "sweep": ("experiments.sweep", "subject cross-validation, recipe sweeps and the real-scale "
                                    "table as Ray Tune trials (needs the sweep extra)"),
 }
+
+# `zoo bench NAME ...`: name -> (module with main(argv), one-line help)
+BENCHMARKS = {
+    "realscale": ("experiments.benchmarks.realscale", "every model on the full HAR-2 / DSA-19 "
+                                                      "training data, several seeds, one table"),
+    "accuracy": ("experiments.benchmarks.accuracy", "every zoo cell and the Keras baselines on "
+                                                    "real data, same budget, one table"),
+    "select": ("experiments.benchmarks.select", "pick each model's learning rate by validation "
+                                                "accuracy across accuracy runs"),
+    "throughput": ("experiments.benchmarks.throughput", "training throughput (sequences/s) of "
+                                                        "every registered model"),
+    "collapse-trace": ("experiments.benchmarks.collapse_trace", "an iRNN's step size and state, "
+                                                                "epoch by epoch"),
+    "kws": ("experiments.benchmarks.kws", "keyword-spotting sweep on google12_testset (learning "
+                                          "rate chosen on validation speakers)"),
+    "kws-table": ("experiments.kws_bench", "the keyword-spotting table: int8 exports, accuracy, "
+                                           "bytes, arena, latency"),
+    "quality": ("experiments.quality", "float vs int16x8 vs int8 step models for every cell, "
+                                       "HAR-2 and DSA-19"),
+    "c-backend": ("experiments.c_bench", "the C backend next to TFLite Micro on the host, every "
+                                         "cell"),
+    "sequence-int8": ("experiments.sequence_int8", "the one-invoke int8 sequence model checked "
+                                                   "and timed"),
+    "lengths": ("experiments.analysis.lengths", "length generalisation on the regular languages"),
+}
+# `zoo device NAME ...`
+DEVICE = {
+    "bench": ("export.device_bench", "benchmark an export with a TFLite runtime (what "
+                                     "export/device_bench.py runs on a device)"),
+    "build": ("export.device_build", "build a step export's C++ loop against TFLite Micro and "
+                                     "check it against Python"),
+    "latency": ("experiments.device_latency", "latency of the exported C++ loop next to the "
+                                              "Python loop, every cell"),
+}
+# Script subcommands: the word after the subcommand (if any) picks the script from the group;
+# a group of one script ("") takes the rest of the line as it is.
+SCRIPTS = {
+    "bench": BENCHMARKS,
+    "device": DEVICE,
+    "ship": {"": ("experiments.ship", "ship a trained run as a pretrained model "
+                                      "(models/pretrained/<model>.<task>/)")},
+}
+ALIASES = {"kws-bench": "kws-table", "c-bench": "c-backend"}  # the modules' own names
+SUBCOMMANDS.update({
+    "device": (None, "on-device work on an export: bench, build (TFLite Micro C++), latency"),
+    "ship": (None, SCRIPTS["ship"][""][1]),
+})
 # Subcommands that run Python only (no Keras) until their runner decides otherwise.
 _NO_KERAS_UP_FRONT = {"list"}
+# Scripts that need no Keras at all.
+_NO_KERAS_SCRIPTS = {"experiments.benchmarks.select", "export.device_bench",
+                     "export.device_build"}
+
+
+def _script(argv: list[str]):
+    """``(module, prog, rest, verbose)`` when ``argv`` runs a script subcommand, else None."""
+    for i, word in enumerate(argv):
+        if word.startswith("-"):
+            continue
+        group = SCRIPTS.get(word)
+        if group is None:
+            return None
+        verbose = any(w in ("-v", "--verbose") for w in argv[:i])
+        if "" in group:
+            return group[""][0], f"zoo {word}", argv[i + 1:], verbose
+        name = argv[i + 1] if i + 1 < len(argv) else ""
+        name = ALIASES.get(name.replace("_", "-"), name.replace("_", "-"))
+        if name in group:
+            return group[name][0], f"zoo {word} {name}", argv[i + 2:], verbose
+        return None
+    return None
+
+
+def run_script(module_name: str, prog: str, rest: list[str], verbose: bool = False) -> int:
+    """Run a script module's ``main(rest)`` as ``zoo ...`` (its usage lines say ``prog``)."""
+    if verbose:
+        verbose_environment()
+    else:
+        quiet_environment()
+        if module_name not in _NO_KERAS_SCRIPTS and not {"-h", "--help"} & set(rest):
+            import_keras_quietly()
+    module = importlib.import_module(module_name)
+    saved = sys.argv[0]
+    sys.argv[0] = prog  # argparse's default prog (the scripts that name none)
+    try:
+        return module.main(rest) or 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        sys.argv[0] = saved
 
 
 def _chosen(argv: list[str]) -> str | None:
@@ -51,14 +147,36 @@ def build_parser(chosen: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        group = {k: v for k, v in SCRIPTS.get(name, {}).items() if k}
+        epilog = None
+        if group:
+            width = max(map(len, group))
+            epilog = (f"or: zoo {name} NAME [options] (zoo {name} NAME --help for its options), "
+                      "NAME one of:\n" + "\n".join(f"  {k:<{width}}  {h}"
+                                                    for k, (_, h) in group.items()))
+        p = sub.add_parser(name, help=help_text, description=help_text, epilog=epilog,
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           add_help=module_name is not None or bool(group))
         _add_verbose(p, default=argparse.SUPPRESS)  # so `zoo -v train` keeps the top-level -v
-        if name == chosen:
+        if module_name is None:  # a script subcommand: main() hands the line to the script
+            if group:  # a known NAME never reaches this parser (main() runs the script)
+                p.add_argument("name", choices=sorted(group), metavar="NAME")
+            else:
+                p.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+            p.set_defaults(run=_run_parsed_script, check=None)
+        elif name == chosen:
             module = importlib.import_module(module_name)
             getattr(module, f"add_{name}_arguments")(p)
             p.set_defaults(run=getattr(module, f"run_{name}"),
                            check=getattr(module, f"check_{name}", None))
     return parser
+
+
+def _run_parsed_script(args) -> int:
+    group = SCRIPTS[args.command]
+    module_name = group[getattr(args, "name", "")][0]
+    prog = " ".join(["zoo", args.command, getattr(args, "name", "")]).strip()
+    return run_script(module_name, prog, getattr(args, "args", []), args.verbose)
 
 
 def _add_verbose(parser: argparse.ArgumentParser, default) -> None:
@@ -77,6 +195,9 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    script = _script(argv)
+    if script is not None:
+        return run_script(*script)
     chosen = _chosen(argv)
     args = build_parser(chosen).parse_args(argv)
     if args.check is not None:

@@ -250,6 +250,7 @@ def _run(code: str) -> subprocess.CompletedProcess:
     ["train", "--task", "har2"], ["eval", "no/such/run"], ["export", "no/such/run", "--tflite"],
     ["export", "no/such/run"],
     ["analyze", "no/such/run"], ["frobnicate"], ["list", "tasks"],
+    ["device", "--help"], ["device"], ["device", "frobnicate"], ["sweep", "--help"],
 ])
 def test_help_and_usage_errors_load_no_tensorflow(argv, tmp_path):
     argv = [str(tmp_path / a) if a.startswith("no/") else a for a in argv]
@@ -263,6 +264,51 @@ def test_help_and_usage_errors_load_no_tensorflow(argv, tmp_path):
     if argv[-1] not in ("--help", "tasks"):
         assert exit_code == "2" and "error" in proc.stderr, (exit_code, proc.stderr[-2000:])
     assert "--tflite" not in proc.stderr  # optional: TFLite is the default (and only) format
+
+
+def every_help_line() -> list[list[str]]:
+    """``zoo X --help`` for every subcommand, and ``zoo X NAME --help`` for every script."""
+    from edge_rnn_zoo.cli import SCRIPTS, SUBCOMMANDS
+
+    lines = [[name, "--help"] for name in SUBCOMMANDS]
+    lines += [[name, script, "--help"] for name, group in SCRIPTS.items() for script in group
+              if script]
+    return lines
+
+
+@pytest.mark.slow
+def test_every_subcommand_and_script_answers_help():
+    """Each ``--help`` exits 0 with a usage line and no traceback (one process: TensorFlow loads
+    once)."""
+    lines = every_help_line()
+    assert ["bench", "realscale", "--help"] in lines and ["ship", "--help"] in lines
+    code = ("import contextlib, io, sys; from edge_rnn_zoo.cli import main\n"
+            f"for argv in {lines!r}:\n"
+            "    out = io.StringIO()\n"
+            "    try:\n"
+            "        with contextlib.redirect_stdout(out):\n"
+            "            code = main(argv)\n"
+            "    except SystemExit as e:\n"
+            "        code = e.code\n"
+            "    ok = code in (0, None) and out.getvalue().startswith('usage: ')\n"
+            "    print('HELP', ' '.join(argv), 'OK' if ok else f'FAILED {code!r}', flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    results = [line for line in proc.stdout.splitlines() if line.startswith("HELP ")]
+    assert len(results) == len(lines), proc.stdout[-3000:]
+    assert [r for r in results if not r.endswith(" OK")] == []
+
+
+def test_each_script_keeps_its_python_m_entry():
+    """`zoo bench NAME` and friends run a module's main(argv); each still runs as python -m."""
+    from edge_rnn_zoo.cli import SCRIPTS
+
+    for group in SCRIPTS.values():
+        for module, _ in group.values():
+            source = (REPO / Path(*module.split("."))).with_suffix(".py").read_text(
+                encoding="utf-8")
+            assert "def main(argv" in source and 'if __name__ == "__main__":' in source, module
 
 
 def test_zoo_help_answers_within_a_second():
