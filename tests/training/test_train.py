@@ -155,8 +155,9 @@ def test_finished_run_is_refused_before_any_data_or_model(shipped_finished_run, 
 
 def test_finished_run_refusal_needs_no_keras_and_is_quick(shipped_finished_run):
     """The refusal a command can run before loading TensorFlow (`check_out_argument`, keras-free)
-    answers in a fresh process without importing Keras. Measured 0.4-1.0 s for that whole process
-    here; `zoo train` with it in its usage check (before Keras): 0.5-1.0 s."""
+    answers in a fresh process without importing Keras. Measured 0.19-0.29 s for that whole
+    process on the 2-core dev machine; `zoo train` with it in its usage check (before Keras):
+    0.48-0.55 s."""
     code = ("import sys\nfrom training.rundir import check_out_argument\n"
             "try:\n    check_out_argument(sys.argv[1], False)\n"
             "except ValueError as err:\n    print(err)\n"
@@ -172,10 +173,11 @@ def test_finished_run_refusal_needs_no_keras_and_is_quick(shipped_finished_run):
 
 def test_zoo_train_refuses_a_finished_run_in_seconds(shipped_finished_run, env):
     """The whole ``python -m edge_rnn_zoo train ... --out FINISHED`` process. Measured on the
-    2-core dev machine: 5.1-5.9 s, nearly all of it importing Keras/TensorFlow, which the CLI
-    does before `train` (13.6 s in issue 22 before the refusal came first in `train`; 0.5-1.0 s
-    once the CLI's usage check calls `training.rundir.check_out_argument`). Generous bound: a
-    loaded CI machine imports TensorFlow slowly."""
+    2-core dev machine, shared and loaded: 5.1-9.2 s, nearly all of it importing Keras and
+    TensorFlow, which the CLI does before `train` (before the refusal came first in `train`:
+    9.0-10.3 s in the same session, 13.6 s in issue 22; 0.48-0.55 s once the CLI's usage check
+    calls `training.rundir.check_out_argument`). Generous bound: a loaded CI machine imports
+    TensorFlow slowly."""
     out = shipped_finished_run
     start = time.perf_counter()
     proc = zoo([*TRAIN, "--out", str(out)], env, timeout=300)
