@@ -112,8 +112,17 @@ def check_names(task: str, model: str) -> None:
 
 
 def check_train(args) -> None:
-    """The checks that need no Keras (the dispatcher runs them before loading it)."""
+    """The checks that need no Keras (the dispatcher runs them before loading it): the names,
+    and an --out that holds a finished run or a user's folder is refused here, in well under a
+    second, not after TensorFlow's import."""
+    from training.rundir import check_out_argument
+
     check_names(args.task, args.model)
+    check_out_argument(default_out(args), args.overwrite)
+
+
+def default_out(args) -> Path:
+    return Path(args.out or Path("runs") / f"{args.task}-{args.model}")
 
 
 def run_train(args) -> int:
@@ -146,7 +155,7 @@ def run_train(args) -> int:
         zoo.registry.check_options(config.model, config.model_options)
         get_task(config.task, **config.task_options)
         print(describe_recipe(config), flush=True)
-        out = Path(args.out or Path("runs") / f"{args.task}-{args.model}")
+        out = default_out(args)
         train(config, out, data_dir=args.data_dir, overwrite=args.overwrite)
     except (ValueError, FileNotFoundError, StorageError) as err:
         print(f"zoo train: error: {err}", file=sys.stderr)
