@@ -13,6 +13,7 @@ import json
 import shutil
 import subprocess
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,6 +108,27 @@ def test_cross_build_for_a_cortex_m4_when_the_toolchain_is_there(sirnn_c, tmp_pa
     subprocess.run(["make", "-s", "-C", str(build), "CC=arm-none-eabi-gcc", "CPU=cortex-m4"],
                    check=True)
     assert (build / "zoo_model.o").is_file()
+
+
+def test_the_cortex_m4_dsp_path_gives_the_portable_paths_bits(sirnn_c, tmp_path):
+    # The SMLAD / SMMULR / SSAT kernels (ZOO_USE_ARM_DSP) run under qemu-arm and print the state
+    # after each of 128 steps and the logits; the host build of the same driver and export (the
+    # portable C, checked against TFLite Micro above) must print the same lines.
+    if shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-arm") is None:
+        pytest.skip("arm-none-eabi-gcc and qemu-arm are not installed (optional)")
+    out, _ = sirnn_c
+    cortexm = Path(__file__).resolve().parents[2] / "tools" / "cortexm"
+    build = tmp_path / "m4"
+    subprocess.run(["make", "-s", "-C", str(cortexm), f"B={build}", f"C={out}", "NAME=test",
+                    "c-app"], check=True, capture_output=True)
+    host = tmp_path / "host_app"
+    subprocess.run(["cc", "-std=c99", "-O2", f"-I{out}", str(cortexm / "c_main.c"),
+                    str(out / "zoo_model.c"), "-o", str(host)], check=True)
+    m4 = subprocess.run(["qemu-arm", "-cpu", "cortex-a15", str(build / "c-test.elf"), "sirnn",
+                         "print", "128"], check=True, capture_output=True, text=True).stdout
+    ref = subprocess.run([str(host), "sirnn", "print", "128"], check=True, capture_output=True,
+                         text=True).stdout
+    assert m4.count("\n") == 129 and m4 == ref
 
 
 def test_refuses_what_it_cannot_compile_with_a_clear_error(int8_step, tmp_path):

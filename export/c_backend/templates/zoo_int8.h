@@ -55,6 +55,15 @@ ZOO_INLINE int32_t zoo_rdbpot_bounded(int32_t x, int exponent) {
   return (x + (1 << (exponent - 1)) + (x >> 31)) >> exponent;
 }
 
+/* RoundingDivideByPOT(x, exponent) + zp in one shift: floor((x + 2^(e-1) - [x < 0] + zp 2^e) / 2^e)
+ * is the rounded quotient plus zp exactly, and stays in int32 for |x| < 2^30, |zp| <= 128 and
+ * e <= 22 (every rescaled operand here is below 2^30, see above). */
+ZOO_INLINE int32_t zoo_rdbpot_zp(int32_t x, int exponent, int32_t zp) {
+  if (exponent == 0) return x + zp;
+  if (exponent > 22) return zoo_rdbpot_bounded(x, exponent) + zp;
+  return (x + ((1 << (exponent - 1)) + zp * (1 << exponent)) + (x >> 31)) >> exponent;
+}
+
 /* MultiplyByQuantizedMultiplier (common.cc, double rounding: TFLite Micro's default build). */
 ZOO_INLINE int32_t zoo_mbqm(int32_t x, int32_t multiplier, int shift) {
   const int left = shift > 0 ? shift : 0;
@@ -62,9 +71,19 @@ ZOO_INLINE int32_t zoo_mbqm(int32_t x, int32_t multiplier, int shift) {
   return zoo_rdbpot_bounded(zoo_srdhm_bounded((int32_t)((uint32_t)x << left), multiplier), right);
 }
 
+/* The same + an output zero point. */
+ZOO_INLINE int32_t zoo_mbqm_zp(int32_t x, int32_t multiplier, int shift, int32_t zp) {
+  const int left = shift > 0 ? shift : 0;
+  const int right = shift > 0 ? 0 : -shift;
+  return zoo_rdbpot_zp(zoo_srdhm_bounded((int32_t)((uint32_t)x << left), multiplier), right, zp);
+}
+
 /* MultiplyByQuantizedMultiplierSmallerThanOneExp (common.h): shift <= 0. */
 ZOO_INLINE int32_t zoo_mbqm_small(int32_t x, int32_t multiplier, int shift) {
   return zoo_rdbpot_bounded(zoo_srdhm_bounded(x, multiplier), -shift);
+}
+ZOO_INLINE int32_t zoo_mbqm_small_zp(int32_t x, int32_t multiplier, int shift, int32_t zp) {
+  return zoo_rdbpot_zp(zoo_srdhm_bounded(x, multiplier), -shift, zp);
 }
 
 /* The FULLY_CONNECTED rescale. LiteRT's builtin FULLY_CONNECTED rounds once (TFLite's
@@ -76,8 +95,10 @@ ZOO_INLINE int32_t zoo_mbqm_fc(int32_t x, int32_t multiplier, int shift) {
   const int64_t round = (int64_t)1 << (total_shift - 1);
   return (int32_t)(((int64_t)x * multiplier + round) >> total_shift);
 }
+#define zoo_mbqm_fc_zp(x, multiplier, shift, zp) (zoo_mbqm_fc(x, multiplier, shift) + (zp))
 #else
 #define zoo_mbqm_fc zoo_mbqm
+#define zoo_mbqm_fc_zp zoo_mbqm_zp
 #endif
 
 ZOO_INLINE int8_t zoo_clamp_s8(int32_t v, int32_t lo, int32_t hi) {
@@ -101,6 +122,7 @@ ZOO_INLINE void zoo_copy_s8(int n, const int8_t *in, int8_t *out) {
  * the entry of input 0 (the array's element 128). */
 ZOO_INLINE void zoo_table_s8(int n, const int8_t *in, const int8_t *table, int8_t *out) {
   int i;
+  ZOO_UNROLL
   for (i = 0; i < n; ++i) out[i] = table[in[i]];
 }
 
@@ -118,15 +140,23 @@ ZOO_INLINE uint32_t zoo_sxtb16_ror8(uint32_t v) {
   __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
   return r;
 }
-ZOO_INLINE int32_t zoo_smlad(uint32_t a, uint32_t b, int32_t acc) {
-  int32_t r;
-  __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
-  return r;
-}
 ZOO_INLINE uint32_t zoo_load32(const void *p) {
   uint32_t v;
   __builtin_memcpy(&v, p, 4);
   return v;
+}
+/* acc + the four MACs of a word of int8 weights w with x as expanded pairs (xa, xb). One asm
+ * block, so that the compiler keeps each word's two unpacked halves in one scratch register
+ * instead of scheduling the SXTB16s early and spilling them. */
+ZOO_INLINE int32_t zoo_mac4(uint32_t w, uint32_t xa, uint32_t xb, int32_t acc) {
+  uint32_t t;
+  __asm__("sxtb16 %[t], %[w]\n\t"
+          "smlad %[acc], %[t], %[xa], %[acc]\n\t"
+          "sxtb16 %[t], %[w], ror #8\n\t"
+          "smlad %[acc], %[t], %[xb], %[acc]"
+          : [acc] "+r"(acc), [t] "=&r"(t)
+          : [w] "r"(w), [xa] "r"(xa), [xb] "r"(xb));
+  return acc;
 }
 #endif
 
@@ -142,7 +172,12 @@ ZOO_INLINE int32_t zoo_dot_s8(const int8_t *x, const int8_t *w, int n_in) {
  * (x4, x6), ... and zeros up to `stride`, so a row of weights needs no unpacking of x. */
 ZOO_INLINE void zoo_expand_s8(const int8_t *x, int n_in, int stride, uint32_t *pairs) {
   int d;
-  for (d = 0; d < stride; d += 4) {
+  for (d = 0; d + 4 <= n_in; d += 4) { /* whole words: one load, two SXTB16 */
+    const uint32_t v = zoo_load32(x + d);
+    pairs[d / 2] = zoo_sxtb16(v);
+    pairs[d / 2 + 1] = zoo_sxtb16_ror8(v);
+  }
+  for (; d < stride; d += 4) { /* the last partial word and the zero padding */
     const int32_t x0 = d < n_in ? x[d] : 0, x1 = d + 1 < n_in ? x[d + 1] : 0;
     const int32_t x2 = d + 2 < n_in ? x[d + 2] : 0, x3 = d + 3 < n_in ? x[d + 3] : 0;
     pairs[d / 2] = (uint32_t)(uint16_t)x0 | ((uint32_t)(uint16_t)x2 << 16);
@@ -150,22 +185,41 @@ ZOO_INLINE void zoo_expand_s8(const int8_t *x, int n_in, int stride, uint32_t *p
   }
 }
 
-/* Two rows at once: four MACs of each per word of weights, x loaded once for both. */
-ZOO_INLINE void zoo_dot2_dsp(const uint32_t *pairs, const int8_t *w0, const int8_t *w1,
-                             int stride, int32_t *acc0, int32_t *acc1) {
-  int32_t a0 = 0, a1 = 0;
-  int d;
+/* Four rows at once: each pair of x words is loaded once for the four rows, each word of
+ * weights is four MACs (two SXTB16, two SMLAD); the rows are `stride` bytes apart, so one
+ * pointer with constant offsets walks all four. The accumulators start at the biases. */
+ZOO_INLINE void zoo_dot4_dsp(const uint32_t *pairs, const int8_t *w, int stride,
+                             const int32_t *bias, int32_t *acc) {
+  int32_t a0 = bias[0], a1 = bias[1], a2 = bias[2], a3 = bias[3];
+  const int words = stride / 4;
+  int k;
   ZOO_UNROLL
-  for (d = 0; d < stride; d += 4) {
-    const uint32_t xa = pairs[d / 2], xb = pairs[d / 2 + 1];
-    const uint32_t v0 = zoo_load32(w0 + d), v1 = zoo_load32(w1 + d);
-    a0 = zoo_smlad(zoo_sxtb16(v0), xa, a0);
-    a0 = zoo_smlad(zoo_sxtb16_ror8(v0), xb, a0);
-    a1 = zoo_smlad(zoo_sxtb16(v1), xa, a1);
-    a1 = zoo_smlad(zoo_sxtb16_ror8(v1), xb, a1);
+  for (k = 0; k < words; ++k) {
+    const uint32_t xa = pairs[2 * k], xb = pairs[2 * k + 1];
+    const int8_t *wk = w + 4 * k;
+    const uint32_t v0 = zoo_load32(wk), v1 = zoo_load32(wk + stride);
+    const uint32_t v2 = zoo_load32(wk + 2 * stride), v3 = zoo_load32(wk + 3 * stride);
+    a0 = zoo_mac4(v0, xa, xb, a0);
+    a1 = zoo_mac4(v1, xa, xb, a1);
+    a2 = zoo_mac4(v2, xa, xb, a2);
+    a3 = zoo_mac4(v3, xa, xb, a3);
   }
-  *acc0 = a0;
-  *acc1 = a1;
+  acc[0] = a0;
+  acc[1] = a1;
+  acc[2] = a2;
+  acc[3] = a3;
+}
+
+/* One row: the remainder of n_out / 4. */
+ZOO_INLINE int32_t zoo_dot1_dsp(const uint32_t *pairs, const int8_t *w, int stride,
+                                int32_t bias) {
+  int32_t a = bias;
+  const int words = stride / 4;
+  int k;
+  for (k = 0; k < words; ++k) {
+    a = zoo_mac4(zoo_load32(w + 4 * k), pairs[2 * k], pairs[2 * k + 1], a);
+  }
+  return a;
 }
 #endif
 
@@ -176,11 +230,26 @@ ZOO_INLINE void zoo_fc_s8(const int8_t *x, int n_in, int stride, int n_out, cons
 #if defined(ZOO_USE_ARM_DSP)
   uint32_t pairs[ZOO_MAX_FC_IN / 2]; /* stride <= ZOO_MAX_FC_IN, a multiple of 4 */
   zoo_expand_s8(x, n_in, stride, pairs);
-  for (; o + 2 <= n_out; o += 2) {
-    int32_t acc0, acc1;
-    zoo_dot2_dsp(pairs, w + o * stride, w + (o + 1) * stride, stride, &acc0, &acc1);
-    y[o] = zoo_clamp_s8(zoo_mbqm_fc(acc0 + bias[o], multiplier, shift) + out_zp, lo, hi);
-    y[o + 1] = zoo_clamp_s8(zoo_mbqm_fc(acc1 + bias[o + 1], multiplier, shift) + out_zp, lo, hi);
+  const int n4 = n_out - n_out % 4;
+  for (; o < n4; o += 4) {
+    int32_t acc[4];
+    zoo_dot4_dsp(pairs, w + o * stride, stride, bias + o, acc);
+#if defined(__OPTIMIZE_SIZE__) /* one rescale in the code, not four */
+    {
+      int r;
+      for (r = 0; r < 4; ++r)
+        y[o + r] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc[r], multiplier, shift, out_zp), lo, hi);
+    }
+#else
+    y[o] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc[0], multiplier, shift, out_zp), lo, hi);
+    y[o + 1] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc[1], multiplier, shift, out_zp), lo, hi);
+    y[o + 2] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc[2], multiplier, shift, out_zp), lo, hi);
+    y[o + 3] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc[3], multiplier, shift, out_zp), lo, hi);
+#endif
+  }
+  for (o = n4; o < n_out; ++o) { /* the n_out % 4 rows left */
+    const int32_t acc = zoo_dot1_dsp(pairs, w + o * stride, stride, bias[o]);
+    y[o] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc, multiplier, shift, out_zp), lo, hi);
   }
 #else
   /* A private copy of x: the compiler then knows y does not alias it and vectorizes the
@@ -189,11 +258,11 @@ ZOO_INLINE void zoo_fc_s8(const int8_t *x, int n_in, int stride, int n_out, cons
   int d;
   for (d = 0; d < n_in; ++d) xc[d] = x[d];
   x = xc;
-#endif
   for (; o < n_out; ++o) {
     const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in) + bias[o];
-    y[o] = zoo_clamp_s8(zoo_mbqm_fc(acc, multiplier, shift) + out_zp, lo, hi);
+    y[o] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc, multiplier, shift, out_zp), lo, hi);
   }
+#endif
 }
 
 /* The same with one multiplier and shift per output channel (per-channel weights). */
@@ -207,6 +276,14 @@ ZOO_INLINE void zoo_fc_s8_pc(const int8_t *x, int n_in, int stride, int n_out, c
   }
 }
 
+/* An ADD / SUB input v (= offset + int8 value) shifted left by 20 and rescaled. The
+ * multiplier 2^30 with shift 0 (the input whose scale is the larger of the two) is v * 2^19
+ * exactly: gemmlowp's high mul of an even x by 2^30 is x / 2. */
+ZOO_INLINE int32_t zoo_addsub_in(int32_t v, int32_t multiplier, int shift) {
+  if (multiplier == (1 << 30) && shift == 0) return v * (1 << 19);
+  return zoo_mbqm_small(v * (1 << 20), multiplier, shift);
+}
+
 /* ADD / SUB (reference integer_ops/add.h AddFunc, reference/sub.h): both inputs shifted left by
  * 20 bits and rescaled to a common scale, summed, rescaled to the output. a_step / b_step are 1
  * for a full tensor, 0 to broadcast a single element. */
@@ -215,11 +292,12 @@ ZOO_INLINE void zoo_addsub_s8(int n, const int8_t *a, int a_step, const int8_t *
                               int s_b, int32_t m_out, int s_out, int32_t out_zp, int32_t lo,
                               int32_t hi, int subtract, int8_t *out) {
   int i;
+  ZOO_UNROLL
   for (i = 0; i < n; ++i) {
-    const int32_t va = zoo_mbqm_small((off_a + a[i * a_step]) * (1 << 20), m_a, s_a);
-    const int32_t vb = zoo_mbqm_small((off_b + b[i * b_step]) * (1 << 20), m_b, s_b);
+    const int32_t va = zoo_addsub_in(off_a + a[i * a_step], m_a, s_a);
+    const int32_t vb = zoo_addsub_in(off_b + b[i * b_step], m_b, s_b);
     const int32_t raw = subtract ? va - vb : va + vb;
-    out[i] = zoo_clamp_s8(zoo_mbqm_small(raw, m_out, s_out) + out_zp, lo, hi);
+    out[i] = zoo_clamp_s8(zoo_mbqm_small_zp(raw, m_out, s_out, out_zp), lo, hi);
   }
 }
 #define zoo_add_s8(n, a, as, b, bs, oa, ma, sa, ob, mb, sb, mo, so, zp, lo, hi, out) \
@@ -234,7 +312,7 @@ ZOO_INLINE void zoo_mul_s8(int n, const int8_t *a, int a_step, const int8_t *b, 
   int i;
   for (i = 0; i < n; ++i) {
     const int32_t prod = (off_a + a[i * a_step]) * (off_b + b[i * b_step]);
-    out[i] = zoo_clamp_s8(zoo_mbqm(prod, multiplier, shift) + out_zp, lo, hi);
+    out[i] = zoo_clamp_s8(zoo_mbqm_zp(prod, multiplier, shift, out_zp), lo, hi);
   }
 }
 
