@@ -3,6 +3,7 @@
 # Cortex-M Thumb-2 binary); MODE system: qemu-system-arm -M MACHINE (a real M-profile CPU model).
 # Per invoke = (count(2N) - count(N)) / N, so set-up (AllocateTensors etc.) cancels; the
 # step figure also subtracts the driver's per-step input/feedback copying ("loop").
+# measure.py c LABEL=MODEL:C_ELF,...: only C backend builds (e.g. before / after a kernel change), side by side.
 # With --c, the same counts for the C backend's drivers (c_main.c, `make c-app`) of the same
 # models, in the same run, side by side: instructions per step and the ratio TFLM / C.
 import os, re, subprocess, sys
@@ -12,7 +13,10 @@ if "--c" in argv:
     i = argv.index("--c")
     c_elfs = dict(item.split("=", 1) for item in argv[i + 1].split(","))
     del argv[i:i + 2]
-mode, elf = argv[0], argv[1]
+if argv[0] == "c":  # measure.py c LABEL=MODEL:C_ELF,...: C backend builds only, side by side
+    mode, elf, c_only = "user", None, [item.split("=", 1) for item in argv[1].split(",")]
+else:
+    mode, elf, c_only = argv[0], argv[1], None
 machine = argv[2] if len(argv) > 2 else None
 N = 100
 PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libinsncount.so")
@@ -30,6 +34,16 @@ def count(model, part, n, elf=elf):
     if not m or f"done {model} {part} n={n}" not in txt:
         raise SystemExit(f"no count for {cmd}: {txt[-500:]}")
     return int(m.group(1))
+if c_only:
+    print("| build | model | C instructions / step | C instructions / MAC | C head / invoke |")
+    print("|---|---|---|---|---|")
+    for label, spec in c_only:
+        model, path = spec.split(":", 1)
+        c = {p: (count(model, p, N, path), count(model, p, 2 * N, path)) for p in ("step", "loop", "head")}
+        per = {p: (b - a) / N for p, (a, b) in c.items()}
+        net = per["step"] - per["loop"]
+        print(f"| {label} | {model} | {net:,.1f} | {net / MACS[model]:.2f} | {per['head']:,.1f} |", flush=True)
+    sys.exit(0)
 print(f"| model | instructions / step (int8, net) | raw step | loop overhead | MACs / step | instructions / MAC | head instructions / invoke |")
 print("|---|---|---|---|---|---|---|")
 for model in ("sirnn", "gru"):
