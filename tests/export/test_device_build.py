@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from export.micro import c_array_sources
 from export.device_build import (DeviceBuildError, build, check_against_python, classify_c,
                                  main, write_windows)
 
@@ -59,11 +60,15 @@ def built(har_dir, tmp_path_factory):
     return get
 
 
-# Every mode on the SiRNN, int8 and float on the FastGRNN: the int16x8 FastGRNN export (three
-# calibrated conversions, ~35 s) would take the file past its 3-minute share of the suite.
+# int16x8 and float on the SiRNN, float on the FastGRNN, trained here; int8 on the shipped models
+# below. The library in ../shared/tflm (tflite-micro 90b983c) and the Python wheel (8f6596d) are
+# two builds, and on models trained here their int8 kernels agreed on one machine and not on
+# another (fastgrnn: 683 of 701 windows with identical logits, every prediction equal): training
+# is not bit-reproducible across machines, so which int8 values the kernels meet was. The shipped
+# models are the same files everywhere, so their int8 check is exact and the same on every machine.
 @pytest.mark.slow
-@pytest.mark.parametrize("cell, mode", [("sirnn", "int8"), ("sirnn", "int16x8"), ("sirnn", "none"),
-                                        ("fastgrnn", "int8"), ("fastgrnn", "none")])
+@pytest.mark.parametrize("cell, mode", [("sirnn", "int16x8"), ("sirnn", "none"),
+                                        ("fastgrnn", "none")])
 def test_cxx_loop_equals_python_tflite_micro_on_the_whole_test_set(built, cell, mode, tmp_path):
     export_dir, binary = built(cell, mode)
     card = json.loads((export_dir / "model_card.json").read_text())
@@ -87,6 +92,45 @@ def test_cxx_loop_equals_python_tflite_micro_on_the_whole_test_set(built, cell, 
         # bit-identical on a SiRNN trained to 94.7 %, max |diff| 1.3e-4.
         assert check["identical_logits"] >= 0.97 * 701, check
         assert check["max_abs_logit_diff"] < 1e-2, check
+
+
+@pytest.fixture(scope="module")
+def shipped_step_with_testset(har_dir, tmp_path_factory):
+    """tag -> a copy of the shipped tag's own int8 step export with the HAR-2 test windows of
+    ../shared/data (normalized with the tag's statistics) as its test set."""
+    from training.tasks import get_task
+    from zoo.pretrained import verified_dir
+
+    def get(tag):
+        step = verified_dir(tag) / "export-step-int8"
+        out = tmp_path_factory.mktemp("shipped") / tag
+        shutil.copytree(step, out)
+        card = json.loads((out / "model_card.json").read_text())
+        data = get_task("har2", val_fold=[1, 5]).load(har_dir, seed=0)
+        raw = data.test.x * data.normalization.std + data.normalization.mean
+        tag_norm = json.loads((out / "normalization.json").read_text())
+        x = (raw - np.asarray(tag_norm["mean"])) / np.asarray(tag_norm["std"])
+        np.savez_compressed(out / "testset.npz", x=x.astype(np.float32),
+                            y=data.test.y.astype(np.int64))
+        (out / "model_card.json").write_text(json.dumps({**card, "testset": "testset.npz"}))
+        # The C arrays are left out of the shipped folder (the .tflite files are there).
+        models = {name: (out / f"{name}.tflite").read_bytes() for name in ("step", "head")}
+        for name, text in c_array_sources(models).items():
+            (out / name).write_text(text)
+        return out
+
+    return get
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tag", ["sirnn.har2", "gru.har2"])
+def test_cxx_loop_equals_python_tflite_micro_on_a_shipped_int8_model(tag, shipped_step_with_testset,
+                                                                     tmp_path):
+    export_dir = shipped_step_with_testset(tag)
+    binary = build(export_dir, TFLM, tmp_path / "build")
+    check = check_against_python(export_dir, binary, tmp_path)
+    assert check["windows"] == 701 and check["identical_predictions"] == 701
+    assert check["identical_logits"] == 701 and check["max_abs_logit_diff"] == 0.0, check
 
 
 @pytest.mark.slow
