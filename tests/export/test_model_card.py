@@ -42,6 +42,14 @@ def test_shipped_cards_with_the_schema_write_back_unchanged(path):
     assert card.extra == {} and card.to_dict() == raw
 
 
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.parent.parent.name)
+def test_shipped_markdown_is_what_its_json_card_writes_today(path):
+    """A shipped model_card.md is regenerated (and its sha256 in the tag's card.json updated)
+    whenever the card's wording changes, so a user reads the words the zoo prints now."""
+    card = ExportDirectory(path.parent).read_card()
+    assert (path.parent / "model_card.md").read_text() == card_markdown(card)
+
+
 def test_shipped_cards_are_found():
     assert len(LEGACY) >= 4 and len(VERSIONED) >= 2, PRETRAINED
 
