@@ -238,9 +238,14 @@ def test_sigkill_then_same_command_resumes_to_identical_metrics(deterministic_ru
     got = json.loads((out / "metrics.json").read_text())
     want = json.loads((reference / "metrics.json").read_text())
     # Same seed, batches, optimizer and early-stopping state, and deterministic kernels: the
-    # same run, to the bit (the failures this guards against, optimizer state lost on resume, a
-    # replayed or skipped batch, moved the metrics by >1e-2).
-    assert got == {**got, **{key: want[key] for key in ("epochs_run", "best_epoch", "test")}}
+    # same run up to the last bit of a float32 (measured: identical here twice; 8.9e-8 apart in
+    # one weight in a CI run, where oneDNN's kernels may pick another code path for another
+    # buffer alignment). The failures this guards against (optimizer state lost on resume, a
+    # replayed or skipped batch) moved the weights and metrics by >1e-2; the bound is 1e-5.
+    assert [got[k] for k in ("epochs_run", "best_epoch")] == [want[k] for k in
+                                                              ("epochs_run", "best_epoch")]
+    assert got["test"]["accuracy"] == pytest.approx(want["test"]["accuracy"], abs=1e-5)
+    assert got["test"]["loss"] == pytest.approx(want["test"]["loss"], abs=1e-5)
     weights = ("import sys, keras, numpy as np, zoo; a, b = (keras.saving.load_model(p).get_weights()"
                " for p in sys.argv[1:]); print('MAX ABS DIFF', max(float(np.max(np.abs(x - y)))"
                " for x, y in zip(a, b)))")
@@ -249,7 +254,7 @@ def test_sigkill_then_same_command_resumes_to_identical_metrics(deterministic_ru
                           capture_output=True, text=True, timeout=300)
     line = [l for l in proc.stdout.splitlines() if l.startswith("MAX ABS DIFF")]
     assert line, proc.stderr[-2000:]
-    assert float(line[0].split()[-1]) == 0.0
+    assert float(line[0].split()[-1]) < 1e-5
 
 
 @pytest.mark.slow
