@@ -204,34 +204,41 @@ SHIPPED_IMU = {"sirnn.har2": ("har", {"val_fold": [1, 5]}), "gru.har2": ("har", 
                "gru.dsa19": ("dsa19", {"val_fold": [1, 4], "allow_partial": True})}
 
 
+def shipped_step_with_testset(tag: str, data_root: Path, out: Path) -> Path:
+    """A copy at ``out`` of shipped ``tag``'s own int8 step export (`SHIPPED_IMU`) with the test
+    windows of the data in ``data_root`` as its test set: raw features normalized with the tag's
+    normalization, as the export's own test set would be."""
+    from training.tasks import get_task
+    from zoo.pretrained import verified_dir
+
+    folder, options = SHIPPED_IMU[tag]
+    step = verified_dir(tag) / "export-step-int8"
+    card = json.loads((step / "model_card.json").read_text())
+    data = get_task(card["task"], **options).load(Path(data_root) / folder, seed=0)
+    norm, tag_norm = data.normalization, json.loads((step / "normalization.json").read_text())
+    raw = (data.test.x * norm.std + norm.mean).astype(np.float32)
+    x = ((raw - np.asarray(tag_norm["mean"], np.float32))
+         / np.asarray(tag_norm["std"], np.float32)).astype(np.float32)
+    shutil.copytree(step, out)
+    np.savez_compressed(out / "testset.npz", x=x, y=data.test.y.astype(np.int64))
+    (out / "model_card.json").write_text(json.dumps({**card, "testset": "testset.npz"}))
+    return out
+
+
 def shipped_agreement(data_root: Path, print_fn=print) -> list[str]:
     """The shipped IMU tags' own step models (not re-exported) compiled to C for each target and
-    compared on the test windows of the data in ``data_root`` (raw features normalized with the
-    tag's normalization)."""
+    compared on the test windows of the data in ``data_root`` (`shipped_step_with_testset`)."""
     import tempfile
 
     from export.c_backend import check
     from export.c_backend.project import write_c_project
-    from training.tasks import get_task
-    from zoo.pretrained import verified_dir
 
     lines = ["| shipped tag | C for tflite-micro vs TFLite Micro | C for litert vs LiteRT builtin "
              "kernels |", "|---|---|---|"]
-    for tag, (folder, options) in SHIPPED_IMU.items():
-        step = verified_dir(tag) / "export-step-int8"
-        card = json.loads((step / "model_card.json").read_text())
-        data = get_task(card["task"], **options).load(Path(data_root) / folder, seed=0)
-        norm, tag_norm = data.normalization, json.loads((step / "normalization.json").read_text())
-        raw = (data.test.x * norm.std + norm.mean).astype(np.float32)
-        x = ((raw - np.asarray(tag_norm["mean"], np.float32))
-             / np.asarray(tag_norm["std"], np.float32)).astype(np.float32)
+    for tag in SHIPPED_IMU:
         cells = []
         with tempfile.TemporaryDirectory() as tmp:
-            export = Path(tmp) / "step"
-            shutil.copytree(step, export)
-            np.savez_compressed(export / "testset.npz", x=x, y=data.test.y.astype(np.int64))
-            card["testset"] = "testset.npz"
-            (export / "model_card.json").write_text(json.dumps(card))
+            export = shipped_step_with_testset(tag, data_root, Path(tmp) / "step")
             for target, runtime in (("tflite-micro", "tflite-micro"), ("litert", "litert-ref")):
                 c_dir = Path(tmp) / target
                 c_dir.mkdir()

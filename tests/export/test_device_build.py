@@ -95,25 +95,13 @@ def test_cxx_loop_equals_python_tflite_micro_on_the_whole_test_set(built, cell, 
 
 
 @pytest.fixture(scope="module")
-def shipped_step_with_testset(har_dir, tmp_path_factory):
+def shipped_step_with_testset(shared_data, tmp_path_factory):
     """tag -> a copy of the shipped tag's own int8 step export with the HAR-2 test windows of
-    ../shared/data (normalized with the tag's statistics) as its test set."""
-    from training.tasks import get_task
-    from zoo.pretrained import verified_dir
+    ../shared/data as its test set, and the C arrays the shipped folder leaves out."""
+    from experiments.c_bench import shipped_step_with_testset as copy_with_testset
 
     def get(tag):
-        step = verified_dir(tag) / "export-step-int8"
-        out = tmp_path_factory.mktemp("shipped") / tag
-        shutil.copytree(step, out)
-        card = json.loads((out / "model_card.json").read_text())
-        data = get_task("har2", val_fold=[1, 5]).load(har_dir, seed=0)
-        raw = data.test.x * data.normalization.std + data.normalization.mean
-        tag_norm = json.loads((out / "normalization.json").read_text())
-        x = (raw - np.asarray(tag_norm["mean"])) / np.asarray(tag_norm["std"])
-        np.savez_compressed(out / "testset.npz", x=x.astype(np.float32),
-                            y=data.test.y.astype(np.int64))
-        (out / "model_card.json").write_text(json.dumps({**card, "testset": "testset.npz"}))
-        # The C arrays are left out of the shipped folder (the .tflite files are there).
+        out = copy_with_testset(tag, shared_data, tmp_path_factory.mktemp("shipped") / tag)
         models = {name: (out / f"{name}.tflite").read_bytes() for name in ("step", "head")}
         for name, text in c_array_sources(models).items():
             (out / name).write_text(text)
