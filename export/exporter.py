@@ -321,9 +321,9 @@ def check_litert(export: ExportDirectory, card: ModelCard, run: _Run, converted:
     if converted.stream is not None:
         card.stream = _stream_agreement(export, converted.stream, run, lite_logits)
     ops = sorted(set(sum(converted.ops.values(), [])))
-    opts.print_fn(f"  TFLite ({opts.quantize}, {opts.form}): accuracy {100 * lite_acc:.2f}% on "
-                  f"all {len(run.x_test)} test sequences ({versus_float(drop)}), argmax "
-                  "agreement with Keras "
+    every = on_sequences(len(run.x_test), len(run.x_test))
+    opts.print_fn(f"  TFLite ({opts.quantize}, {opts.form}): accuracy {100 * lite_acc:.2f}% "
+                  f"{every} ({versus_float(drop)}), argmax agreement with Keras "
                   f"{100 * card.accuracy['argmax_agreement']:.2f}%, "
                   f"{card.total_bytes:,} bytes, ops {ops}")
     return lite_logits
