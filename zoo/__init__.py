@@ -15,6 +15,7 @@ TensorFlow, and ``from zoo import create_model`` works as usual.
 import importlib
 import sys
 
+from zoo import model_table as _model_table
 from zoo import quiet as _quiet
 from zoo.pretrained import get_pretrained_cfg, list_pretrained
 
@@ -31,17 +32,14 @@ _LAZY = {
     **dict.fromkeys(("DiagonalRNN", "DiagonalRNNCell", "MaxNormBall", "SymmetricInit"),
                     "zoo.diagonal"),
 }
-# Families without public names of their own, registered all the same.
-_MORE_FAMILIES = ("zoo.baselines", "zoo.dscnn")  # Keras SimpleRNN / LSTM / GRU; DS-CNN
-
 __all__ = ["get_pretrained_cfg", "list_pretrained", *_LAZY]
 
 
 def _load_keras_side() -> None:
-    """Import the registry and every family: registers the built-in models with the registry
-    and their layers with Keras serialization. (A family already being imported is left to
-    finish its own import.)"""
-    for module_name in sorted(set(_LAZY.values())) + list(_MORE_FAMILIES):
+    """Import the registry and every family (`zoo.model_table.FAMILIES`, the list the registry
+    also completes itself from): registers the built-in models with the registry and their layers
+    with Keras serialization. (A family already being imported is left to finish its import.)"""
+    for module_name in ("zoo.registry", *_model_table.FAMILIES):
         importlib.import_module(module_name)
 
 
