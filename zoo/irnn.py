@@ -6,7 +6,7 @@ import math
 import keras
 from keras import constraints, initializers, ops
 
-from zoo import activations
+from zoo import activations, qat
 from zoo.layers import CellRNN, ZooCell, next_state, previous_state
 from zoo.state_bound import bound_state, check_state_bound
 from zoo.registry import register_model
@@ -84,6 +84,15 @@ class IRNNCell(ZooCell):
             grid point), i.e. quantization-aware training of the state an int8 step model feeds
             back. The forward pass is ``round(g / s) * s``; the gradient is the identity.
             Needs ``state_clip``.
+        qat: ``None`` (default) or ``"int8"``: quantization-aware training of the whole step
+            (`zoo.qat`): the input, every intermediate tensor the int8 step model holds (the
+            products, sums, the activation, the increment) and the state are fake-quantized to
+            8 bits at tracked ranges, and the weights to the converter's per-tensor int8 grid;
+            the int8 export then takes those ranges instead of calibrating. The update's sum
+            saturates at the state grid ``[0, state_clip]``, which is the clip. Needs
+            ``state_clip`` and ``state_quant_bits=8``, ``k=1`` steps of ``eta_timesteps=None``.
+        qat_weights: with ``qat``, fake-quantize the weights too (default True; the export's
+            copy of the cell sets it False, since the converter rounds the weights itself).
 
     Call arguments:
         inputs: ``(batch, d)``, the input x_m.
@@ -114,7 +123,8 @@ class IRNNCell(ZooCell):
                  recurrent_initializer=None, bias_initializer="zeros", kernel_regularizer=None,
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
                  recurrent_constraint=None, bias_constraint=None, eta_constraint=None,
-                 eta_parametrization="sigmoid", state_clip=None, state_quant_bits=None, **kwargs):
+                 eta_parametrization="sigmoid", state_clip=None, state_quant_bits=None, qat=None,
+                 qat_weights=True, **kwargs):
         super().__init__(
             units, use_bias=use_bias,
             kernel_initializer=kernel_initializer or _normal_01(),
@@ -138,6 +148,9 @@ class IRNNCell(ZooCell):
         _check_eta(eta_parametrization, eta_init, eta_constraint)
         self.state_clip, self.state_quant_bits = check_state_bound(
             state_clip, state_quant_bits, "[0, state_clip]")
+        self.qat = qat_option(qat, self.state_clip, self.state_quant_bits, eta_timesteps)
+        self.qat_weights = bool(qat_weights)
+        self.quant_points = None
         self.k = k
         self.alpha = float(alpha)
         self.trainable_alpha = trainable_alpha
@@ -177,6 +190,23 @@ class IRNNCell(ZooCell):
             raw = self.alpha + float(ops.convert_to_numpy(ops.log(-ops.expm1(-self.alpha))))
             self.alpha_raw = self.add_weight(shape=(), name="alpha_raw",
                                              initializer=initializers.Constant(raw))
+        if self.qat:
+            self.quant_points = qat.QuantPoints(
+                self, self._qat_point_names(), fixed={"h": (0.0, self.state_clip)},
+                weights=self.qat_weights)
+
+    def _qat_point_names(self):
+        names = ["x", "h", "drive"]
+        for i in range(self.k):
+            names += [f"v{i}", f"uv{i}"]
+            if self.rank is not None:
+                names += [f"uv_low{i}", f"uv_high{i}"]
+            if self.premultiply or not _is_relu(self.activation):
+                names += [f"pre{i}"]
+            if self.premultiply and self.rank is not None:
+                names += [f"p_low{i}", f"p_high{i}"]
+            names += [f"act{i}", f"diff{i}", f"inc{i}"]
+        return names
 
     def eta_value(self):
         """The step sizes eta (shape ``[K]`` or ``[K, T]``) the recursion uses."""
@@ -215,6 +245,8 @@ class IRNNCell(ZooCell):
             raise ValueError("with eta_timesteps the cell's state is the list [h, step]: "
                              "a bare state tensor has no step counter")
         h_prev = previous_state(states)
+        if self.quant_points is not None:
+            return self._call_qat(inputs, h_prev, states, training)
         dtype = h_prev.dtype
         alpha = ops.cast(self.alpha_value(), dtype)
         x_mask = self.input_dropout_mask(inputs, training)
@@ -244,6 +276,45 @@ class IRNNCell(ZooCell):
             return g, next_state(g, states)
         return g, [g, states[1] + 1]
 
+    def _call_qat(self, inputs, h_prev, states, training):
+        """The step as the int8 step model computes it, every tensor it holds fake-quantized
+        (`zoo.qat`); the same equations as `call` otherwise (``qat`` needs ``k=1``-style shared
+        etas, a state bound and no dropout masks beyond those of `call`)."""
+        q = self.quant_points
+        dtype = h_prev.dtype
+        alpha = self.alpha_value()
+        x_mask = self.input_dropout_mask(inputs, training)
+        x = q.apply("x", inputs if x_mask is None else inputs * x_mask)
+        h = q.apply("h", h_prev)
+        drive = ops.matmul(x, q.weight(self.kernel))
+        if self.use_bias:
+            drive = drive + self.bias  # the converter keeps the bias in int32
+        drive = q.apply("drive", drive)
+        g = h if self.g0 == "previous" else ops.zeros_like(h)
+        eta = ops.cast(self.eta_value(), dtype)
+        for i in range(self.k):
+            v = q.apply(f"v{i}", g + h if self.state_sign == 1 else g - h)
+            pre = q.apply(f"uv{i}", self._apply_u_qat(v, alpha, f"uv_low{i}", f"uv_high{i}"))
+            pre = pre + drive
+            if self.premultiply:
+                pre = q.apply(f"pre{i}", pre)
+                pre = self._apply_u_qat(pre, alpha, f"p_low{i}", f"p_high{i}")
+            elif not _is_relu(self.activation):
+                pre = q.apply(f"pre{i}", pre)
+            act = q.apply(f"act{i}", self.activation(pre))
+            diff = q.apply(f"diff{i}", act - _scaled(alpha, v))
+            inc = q.apply(f"inc{i}", ops.cast(q.weight(eta[i]), dtype) * diff)
+            # Saturating at the state grid [0, state_clip] is the clip, as the int8 ADD does.
+            g = q.apply("h", g + inc)
+        return g, next_state(g, states)
+
+    def _apply_u_qat(self, v, alpha, low, high):
+        q = self.quant_points
+        if self.rank is None:
+            return ops.matmul(v, q.weight(self.recurrent_kernel))
+        z = q.apply(low, ops.matmul(v, q.weight(self.recurrent_v)))
+        return _scaled(alpha, v) + q.apply(high, ops.matmul(z, q.weight(self.recurrent_h)))
+
     def get_config(self):
         config = {
             "k": self.k, "alpha": self.alpha,
@@ -255,6 +326,8 @@ class IRNNCell(ZooCell):
             "eta_parametrization": self.eta_parametrization,
             "state_clip": self.state_clip, "state_quant_bits": self.state_quant_bits,
         }
+        if self.qat:  # only when set, so the configs of float models are unchanged
+            config.update(qat=self.qat, qat_weights=self.qat_weights)
         return {**super().get_config(), **config}
 
     @classmethod
@@ -273,6 +346,29 @@ def _check_eta(parametrization, eta_init, eta_constraint):
             raise ValueError("eta_constraint constrains a raw eta; with eta_parametrization="
                              "'sigmoid' eta is in (0, 1) already. Drop eta_constraint, or pass "
                              "eta_parametrization='raw'")
+
+
+def qat_option(qat_mode, state_clip, state_quant_bits, eta_timesteps):
+    """``qat`` validated against the options it needs."""
+    mode = qat.check_qat(qat_mode)
+    if mode and (state_clip is None or state_quant_bits != 8):
+        raise ValueError(f"qat={mode!r} needs the int8 state: state_clip (e.g. 1.0) and "
+                         f"state_quant_bits=8, got state_clip={state_clip}, "
+                         f"state_quant_bits={state_quant_bits}")
+    if mode and eta_timesteps is not None:
+        raise ValueError("qat needs eta_timesteps=None (a step counter is not an int8 step)")
+    return mode
+
+
+def _is_relu(activation) -> bool:
+    return getattr(activation, "__name__", "") == "relu"
+
+
+def _scaled(alpha, v):
+    # alpha = 1 (the paper's fixed value) is no op at all in the graph, as in `call`'s export.
+    if isinstance(alpha, float) and alpha == 1.0:
+        return v
+    return ops.cast(alpha, v.dtype) * v
 
 
 def _logit(p: float) -> float:

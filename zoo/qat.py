@@ -1,0 +1,199 @@
+"""Quantization-aware training (QAT) of a cell's whole step, as the int8 step model computes it.
+
+An int8 step model holds every tensor of the step in 8 bits: the input x_t, the state, and each
+intermediate (the products, the pre-activation, the increment). Post-training calibration picks
+each tensor's range from maxima over sample data, which for a recurrent step leaves the small
+per-step increments at a coarse resolution; the error then accumulates over the sequence.
+Quantization-aware training (Jacob et al., "Quantization and Training of Neural Networks for
+Efficient Integer-Arithmetic-Only Inference", CVPR 2018) instead trains with every such tensor
+already rounded to its int8 grid, so the weights learn to live with the rounding.
+
+Here a cell names its *quantization points* (one per tensor the int8 step model will hold) and
+passes each tensor through `QuantPoints.apply`, which is
+`keras.quantizers.fake_quant_with_min_max_vars` with that point's range: forward, the value is
+clamped to the range and rounded to one of its 256 levels (zero exactly on the grid); backward,
+the gradient passes straight through inside the range and is zero outside it. On the TensorFlow
+backend the op is TensorFlow's own FakeQuant, which the TFLite converter folds into the int8
+tensors' scales and zero points: the exported model then uses the ranges training used instead
+of re-calibrating, and computes what training simulated (up to the integer kernels' rounding).
+
+The ranges are *tracked*, not learned: they live in one non-trainable weight per cell
+(``qat_ranges``, shape ``(points, 2)``) and `track_ranges` sets them from the tensors observed
+over real sequences (a percentile of each tensor, with zero always inside), blended with the
+previous ranges by an exponential moving average; `RangeTracking` does that at the start of every
+epoch. Observing runs the cell step by step in eager mode, outside the compiled training loop, so
+it works on every backend (a variable cannot be assigned from inside a JAX scan).
+
+Weights are fake-quantized as the converter quantizes them: symmetric, per tensor, 8 bits on the
+narrow range [-127, 127] with scale ``max|w| / 127``. The exported graph leaves that rounding to the
+converter (``weights=False`` in `QuantPoints`), which gives the same integers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import keras
+import numpy as np
+from keras import ops
+
+__all__ = ["QAT_MODES", "check_qat", "QuantPoints", "quantize_weight", "observing",
+           "observed_ranges", "track_ranges", "RangeTracking", "tracking_sample", "qat_cells"]
+
+QAT_MODES = ("int8",)
+BITS = 8
+DEFAULT_PERCENTILE = 99.99
+
+
+def check_qat(qat) -> str | None:
+    """``qat`` validated: None (off) or ``"int8"``."""
+    if qat is None or qat is False:
+        return None
+    if qat not in QAT_MODES:
+        raise ValueError(f"qat must be None or one of {QAT_MODES}, got {qat!r}")
+    return qat
+
+
+def quantize_weight(w):
+    """``w`` rounded to the symmetric per-tensor int8 grid (scale ``max|w| / 127``), with a
+    straight-through gradient: the values the TFLite converter will store."""
+    m = ops.stop_gradient(ops.maximum(ops.max(ops.abs(w)), 1e-12))
+    return keras.quantizers.fake_quant_with_min_max_vars(w, -m, m, num_bits=BITS,
+                                                         narrow_range=True)
+
+
+class QuantPoints:
+    """The named quantization points of one cell and their ranges.
+
+    Args:
+        cell: the layer that owns the ranges (a ``qat_ranges`` weight is added to it).
+        names: the points, in the order the step computes them.
+        fixed: ``{name: (lo, hi)}`` points whose range is set by the cell, not tracked (the
+            state's grid ``[0, state_clip]``).
+        weights: fake-quantize weights too (True in training; False in the graph given to the
+            converter, which rounds the weights itself to the same integers).
+    """
+
+    def __init__(self, cell, names, fixed=None, weights=True):
+        self.names = list(names)
+        self.fixed = dict(fixed or {})
+        self.weights = weights
+        self.index = {name: i for i, name in enumerate(self.names)}
+        initial = np.array([self.fixed.get(n, (-1.0, 1.0)) for n in self.names], np.float32)
+        self.ranges = cell.add_weight(shape=initial.shape, name="qat_ranges", trainable=False,
+                                      initializer=keras.initializers.Constant(initial))
+        self.cell = cell
+
+    def apply(self, name: str, x):
+        """``x`` fake-quantized at point ``name`` (and recorded when observing)."""
+        observer = getattr(self.cell, "_qat_observer", None)
+        if observer is not None:
+            observer.values.setdefault(name, []).append(ops.convert_to_numpy(x))
+        i = self.index[name]
+        return keras.quantizers.fake_quant_with_min_max_vars(
+            x, self.ranges[i, 0], self.ranges[i, 1], num_bits=BITS)
+
+    def weight(self, w):
+        return quantize_weight(w) if self.weights else w
+
+    def set_ranges(self, ranges: dict[str, tuple[float, float]], momentum: float = 0.0):
+        """Set the tracked points' ranges: ``momentum * old + (1 - momentum) * new``."""
+        current = np.array(ops.convert_to_numpy(self.ranges))
+        for name, (lo, hi) in ranges.items():
+            if name in self.fixed or name not in self.index:
+                continue
+            i = self.index[name]
+            new = np.array([min(lo, 0.0), max(hi, 0.0)], np.float32)
+            current[i] = momentum * current[i] + (1.0 - momentum) * new
+            if current[i, 1] - current[i, 0] < 1e-6:  # a constant-zero tensor: any tiny range
+                current[i] = (-1e-3, 1e-3)
+        self.ranges.assign(current)
+
+    def as_dict(self) -> dict[str, tuple[float, float]]:
+        values = ops.convert_to_numpy(self.ranges)
+        return {n: (float(values[i, 0]), float(values[i, 1])) for n, i in self.index.items()}
+
+
+def qat_cells(model: keras.Model) -> list:
+    """The cells of ``model`` that train with QAT (they have ``quant_points``)."""
+    cells = []
+    for layer in model.layers:
+        cell = getattr(layer, "cell", None)
+        if getattr(cell, "quant_points", None) is not None:
+            cells.append(cell)
+    return cells
+
+
+class _Observer:
+    # A plain holder: a dict set on a Keras layer would be wrapped in a tracked copy.
+    def __init__(self):
+        self.values: dict[str, list] = {}
+
+
+@contextlib.contextmanager
+def observing(cell):
+    """Record the values reaching every quantization point of ``cell`` while inside; yields the
+    ``{name: [arrays]}`` record. Eager calls only (a compiled loop is not recorded)."""
+    observer = _Observer()
+    cell._qat_observer = observer
+    try:
+        yield observer.values
+    finally:
+        cell._qat_observer = None
+
+
+def observed_ranges(cell, x: np.ndarray, percentile: float = DEFAULT_PERCENTILE,
+                    batch: int = 256) -> dict[str, tuple[float, float]]:
+    """Each quantization point's range over the sequences ``x`` (N, T, d) run through ``cell``
+    step by step: the ``100 - percentile`` and ``percentile`` percentiles of its values."""
+    values: dict[str, list] = {}
+    for start in range(0, len(x), batch):
+        xb = np.asarray(x[start:start + batch], np.float32)
+        h = np.zeros((len(xb), int(cell.state_size)), np.float32)
+        with observing(cell) as record:
+            for t in range(xb.shape[1]):
+                h = ops.convert_to_numpy(cell(xb[:, t], [h])[0])
+        for name, arrays in record.items():
+            values.setdefault(name, []).extend(a.ravel() for a in arrays)
+    out = {}
+    for name, arrays in values.items():
+        flat = np.concatenate(arrays)
+        out[name] = (float(np.percentile(flat, 100 - percentile)),
+                     float(np.percentile(flat, percentile)))
+    return out
+
+
+def track_ranges(model: keras.Model, x: np.ndarray, momentum: float = 0.0,
+                 percentile: float = DEFAULT_PERCENTILE) -> dict:
+    """Set the ranges of every QAT cell of ``model`` from the sequences ``x`` (normalised, as
+    the model takes them); returns ``{cell name: {point: (lo, hi)}}`` as set."""
+    out = {}
+    for cell in qat_cells(model):
+        cell.quant_points.set_ranges(observed_ranges(cell, x, percentile), momentum)
+        out[cell.name] = cell.quant_points.as_dict()
+    return out
+
+
+class RangeTracking(keras.callbacks.Callback):
+    """Track the QAT ranges at the start of every epoch from a fixed sample of training
+    sequences, as an exponential moving average (``momentum`` of the old range), so the ranges
+    follow the weights as they train without jumping. The ranges are weights of the model, so
+    a resumed run continues from the checkpoint's; set them once with `track_ranges` (momentum
+    0) before the first epoch of a fresh run."""
+
+    def __init__(self, x: np.ndarray, momentum: float = 0.5,
+                 percentile: float = DEFAULT_PERCENTILE):
+        super().__init__()
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"momentum must be in [0, 1), got {momentum}")
+        self.x, self.momentum, self.percentile = x, momentum, percentile
+
+    def on_epoch_begin(self, epoch, logs=None):
+        track_ranges(self.model, self.x, self.momentum, self.percentile)
+
+
+def tracking_sample(x: np.ndarray, seed: int, size: int = 128) -> np.ndarray:
+    """The fixed training sequences a run tracks its QAT ranges on (``size`` of ``x``, drawn
+    with ``seed``), the same on every resume."""
+    idx = np.random.default_rng(seed).choice(len(x), size=min(size, len(x)), replace=False)
+    return np.asarray(x[np.sort(idx)], np.float32)
