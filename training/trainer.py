@@ -33,6 +33,7 @@ import numpy as np
 import yaml
 
 import zoo
+from zoo import qat
 from training import callbacks as cb
 from zoo.layers import recurrent_layers
 from training import rundir, storage
@@ -203,6 +204,24 @@ def warm_start_weights(model: keras.Model, run_dir) -> list:
                                 "directory holds model.keras)")
     source = load_keras_model(path, role=" (--init-from)")
     ours, theirs = model.weights, source.weights
+    if qat.qat_cells(model) and not qat.qat_cells(source):
+        # A float run fine-tuned with QAT: its weights, and the QAT ranges this model starts
+        # with (set from the data before the first epoch).
+        kept = [w for w in ours if not w.path.endswith("qat_ranges")]
+        return _with_ranges_of(model, _checked_weights(kept, theirs, run_dir))
+    return _checked_weights(ours, theirs, run_dir)
+
+
+def _with_ranges_of(model: keras.Model, weights: list) -> list:
+    """``weights`` (every weight of ``model`` but its QAT ranges, in order) with the ranges
+    ``model`` holds now put back in their places."""
+    it = iter(weights)
+    return [keras.ops.convert_to_numpy(w) if w.path.endswith("qat_ranges") else next(it)
+            for w in model.weights]
+
+
+def _checked_weights(ours: list, theirs: list, run_dir) -> list:
+    """The values of ``theirs`` after checking they match ``ours`` one for one."""
     mismatch = [(a.path, tuple(a.shape), b.path, tuple(b.shape))
                 for a, b in zip(ours, theirs) if tuple(a.shape) != tuple(b.shape)]
     if len(ours) != len(theirs) or mismatch:
@@ -212,7 +231,7 @@ def warm_start_weights(model: keras.Model, run_dir) -> list:
         raise ValueError(f"init_from {run_dir}: its weights do not match this model's "
                          f"({detail}); the same model and shape options are needed "
                          "(state_clip, state_quant_bits and constraints may differ)")
-    return source.get_weights()
+    return [keras.ops.convert_to_numpy(w) for w in theirs]
 
 
 def recurrent_cell(model: keras.Model):
@@ -396,6 +415,8 @@ def _train_in(run_dir: Path, config: TrainConfig, task, checkpoint, init_weights
     callbacks, stateful = _callbacks(run, config, model, history, checkpoint, initial_epoch,
                                      steps_per_epoch, has_val=len(arrays.x_val) > 0,
                                      keras_bar=bool(verbose), print_fn=print_fn)
+    callbacks = _qat_range_tracking(model, arrays.x_train, config.seed, initial_epoch,
+                                    print_fn) + callbacks
     start = time.perf_counter()
     _fit(model, config, arrays, callbacks, stateful, checkpoint, initial_epoch, steps_per_epoch,
          verbose, augmenter(config, task, data.normalization))
@@ -409,6 +430,19 @@ def _train_in(run_dir: Path, config: TrainConfig, task, checkpoint, init_weights
     metrics = _final_metrics(config, model, arrays, history, stateful, train_seconds, data)
     _write_final(run_dir, model, history, metrics)
     return metrics
+
+
+def _qat_range_tracking(model, x_train, seed: int, initial_epoch: int, print_fn) -> list:
+    """For a model trained with QAT (`zoo.qat`): its ranges set from training sequences before
+    a fresh run's first epoch, and the callback that tracks them every epoch; else nothing."""
+    if not qat.qat_cells(model):
+        return []
+    sample = qat.tracking_sample(x_train, seed)
+    if initial_epoch == 0:
+        qat.track_ranges(model, sample)
+        print_fn(f"qat: ranges of {len(qat.qat_cells(model))} cell(s) set from "
+                 f"{len(sample)} training sequences; tracked every epoch")
+    return [qat.RangeTracking(sample)]
 
 
 def _normalised(data) -> _Arrays:
