@@ -215,11 +215,11 @@ def convert_models(run: _Run, opts: ExportOptions) -> _Converted:
     """The TFLite models of the requested form and mode, each checked builtin-only (raises
     `export.convert.NonBuiltinOpError` naming the ops)."""
     from export.convert import check_builtin_only, op_names
-    from export.step import without_fake_quant
+    from export.step import for_integer_conversion
 
     # Integer modes: the quantized state replaces the training-time fake quantization (kept in
-    # float modes, where it is part of the model's function).
-    source = without_fake_quant(run.model) if opts.calibrated else run.model
+    # float modes, where it is part of the model's function); a QAT model's ranges are kept.
+    source = for_integer_conversion(run.model) if opts.calibrated else run.model
     converted = (_convert_step if opts.form == "step" else _convert_sequence)(source, run, opts)
     for name, tflite in converted.models.items():
         check_builtin_only(tflite)

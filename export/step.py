@@ -20,7 +20,7 @@ from export.convert import clone_with_config
 from zoo.layers import recurrent_layers
 
 __all__ = ["recurrent_layers", "state_size", "split_model", "step_models", "trajectories",
-           "calibration_pairs", "without_fake_quant"]
+           "calibration_pairs", "without_fake_quant", "for_integer_conversion", "is_qat"]
 
 # Input names of the step signature. The converter orders inputs alphabetically, so device code
 # must look the indices up (zoo export records them in model_card.json as step_io).
@@ -64,6 +64,23 @@ def without_fake_quant(model: keras.Model) -> keras.Model:
         return model
 
     return clone_with_config(model, "state_quant_bits", None)
+
+
+def is_qat(model: keras.Model) -> bool:
+    """Whether ``model`` was trained with quantization-aware training of the whole step
+    (`zoo.qat`): its cells' configs say ``qat``."""
+    return any(getattr(getattr(layer, "cell", None), "qat", None) for layer in model.layers)
+
+
+def for_integer_conversion(model: keras.Model) -> keras.Model:
+    """The model an integer conversion starts from. A QAT model keeps its fake quantization:
+    each point is a FakeQuant op whose range the converter takes as the int8 tensor's scale and
+    zero point; only the weights' rounding is left to the converter (``qat_weights=False``),
+    which rounds them to the same integers. Any other model loses its state fake-quant
+    (`without_fake_quant`) and is calibrated."""
+    if is_qat(model):
+        return clone_with_config(model, "qat_weights", False)
+    return without_fake_quant(model)
 
 
 def step_models(model: keras.Model):
