@@ -1,4 +1,5 @@
-"""Run trials on Ray Tune: an embedded local Ray by default, a cluster with ``address``.
+"""Run trials on Ray Tune (an embedded local Ray by default, a cluster with ``address``), or on
+plain local processes (`run_processes`: where Ray is not installed, e.g. a lent GPU machine).
 
 Ray is the optional ``sweep`` extra (``pip install edge-rnn-zoo[sweep]``); it is imported here
 only, and only when a sweep runs, so the zoo imports without it. Tune does the scheduling
@@ -57,6 +58,7 @@ def run_trial(params: dict, trials: list[dict]) -> None:
     from ray import tune
 
     from experiments.tables import summarise
+    from experiments.trials import record_result
     from training.config import TrainConfig
     from training.runs import train_or_reuse
 
@@ -74,6 +76,7 @@ def run_trial(params: dict, trials: list[dict]) -> None:
             traceback.print_exc(file=log)
             raise
     summary = summarise(trial["run_dir"])
+    record_result(trial)
     tune.report({k: v for k, v in summary.items() if isinstance(v, (int, float))})
 
 
@@ -88,9 +91,7 @@ def _progress_callback(tune, trials: list[dict], print_fn):
             spec = trials[trial.config["index"]]
             Progress.done += 1
             print_fn(f"[{Progress.done}/{len(trials)} {time.monotonic() - started:.0f}s] {what}: "
-                     f"{spec['task']} / {spec['label']} / {spec['variant']} / "
-                     f"{'final' if spec['fold'] is None else 'fold ' + str(spec['fold'])} -> "
-                     f"{spec['run_dir']}")
+                     f"{_trial_name(spec)} -> {spec['run_dir']}")
 
         def on_trial_complete(self, **info):
             self._line(info["trial"], "done")
@@ -147,3 +148,67 @@ def run(trials: list[dict], *, out, address: str | None = None, num_cpus: int | 
         return [trials[r.config["index"]]["run_dir"] for r in results if r.error is not None]
     finally:
         ray.shutdown()
+
+
+def _train_in_process(trial: dict, env: dict) -> None:
+    """One trial in a fresh worker process: its thread limits set before Keras loads."""
+    os.environ.update(env)
+    from experiments.trials import record_result
+    from training.config import TrainConfig
+    from training.runs import train_or_reuse
+
+    with open(log_path(trial), "a") as log:
+        def print_fn(*words, **options):
+            options.pop("file", None)
+            print(*words, file=log, **{**options, "flush": True})
+
+        try:
+            train_or_reuse(TrainConfig.from_dict(trial["config"]), trial["run_dir"],
+                           data_dir=trial["data_dir"], print_fn=print_fn)
+        except BaseException:
+            traceback.print_exc(file=log)
+            raise
+    record_result(trial)
+
+
+def run_processes(trials: list[dict], *, max_concurrent: int, threads: int = 1,
+                  backend: str = "tensorflow", print_fn=print) -> list[str]:
+    """Run ``trials`` on ``max_concurrent`` local worker processes (one new process per trial,
+    ``threads`` threads each), without Ray; returns the run directories of those that failed.
+    A trial that starts from another trial's run (``init_from``) waits until that one is done;
+    each trial's output goes to its log beside its run directory."""
+    import concurrent.futures
+    import multiprocessing
+
+    env = thread_env(threads, backend)
+    env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # several trials share one GPU
+    context = multiprocessing.get_context("spawn")
+    waiting, running, failed = list(trials), {}, []
+    started, done = time.monotonic(), 0
+    with concurrent.futures.ProcessPoolExecutor(max_concurrent, mp_context=context,
+                                                max_tasks_per_child=1) as pool:
+        while waiting or running:
+            unfinished = {t["run_dir"] for t in waiting} | {t["run_dir"] for t in running.values()}
+            for trial in [t for t in waiting if t["config"].get("init_from") not in unfinished]:
+                waiting.remove(trial)
+                running[pool.submit(_train_in_process, trial, env)] = trial
+            if not running:  # what is left waits on a trial that failed
+                failed += [t["run_dir"] for t in waiting]
+                break
+            finished, _ = concurrent.futures.wait(running, return_when="FIRST_COMPLETED")
+            for future in finished:
+                trial, done = running.pop(future), done + 1
+                ok = future.exception() is None
+                if not ok:
+                    orphans = [t for t in waiting if t["config"].get("init_from") == trial["run_dir"]]
+                    failed += [trial["run_dir"]] + [t["run_dir"] for t in orphans]
+                    waiting = [t for t in waiting if t not in orphans]
+                print_fn(f"[{done}/{len(trials)} {time.monotonic() - started:.0f}s] "
+                         f"{'done' if ok else 'FAILED (its log: the run directory + .log)'}: "
+                         f"{_trial_name(trial)}")
+    return failed
+
+
+def _trial_name(spec: dict) -> str:
+    fold = "final" if spec["fold"] is None else f"fold {spec['fold']}"
+    return f"{spec['task']} / {spec['label']} / {spec['variant']} / {fold}"

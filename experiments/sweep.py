@@ -68,6 +68,9 @@ def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
                    help="GPUs each trial reserves, e.g. 0.25 for four trials per GPU (default 0)")
     g.add_argument("--max-concurrent", type=int, help="at most this many trials at once")
     g.add_argument("--retries", type=int, default=0, help="retries of a failed trial")
+    g.add_argument("--engine", choices=("ray", "processes"), default="ray",
+                   help="ray (default): Ray Tune, local or a cluster; processes: plain local "
+                   "worker processes, --max-concurrent at a time (no Ray needed)")
     g.add_argument("--backend", choices=("tensorflow", "jax"),
                    help="Keras backend of the trials (default: $KERAS_BACKEND, else tensorflow)")
     p.add_argument("--report", action="store_true", help="write the table only, train nothing")
@@ -97,6 +100,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     cv.add_argument("--final", action="store_true",
                     help="after the CV: retrain the CV's choice on all training subjects")
     cv.add_argument("--out", default="bench/sweeps/cv")
+    cv.add_argument("--results", help="folder of the per-trial results files, meant to be "
+                    "committed (default: experiments/results/<the name of --out>); 'none': "
+                    "none")
     _add_engine_arguments(cv)
     rs = sub.add_parser("realscale", help="the real-scale table of docs/realscale.md")
     realscale.add_table_arguments(rs)
@@ -130,23 +136,41 @@ def plan(args) -> list[dict]:
     base = trials.base_config(args.task, args.model, args.recipe, overrides)
     variants = dict(args.variant) or {"base": {}}
     return trials.cv_trials(args.task, args.label or args.model, base, variants, args.folds,
-                            args.out, args.data_dir)
+                            args.out, args.data_dir, results_dir(args))
+
+
+def results_dir(args) -> Path | None:
+    """Where a CV sweep's results files go (`experiments.trials`)."""
+    if args.results == "none":
+        return None
+    if args.results:
+        return Path(args.results)
+    return Path(__file__).resolve().parent / "results" / Path(args.out).resolve().name
 
 
 def execute(todo: list[dict], args, print_fn=print) -> int:
-    """Train the unfinished trials of ``todo`` on Ray; 1 if any failed."""
+    """Train the unfinished trials of ``todo`` (Ray or local processes); 1 if any failed."""
     from experiments import engine, trials
 
+    for t in todo:  # results files of runs finished before there were any
+        if t.get("result") and trials.recorded(t) is None:
+            trials.record_result(t)
     left = [t for t in todo if not trials.is_finished(t)]
     print_fn(f"{len(todo) - len(left)} of {len(todo)} trials already finished (reused); "
              f"{len(left)} to run")
     if not left or args.report:
         return 0
     backend = left[0]["config"]["backend"]
-    failed = engine.run(left, out=args.out, address=args.address, num_cpus=args.num_cpus,
-                        num_gpus=args.num_gpus, cpus_per_trial=args.cpus_per_trial,
-                        gpus_per_trial=args.gpus_per_trial, max_concurrent=args.max_concurrent,
-                        retries=args.retries, backend=backend, print_fn=print_fn)
+    if args.engine == "processes":
+        failed = engine.run_processes(left, max_concurrent=args.max_concurrent or 1,
+                                      threads=max(1, int(args.cpus_per_trial)),
+                                      backend=backend, print_fn=print_fn)
+    else:
+        failed = engine.run(left, out=args.out, address=args.address, num_cpus=args.num_cpus,
+                            num_gpus=args.num_gpus, cpus_per_trial=args.cpus_per_trial,
+                            gpus_per_trial=args.gpus_per_trial,
+                            max_concurrent=args.max_concurrent, retries=args.retries,
+                            backend=backend, print_fn=print_fn)
     for run_dir in failed:
         print_fn(f"failed: {run_dir} (its log: {run_dir}.log)")
     return 1 if failed else 0

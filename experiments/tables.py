@@ -52,10 +52,11 @@ def group(trials: list[dict]) -> dict[tuple, list[dict]]:
 
 def cv_rows(trials: list[dict]) -> list[dict]:
     """One row per (task, label, variant) with its finished folds summarised."""
+    from experiments.trials import result_of
+
     rows = []
     for (task, label, variant), planned in group(trials).items():
-        done = [(t["fold"], summarise(t["run_dir"])) for t in planned
-                if RunDirectory(t["run_dir"]).is_finished()]
+        done = [(t["fold"], s) for t in planned if (s := result_of(t)) is not None]
         chosen = cv_epoch([s["curve"] for _, s in done])
         rows.append({"task": task, "label": label, "variant": variant,
                      "planned": len(planned), "folds": [f for f, _ in done],

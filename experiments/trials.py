@@ -3,7 +3,8 @@
 A trial is a plain dict (JSON, so Ray ships it to any worker and ``sweep.json`` records it)::
 
     {"task", "label", "variant", "fold", "folds", "config": TrainConfig.to_dict(),
-     "run_dir": absolute path, "data_dir": absolute path or None}
+     "run_dir": absolute path, "data_dir": absolute path or None,
+     "result": absolute path of its results file, or None}
 
 Because each trial *is* a run directory, a sweep inherits the run directory's guarantees: a
 finished run is reused, an interrupted one resumes from its last committed epoch, and one that
@@ -11,11 +12,18 @@ another process is training is refused by its lock. Re-running the same sweep is
 
 Layout: ``<out>/<task>/<label>/<variant>/fold<k>`` for the cross-validation and
 ``<out>/<task>/<label>/final-<variant>-e<epochs>`` for the retrain on all training subjects.
+
+Results files: a finished CV trial's summary (its validation curve, test accuracy, size, time)
+is also written to ``<results>/<task>/<label>/<variant>/fold<k>.json`` with the settings that made
+it: a few hundred bytes meant to be committed (``experiments/results/``), so a campaign spread
+over several machines and days keeps every result, and the tables can be rebuilt from those
+files alone. A trial whose results file holds the same settings counts as done.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 # The CV runs train the whole budget (no early stopping), so every fold has a validation
@@ -57,7 +65,7 @@ def base_config(task: str, model: str, recipe: str | None, overrides: dict) -> d
 
 
 def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], folds: int,
-              out, data_dir) -> list[dict]:
+              out, data_dir, results=None) -> list[dict]:
     """One trial per (variant, fold): validation = fold k of ``folds`` of the training subjects
     (``val_fold=[k, folds]``), seed k, the whole epoch budget. Fold-major order, so that the
     variants of a fold finish together and a partial sweep still gives paired folds."""
@@ -67,17 +75,33 @@ def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], fold
     for fold in range(folds):
         for variant, overrides in variants.items():
             config = merge(merge(base, {**CV_OVERRIDES, "seed": fold}), overrides)
+            config["init_from"] = _init_from(config.get("init_from"), variants, out, task,
+                                             label, fold)
             config["task_options"] = {
                 **{k: v for k, v in config["task_options"].items()
                    if k not in ("val_subjects", "val_fraction")},
                 "val_fold": [fold, folds]}
             TrainConfig.from_dict(config)  # invalid settings fail here, before Ray starts
+            where = Path(task) / slug(label) / slug(variant) / f"fold{fold}"
             trials.append({"task": task, "label": label, "variant": variant, "fold": fold,
                            "folds": folds, "config": config,
-                           "run_dir": absolute(Path(out) / task / slug(label) / slug(variant)
-                                               / f"fold{fold}"),
-                           "data_dir": absolute(data_dir)})
+                           "run_dir": absolute(Path(out) / where),
+                           "data_dir": absolute(data_dir),
+                           "result": (absolute(Path(results) / where.with_suffix(".json"))
+                                      if results else None)})
     return trials
+
+
+def _init_from(value, variants, out, task: str, label: str, fold: int):
+    """``init_from`` of a trial: ``variant:NAME`` is the same fold's run of variant NAME of this
+    sweep (e.g. a QAT fine-tune of each fold's float model); anything else as given."""
+    if not (isinstance(value, str) and value.startswith("variant:")):
+        return value
+    name = value.split(":", 1)[1]
+    if name not in variants:
+        raise ValueError(f"init_from {value!r}: no variant {name!r} in this sweep; valid: "
+                         f"{', '.join('variant:' + v for v in variants)}")
+    return absolute(Path(out) / task / slug(label) / slug(name) / f"fold{fold}")
 
 
 def final_trial(cv_trial: dict, epochs: int, out) -> dict:
@@ -92,7 +116,7 @@ def final_trial(cv_trial: dict, epochs: int, out) -> dict:
                               "val_fraction": 0.0}
     TrainConfig.from_dict(config)
     name = f"final-{slug(cv_trial['variant'])}-e{epochs}"
-    return {**cv_trial, "fold": None, "config": config,
+    return {**cv_trial, "fold": None, "config": config, "result": None,
             "run_dir": absolute(Path(out) / cv_trial["task"] / slug(cv_trial["label"]) / name)}
 
 
@@ -113,6 +137,40 @@ def realscale_trials(args) -> list[dict]:
 
 
 def is_finished(trial: dict) -> bool:
+    """Its run directory holds a finished run, or its results file holds its settings."""
     from training.rundir import RunDirectory
 
-    return RunDirectory(trial["run_dir"]).is_finished()
+    return RunDirectory(trial["run_dir"]).is_finished() or recorded(trial) is not None
+
+
+def recorded(trial: dict) -> dict | None:
+    """The summary in ``trial``'s results file when that file holds ``trial``'s settings."""
+    path = trial.get("result")
+    if not path or not Path(path).is_file():
+        return None
+    data = json.loads(Path(path).read_text())
+    return data["summary"] if data.get("config") == trial["config"] else None
+
+
+def result_of(trial: dict) -> dict | None:
+    """``trial``'s summary: from its finished run directory, else from its results file."""
+    from experiments.tables import summarise
+    from training.rundir import RunDirectory
+
+    if RunDirectory(trial["run_dir"]).is_finished():
+        return summarise(trial["run_dir"])
+    return recorded(trial)
+
+
+def record_result(trial: dict) -> None:
+    """Write ``trial``'s results file from its finished run directory (nothing without one)."""
+    from experiments.tables import summarise
+    from training.rundir import RunDirectory
+    from training.storage import write_json_atomic
+
+    if not trial.get("result") or not RunDirectory(trial["run_dir"]).is_finished():
+        return
+    keep = ("task", "label", "variant", "fold", "folds", "config")
+    data = {**{k: trial[k] for k in keep}, "summary": summarise(trial["run_dir"])}
+    Path(trial["result"]).parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(Path(trial["result"]), data)
