@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from export import device_bench
+from export.c_backend.graph import read_graph
 from training.tasks.int_frontend import FILTERS, FRAME, HOP, InputMap, frames_log_mel_q8
 
 MAX_INSTANCES = 8
@@ -72,7 +73,7 @@ class Recognizer:
     last reported class or ``suppression`` hops have passed since that report. The first report
     needs ``minimum_count`` hops of history."""
 
-    window: int = 25
+    window: int = 50
     threshold: int = 160
     suppression: int = 100
     minimum_count: int = 5
@@ -151,12 +152,7 @@ def input_map(export_dir: Path) -> InputMap:
     export_dir = Path(export_dir)
     card = json.loads((export_dir / "model_card.json").read_text())
     norm = json.loads((export_dir / card.get("normalization", "normalization.json")).read_text())
-    graph = read_step_graph(export_dir, card)
+    graph = read_graph((export_dir / card["files"]["step"]).read_bytes())
     x = graph.tensor(graph.inputs[card["step_io"]["x"]])
     return InputMap.fit(norm["mean"], norm["std"], float(x.scale), int(x.zero_point))
 
-
-def read_step_graph(export_dir: Path, card: dict):
-    from export.c_backend.graph import read_graph
-
-    return read_graph((Path(export_dir) / card["files"]["step"]).read_bytes())

@@ -21,6 +21,7 @@ import numpy as np
 
 from export.c_backend.graph import read_graph
 from export.c_backend.project import read_step_export, write_c_project
+from export.kws_stream import Posteriors, input_map
 from training.tasks.int_frontend import InputMap, Tables, tables
 
 FRONTEND_DIR = Path(__file__).parent / "frontend"
@@ -58,8 +59,6 @@ def tables_source(t: Tables | None = None) -> str:
 
 def input_source(export_dir: Path) -> str:
     """``kws_input.c`` of one int8 step export: its `InputMap` and its softmax's exp table."""
-    from export.kws_stream import Posteriors, input_map
-
     card = read_step_export(export_dir)
     head = read_graph((export_dir / card["files"]["head"]).read_bytes())
     logits = head.tensor(head.outputs[0])

@@ -5,7 +5,7 @@
  *     --features        print each frame's 32 log2 mel energies (Q8) and nothing else
  *     --instances K     K staggered copies of the recurrent state (1..8, default 1)
  *     --period P        hops between resets of each copy (default 99: the 1 s training window)
- *     --window N        hops averaged by the recognizer (1..128, default 25)
+ *     --window N        hops averaged by the recognizer (1..128, default 50)
  *     --threshold S     mean posterior (0..255) a keyword must exceed (default 160)
  *     --suppression N   hops before the same keyword may be reported again (default 100)
  *     --min-count N     hops of history before the first report (default 5)
@@ -113,7 +113,7 @@ int main(int argc, char **argv) {
   unsigned char raw[2 * KWS_HOP];
   int32_t hop = 0;
   FILE *f;
-  rec.window = 25, rec.threshold = 160, rec.suppression = 100, rec.min_count = 5;
+  rec.window = 50, rec.threshold = 160, rec.suppression = 100, rec.min_count = 5;
   for (a = 1; a < argc; ++a) {
     if (strcmp(argv[a], "--features") == 0) features = 1;
     else if (arg(argc, argv, &a, "--instances", 1, KWS_MAX_INSTANCES, &instances)) continue;

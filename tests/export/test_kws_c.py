@@ -1,0 +1,191 @@
+"""Keyword spotting in C (issue 30): the integer front end in C against its NumPy reference, bit
+for bit on real Speech Commands clips; the reference against the float front end (an
+independent float64 implementation: python_speech_features' maths in NumPy); the streaming app
+against the Python streaming reference (TFLite Micro runs the model) on a long recording built
+from clips and background noise."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from export.c_backend.kws import FRONTEND_DIR, tables_source, write_kws_project
+from export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
+from training.data.audio import FbankFrontend, pad_to, read_wav
+from training.tasks import int_frontend as F
+from training.tasks.speech_layout import CLASSES, WORDS10
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
+                                reason="the KWS app builds with the host cc and make")
+
+SIRNN = Path(__file__).resolve().parents[2] / "models/pretrained/sirnn.google12_testset/export-step-int8"
+
+
+@pytest.fixture(scope="module")
+def speech(shared_data) -> Path:
+    folder = shared_data / "speech_commands_v0.01"
+    if not folder.is_dir():
+        pytest.skip(f"{folder}: the shared Speech Commands subset is missing")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def word_clips(speech):
+    """The 100 clips of the 10 Google-12 words in the shared subset: (label, int16 samples)."""
+    return [(i + 2, read_wav(c, rate=16000)) for i, w in enumerate(WORDS10)
+            for c in sorted((speech / w).glob("*.wav"))]
+
+
+@pytest.fixture(scope="module")
+def noise(speech):
+    return read_wav(speech / "_background_noise_" / "white_noise.wav", rate=16000)
+
+
+@pytest.fixture(scope="module")
+def kws_app(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("kws") / "sirnn-kws"
+    write_kws_project(SIRNN, out)
+    done = subprocess.run(["make", "-s", "-C", str(out), "-f", "kws.mk"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out / "kws_app"
+
+
+def run_app(app: Path, samples: np.ndarray, tmp_path: Path, *args: str) -> list[list[str]]:
+    path = tmp_path / "stream.raw"
+    np.asarray(samples, "<i2").tofile(path)
+    out = subprocess.run([str(app), *args, str(path)], capture_output=True, text=True, check=True)
+    return [line.split() for line in out.stdout.splitlines()]
+
+
+def test_the_c_tables_are_the_references_formulas():
+    assert (FRONTEND_DIR / "kws_frontend_tables.c").read_text() == tables_source()
+
+
+def test_the_mel_sums_cannot_overflow_uint64():
+    t = F.tables()
+    # |v[n]| <= (64552 w[n] + 2^14) >> 15 + 1; |Y[k]| = |2 X[k]| <= 2 sum |v| plus the FFT's
+    # roundings (9 stages of at most 1 per value, far below 2^10 in total).
+    v_max = (64552 * t.window + (1 << 14)) // (1 << 15) + 1
+    y_max = 2 * int(v_max.sum()) + 1024
+    p_max = (2 * y_max * y_max) >> F.POWER_SHIFT
+    assert p_max * int(t.dense_mel().sum(axis=1).max()) < 2 ** 64
+
+
+def test_c_front_end_equals_the_numpy_reference_on_real_clips(kws_app, word_clips, noise,
+                                                              tmp_path):
+    # 100 word clips and 10 s of white noise, one stream: 1,963 frames.
+    stream = np.concatenate([x for _, x in word_clips] + [noise[:160000]])
+    lines = run_app(kws_app, stream, tmp_path, "--features")
+    c = np.array([[int(v) for v in line[2:]] for line in lines], np.int16)
+    ref = stream_log_mel_q8(stream)
+    assert c.shape == ref.shape == (1 + (len(stream) - 400) // 160, 32)
+    assert np.array_equal(c, ref), f"{np.sum(c != ref)} of {c.size} values differ"
+
+
+def test_c_front_end_equals_the_reference_at_full_scale(kws_app, tmp_path):
+    # The worst cases for overflow: full-scale noise, a full-scale square wave, digital silence.
+    rng = np.random.default_rng(0)
+    t = np.arange(16000)
+    stream = np.concatenate([rng.integers(-32768, 32768, 16000),
+                             np.where((t // 8) % 2, 32767, -32768), np.zeros(8000, np.int64)])
+    c = np.array([[int(v) for v in line[2:]] for line in run_app(kws_app, stream, tmp_path,
+                                                                  "--features")], np.int16)
+    ref = stream_log_mel_q8(stream)
+    assert np.array_equal(c, ref)
+    assert ref.max() > 50 * 256 and ref[-5:].max() == 0  # loud frames are loud, silence is 0
+
+
+def test_power_spectrum_matches_a_float_fft():
+    # The integer FFT against numpy's float64 FFT of the same pre-emphasised, windowed frames.
+    rng = np.random.default_rng(1)
+    frames = rng.integers(-8000, 8000, (20, 400)).astype(np.int16)
+    prev = rng.integers(-8000, 8000, 20)
+    x = frames.astype(np.float64)
+    y = x - 0.97 * np.concatenate([prev[:, None], x[:, :-1]], axis=1)
+    want = 4 * np.abs(np.fft.rfft(y * np.hamming(400), 512)) ** 2
+    got = F.power_spectrum(frames, prev).astype(np.float64)
+    assert np.max(np.abs(got - want)) / want.max() < 1e-3
+
+
+def test_int_log_mel_tracks_the_float_front_end_on_real_clips(word_clips):
+    x = np.stack([pad_to(c, 16000) for _, c in word_clips])
+    fl = FbankFrontend()(x)
+    il = F.log_mel(F.clip_log_mel_q8(x))
+    assert np.corrcoef(fl.ravel(), il.ravel())[0, 1] > 0.98
+    # Where the float filter energy is above e^5 (64 % of the values here), the integer front
+    # end is within 0.06 nats for 99 % of them; below that, the FFT's rounding noise and the
+    # P >> 6 truncation dominate (digital silence: ln(eps) = -36 against a floor of -11.8).
+    loud = fl > 5
+    assert loud.mean() > 0.6
+    err = np.abs(fl - il)[loud]
+    assert np.percentile(err, 99) < 0.06 and err.mean() < 0.01
+
+
+def test_input_map_is_the_float_quantization_within_one_step(word_clips):
+    import json
+
+    norm = json.loads((SIRNN / "normalization.json").read_text())
+    ref = StreamReference(SIRNN)
+    q8 = F.clip_log_mel_q8(np.stack([pad_to(c, 16000) for _, c in word_clips[:20]]))
+    m = ref.input_map
+    scale = np.log(2) / (256 * np.asarray(norm["std"]) * m.mul / (1 << m.shift))
+    real = (F.log_mel(q8) - np.asarray(norm["mean"], np.float32)) / np.asarray(norm["std"])
+    want = np.clip(np.round(real / scale) + m.zero_point, -128, 127)
+    assert np.max(np.abs(m(q8).astype(int) - want)) <= 1
+
+
+def long_stream(word_clips, noise, per_word: int = 1, volume: float = 0.02):
+    """Clips of every word separated by 1 s of white noise; each clip and each gap fills one
+    99-hop window of the stream (15,840 samples), so instance 1's resets fall between words."""
+    parts, truth, pos = [], [], 0
+    for label, clip in word_clips:
+        if truth.count(label) >= per_word:
+            continue
+        parts += [(volume * noise[pos:pos + 15840]).astype(np.int16), pad_to(clip, 16000)[:15840]]
+        truth.append(label)
+        pos += 15840
+    parts.append((volume * noise[pos:pos + 15840]).astype(np.int16))
+    return np.concatenate(parts), truth
+
+
+@pytest.mark.parametrize("instances", [1, 2])
+def test_kws_app_equals_the_python_streaming_reference(kws_app, word_clips, noise, tmp_path,
+                                                       instances):
+    stream, _ = long_stream(word_clips, noise)
+    ref = StreamReference(SIRNN, instances=instances)
+    logits, post, detections = ref.run(stream, Recognizer())
+    lines = run_app(kws_app, stream, tmp_path, "--instances", str(instances))
+    frames = [ln for ln in lines if ln[0] == "frame"]
+    assert len(frames) == len(logits) == 1 + (len(stream) - 400) // 160
+    c_logits = np.array([[int(v) for v in ln[3:15]] for ln in frames])
+    c_post = np.array([[int(v) for v in ln[16:28]] for ln in frames])
+    assert np.array_equal(c_logits, logits) and np.array_equal(c_post, post)
+    c_detect = [(int(ln[1]), int(ln[2]), int(ln[4])) for ln in lines if ln[0] == "detect"]
+    assert c_detect == detections and len(detections) > 0
+    assert all(CLASSES[c] == ln[3] for (_, c, _), ln in
+               zip(detections, [ln for ln in lines if ln[0] == "detect"]))
+
+
+def test_each_keyword_is_reported_once_at_most_and_in_its_own_second(word_clips, noise):
+    """One clip of each word, each in its own 1 s window between 1 s of noise. The shipped SiRNN
+    was trained on the float front end (retraining on the integer one is issue 30 item 3), so
+    not every word is found; what the recognizer must guarantee is checked: no word twice, no
+    report during the leading noise, no report of a wrong word (each report falls in the window
+    of its clip or the noise second after it)."""
+    stream, truth = long_stream(word_clips, noise)
+    _, _, detections = StreamReference(SIRNN).run(stream, Recognizer())
+    slot = lambda hop: (hop - 99) // 198  # clip i fills hops 99 + 198 i .. 197 + 198 i
+    found = {}
+    for hop, cls, _ in detections:
+        assert hop >= 99 + 5, f"a report at hop {hop}, in the leading noise"
+        found.setdefault(slot(hop), []).append(cls)
+    assert all(len(v) == 1 for v in found.values()), found
+    wrong = {i: v[0] for i, v in found.items() if i >= len(truth) or truth[i] != v[0]}
+    assert not wrong, wrong
+    # measured: 7 of the 10 words (yes no right on off stop go); up, down and left are missed
+    assert len(found) >= 7, found
