@@ -189,3 +189,15 @@ def test_each_keyword_is_reported_once_at_most_and_in_its_own_second(word_clips,
     assert not wrong, wrong
     # measured: 7 of the 10 words (yes no right on off stop go); up, down and left are missed
     assert len(found) >= 7, found
+
+
+def test_speech_tasks_take_the_integer_front_end_as_an_option(word_clips):
+    from training.tasks import get_task
+
+    x = np.stack([pad_to(c, 16000) for _, c in word_clips[:4]])
+    for task in ("google12", "google12_testset"):
+        fe = get_task(task, features="int_logmel").frontend
+        assert np.array_equal(fe(x), F.log_mel(F.clip_log_mel_q8(x)))
+        assert fe.settings() != get_task(task).frontend.settings()  # a separate feature cache
+    with pytest.raises(ValueError, match="option features must be 'logmel' or 'int_logmel'"):
+        get_task("google12", features="int8").frontend
