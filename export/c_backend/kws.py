@@ -26,7 +26,7 @@ from training.tasks.int_frontend import InputMap, Tables, tables
 
 FRONTEND_DIR = Path(__file__).parent / "frontend"
 FRONTEND_FILES = ("kws_frontend.h", "kws_frontend.c", "kws_frontend_tables.c", "kws_input.h",
-                  "kws_model_io.c", "kws_app.c", "kws.mk")
+                  "kws_model_io.c", "kws_recognizer.h", "kws_app.c", "kws.mk")
 MAX_CLASSES = 64  # kws_posteriors' buffer
 
 

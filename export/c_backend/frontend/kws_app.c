@@ -3,6 +3,7 @@
  *
  *   kws_app [options] AUDIO
  *     --features        print each frame's 32 log2 mel energies (Q8) and nothing else
+ *     --quiet           print the detections only
  *     --instances K     K staggered copies of the recurrent state (1..8, default 1)
  *     --period P        hops between resets of each copy (default 99: the 1 s training window)
  *     --window N        hops averaged by the recognizer (1..128, default 50)
@@ -19,43 +20,10 @@
 
 #include "kws_frontend.h"
 #include "kws_input.h"
+#include "kws_recognizer.h"
 #include "zoo_model.h"
 
 #define KWS_MAX_INSTANCES 8
-#define KWS_MAX_WINDOW 128
-
-typedef struct {
-  int window, threshold, suppression, min_count;
-  uint8_t history[KWS_MAX_WINDOW][ZOO_CLASSES];
-  int32_t sums[ZOO_CLASSES];
-  int32_t count, last_class, last_hop;
-} kws_recognizer_t;
-
-/* micro_speech's RecognizeCommands in hops (see export/kws_stream.py Recognizer). */
-static int kws_recognize(kws_recognizer_t *r, int32_t hop, const uint8_t post[ZOO_CLASSES],
-                         int *score) {
-  uint8_t *slot = r->history[hop % r->window];
-  int c, top = 0, n;
-  int32_t mean[ZOO_CLASSES];
-  for (c = 0; c < ZOO_CLASSES; ++c) {
-    if (r->count >= r->window) r->sums[c] -= slot[c];
-    slot[c] = post[c];
-    r->sums[c] += post[c];
-  }
-  if (r->count < r->window) r->count++;
-  n = r->count;
-  if (n < r->min_count) return -1;
-  for (c = 0; c < ZOO_CLASSES; ++c) {
-    mean[c] = r->sums[c] / n;
-    if (mean[c] > mean[top]) top = c;
-  }
-  if (mean[top] <= r->threshold || top == 0 || top == 1) return -1; /* silence, unknown */
-  if (top == r->last_class && r->last_hop >= 0 && hop - r->last_hop <= r->suppression) return -1;
-  r->last_class = top;
-  r->last_hop = hop;
-  *score = (int)mean[top];
-  return top;
-}
 
 static int arg(int argc, char **argv, int *a, const char *name, int lo, int hi, int *value) {
   if (strcmp(argv[*a], name) != 0) return 0;
@@ -105,7 +73,7 @@ static void skip_wav_header(FILE *f, const char *path) {
 }
 
 int main(int argc, char **argv) {
-  int a, c, k, n, features = 0, instances = 1, period = 99, offsets[KWS_MAX_INSTANCES];
+  int a, c, k, n, features = 0, quiet = 0, instances = 1, period = 99, offsets[KWS_MAX_INSTANCES];
   const char *path = NULL;
   static kws_recognizer_t rec;
   static kws_stream_t stream;
@@ -116,6 +84,7 @@ int main(int argc, char **argv) {
   rec.window = 50, rec.threshold = 160, rec.suppression = 100, rec.min_count = 5;
   for (a = 1; a < argc; ++a) {
     if (strcmp(argv[a], "--features") == 0) features = 1;
+    else if (strcmp(argv[a], "--quiet") == 0) quiet = 1;
     else if (arg(argc, argv, &a, "--instances", 1, KWS_MAX_INSTANCES, &instances)) continue;
     else if (arg(argc, argv, &a, "--period", 1, 1 << 20, &period)) continue;
     else if (arg(argc, argv, &a, "--window", 1, KWS_MAX_WINDOW, &rec.window)) continue;
@@ -128,8 +97,8 @@ int main(int argc, char **argv) {
     } else path = argv[a];
   }
   if (!path || instances > period) {
-    fprintf(stderr, "usage: %s [--features] [--instances K<=period] [--period P] [--window N] "
-            "[--threshold S] [--suppression N] [--min-count N] AUDIO\n", argv[0]);
+    fprintf(stderr, "usage: %s [--features] [--quiet] [--instances K<=period] [--period P] "
+            "[--window N] [--threshold S] [--suppression N] [--min-count N] AUDIO\n", argv[0]);
     return 2;
   }
   if (!(f = fopen(path, "rb"))) {
@@ -169,11 +138,13 @@ int main(int argc, char **argv) {
       }
       zoo_predict(&states[best], logits);
       kws_posteriors(ZOO_CLASSES, logits, post);
-      printf("frame %ld logits", (long)hop);
-      for (c = 0; c < ZOO_CLASSES; ++c) printf(" %d", logits[c]);
-      printf(" post");
-      for (c = 0; c < ZOO_CLASSES; ++c) printf(" %d", post[c]);
-      printf("\n");
+      if (!quiet) {
+        printf("frame %ld logits", (long)hop);
+        for (c = 0; c < ZOO_CLASSES; ++c) printf(" %d", logits[c]);
+        printf(" post");
+        for (c = 0; c < ZOO_CLASSES; ++c) printf(" %d", post[c]);
+        printf("\n");
+      }
       top = kws_recognize(&rec, hop, post, &score);
       if (top >= 0) printf("detect %ld %d %s %d\n", (long)hop, top, zoo_class_names[top], score);
       ++hop;
