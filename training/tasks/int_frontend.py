@@ -9,7 +9,8 @@ clips). Per frame of int16 samples ``x[0..399]`` and the sample before it, ``pre
 1. pre-emphasis   ``y[n] = x[n] - ((31785 * x[n-1] + 2^14) >> 15)``            (int32, |y| < 2^16)
 2. window         ``v[n] = (y[n] * w[n] + 2^14) >> 15``, w = round(2^15 hamming(400)), <= 32767
 3. FFT            ``z[m] = v[2m] + i v[2m+1]`` (zero past m = 199), a 256-point radix-2 complex
-                  FFT (decimation in time, Q15 twiddles, each product rounded once in int64),
+                  FFT (decimation in time, Q15 twiddles with 1 = 2^15 so that the twiddles 1
+                  and -i are exact, each product rounded once in int64),
                   then the real-FFT split: ``Y[k] = 2 X[k]`` for k = 0..256 (no halving: no bit
                   is lost), where X is the 512-point FFT of v
 4. power          ``P[k] = Re(Y)^2 + Im(Y)^2`` (uint64, < 2^52.3)
@@ -40,8 +41,8 @@ LOG_TABLE_BITS = 6                     # 2^6 intervals of the log2(1 + f) table
 ENERGY_OFFSET_LOG2 = 2 + 9 - POWER_SHIFT + MEL_Q  # E = 2^17 psf energy (P = 4|X|^2, psf /512)
 
 
-def _q15(v: np.ndarray) -> np.ndarray:
-    return np.clip(np.round(v * 32768.0), -32768, 32767).astype(np.int64)
+def _q15(v: np.ndarray, lo: int = -32768, hi: int = 32767) -> np.ndarray:
+    return np.clip(np.round(v * 32768.0), lo, hi).astype(np.int64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Tables:
     """The constant tables of the C file ``kws_frontend_tables.c``, computed from their formulas."""
 
     window: np.ndarray    # (400,) Q15 Hamming
-    cos: np.ndarray       # (257,) Q15 cos(pi k / 256)
+    cos: np.ndarray       # (257,) Q15 cos(pi k / 256), 1 as 32768: a product by 1 is exact
     sin: np.ndarray       # (257,) Q15 sin(pi k / 256)
     mel_start: np.ndarray  # (32,) first bin of each filter
     mel_len: np.ndarray    # (32,) bins of each filter
@@ -82,8 +83,8 @@ def tables() -> Tables:
     for b in range(8):
         rev |= ((bits >> b) & 1) << (7 - b)
     i = np.arange((1 << LOG_TABLE_BITS) + 1)
-    return Tables(window=_q15(np.hamming(FRAME)), cos=_q15(np.cos(np.pi * k / HALF)),
-                  sin=_q15(np.sin(np.pi * k / HALF)), mel_start=np.array(starts),
+    return Tables(window=_q15(np.hamming(FRAME)), cos=_q15(np.cos(np.pi * k / HALF), hi=32768),
+                  sin=_q15(np.sin(np.pi * k / HALF), hi=32768), mel_start=np.array(starts),
                   mel_len=np.array(lens), mel_weights=np.array(weights, np.int64),
                   log2_table=np.round(np.log2(1 + i / (1 << LOG_TABLE_BITS)) * 65536).astype(np.int64),
                   bitrev=rev)

@@ -116,39 +116,39 @@ int main(int argc, char **argv) {
     zoo_reset(&states[k]);
   }
   while ((n = (int)fread(raw, 2, KWS_HOP, f)) > 0) {
-    for (a = 0; a < n; ++a) {
-      int16_t l[KWS_FILTERS];
-      int8_t xq[KWS_FILTERS], logits[ZOO_CLASSES];
-      uint8_t post[ZOO_CLASSES];
-      int best = 0, best_age = -1, top, score = 0;
-      if (!kws_stream_push(&stream, (int16_t)(raw[2 * a] | raw[2 * a + 1] << 8), l)) continue;
-      if (features) {
-        printf("frame %ld", (long)hop);
-        for (c = 0; c < KWS_FILTERS; ++c) printf(" %d", l[c]);
-        printf("\n");
-        ++hop;
-        continue;
-      }
-      kws_model_input(l, xq);
-      for (k = 0; k < instances; ++k) {
-        const int age = hop >= offsets[k] ? (int)((hop - offsets[k]) % period) : (int)hop;
-        if (hop >= offsets[k] && age == 0) zoo_reset(&states[k]);
-        zoo_push_q(&states[k], xq);
-        if (age > best_age) best_age = age, best = k;
-      }
-      zoo_predict(&states[best], logits);
-      kws_posteriors(ZOO_CLASSES, logits, post);
-      if (!quiet) {
-        printf("frame %ld logits", (long)hop);
-        for (c = 0; c < ZOO_CLASSES; ++c) printf(" %d", logits[c]);
-        printf(" post");
-        for (c = 0; c < ZOO_CLASSES; ++c) printf(" %d", post[c]);
-        printf("\n");
-      }
-      top = kws_recognize(&rec, hop, post, &score);
-      if (top >= 0) printf("detect %ld %d %s %d\n", (long)hop, top, zoo_class_names[top], score);
+    int16_t samples[KWS_HOP], l[KWS_FILTERS];
+    int8_t xq[KWS_FILTERS], logits[ZOO_CLASSES];
+    uint8_t post[ZOO_CLASSES];
+    int best = 0, best_age = -1, top, score = 0;
+    for (a = 0; a < n; ++a) samples[a] = (int16_t)(raw[2 * a] | raw[2 * a + 1] << 8);
+    /* each read of KWS_HOP samples completes at most one frame */
+    if (kws_stream_write(&stream, samples, n, l) != 1) continue;
+    if (features) {
+      printf("frame %ld", (long)hop);
+      for (c = 0; c < KWS_FILTERS; ++c) printf(" %d", l[c]);
+      printf("\n");
       ++hop;
+      continue;
     }
+    kws_model_input(l, xq);
+    for (k = 0; k < instances; ++k) {
+      const int age = hop >= offsets[k] ? (int)((hop - offsets[k]) % period) : (int)hop;
+      if (hop >= offsets[k] && age == 0) zoo_reset(&states[k]);
+      zoo_push_q(&states[k], xq);
+      if (age > best_age) best_age = age, best = k;
+    }
+    zoo_predict(&states[best], logits);
+    kws_posteriors(ZOO_CLASSES, logits, post);
+    if (!quiet) {
+      printf("frame %ld logits", (long)hop);
+      for (c = 0; c < ZOO_CLASSES; ++c) printf(" %d", logits[c]);
+      printf(" post");
+      for (c = 0; c < ZOO_CLASSES; ++c) printf(" %d", post[c]);
+      printf("\n");
+    }
+    top = kws_recognize(&rec, hop, post, &score);
+    if (top >= 0) printf("detect %ld %d %s %d\n", (long)hop, top, zoo_class_names[top], score);
+    ++hop;
   }
   fclose(f);
   return 0;

@@ -21,11 +21,13 @@
 #define KWS_LOG_Q 8     /* the output is log2(energy) * 2^8 */
 
 /* L[32] of one frame x[0..399]; prev is the sample before x[0] (0 at the start of a stream).
- * Uses about 3 KB of stack (the FFT's work buffer). */
+ * Uses about 4 KB of stack (the FFT's work buffers and the power spectrum). */
 void kws_frontend_frame(const int16_t x[KWS_FRAME], int16_t prev, int16_t out[KWS_FILTERS]);
 
-/* The stages, for tests and benchmarks: the power spectrum P[k] = |2 X[k]|^2 of the frame. */
-void kws_power_spectrum(const int16_t x[KWS_FRAME], int16_t prev, uint64_t power[KWS_BINS]);
+/* The first stages, for benchmarks: P[k] >> 6 of the frame, P[k] = |2 X[k]|^2, as its low and
+ * high 32-bit words. */
+void kws_power_spectrum(const int16_t x[KWS_FRAME], int16_t prev, uint32_t lo[KWS_BINS],
+                        uint32_t hi[KWS_BINS]);
 /* log2(e) in Q8 (0 for e <= 1). */
 int16_t kws_log2_q8(uint64_t e);
 
@@ -39,5 +41,8 @@ typedef struct {
 void kws_stream_reset(kws_stream_t *s);
 /* Push one sample; returns 1 and writes out[] when it completes a frame, else 0. */
 int kws_stream_push(kws_stream_t *s, int16_t sample, int16_t out[KWS_FILTERS]);
+/* Push n <= KWS_HOP samples (so at most one frame completes): 1 with out[] written when one
+ * does, else 0; -1 (nothing pushed) when n > KWS_HOP. */
+int kws_stream_write(kws_stream_t *s, const int16_t *samples, int n, int16_t out[KWS_FILTERS]);
 
 #endif /* KWS_FRONTEND_H_ */
