@@ -201,3 +201,37 @@ def test_speech_tasks_take_the_integer_front_end_as_an_option(word_clips):
         assert fe.settings() != get_task(task).frontend.settings()  # a separate feature cache
     with pytest.raises(ValueError, match="option features must be 'logmel' or 'int_logmel'"):
         get_task("google12", features="int8").frontend
+
+
+def driver_samples(count: int) -> np.ndarray:
+    """tools/cortexm/kws_main.c's samples: a square wave of period 36 (+-3000) plus LCG noise."""
+    out, lcg = np.empty(count, np.int64), 12345
+    for n in range(count):
+        lcg = (lcg * 1664525 + 1013904223) % (1 << 32)
+        noise = (lcg >> 16) - (1 << 16 if lcg >> 31 else 0)
+        out[n] = (3000 if (n // 18) % 2 else -3000) + int(noise / 16)  # C's division truncates
+    return out
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-arm") is None,
+                    reason="needs arm-none-eabi-gcc and qemu-arm (apt: gcc-arm-none-eabi qemu-user)")
+def test_the_cortex_m4_build_equals_the_reference(tmp_path):
+    """The pipeline cross-compiled for a Cortex-M4 (CLZ, SMULL / SMLAL / UMLAL, the C backend's
+    DSP path) and run under qemu-arm gives the reference's features and logits, hop by hop."""
+    cortexm = Path(__file__).resolve().parents[2] / "tools" / "cortexm"
+    write_kws_project(SIRNN, tmp_path / "k")
+    build = subprocess.run(["make", "-s", "-C", str(cortexm), "-f", "kws.mk", f"K={tmp_path / 'k'}",
+                            f"B={tmp_path / 'b'}", f"{tmp_path / 'b'}/kws.elf"],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stdout + build.stderr
+    hops = 250
+    out = subprocess.run(["qemu-arm", "-cpu", "cortex-a15", str(tmp_path / "b" / "kws.elf"), "kws",
+                          "print", str(hops)], capture_output=True, text=True, timeout=120).stdout
+    rows = [line.split(":", 1)[1].split("|") for line in out.splitlines() if line.startswith("hop")]
+    feats = np.array([[int(v) for v in r[0].split()] for r in rows])
+    logits = np.array([[int(v) for v in r[1].split()] for r in rows])
+    samples = driver_samples(240 + 160 * hops)
+    ref = StreamReference(SIRNN, instances=1, period=99)
+    q8 = stream_log_mel_q8(samples)
+    assert np.array_equal(feats, q8)
+    assert np.array_equal(logits, ref.logits(q8))

@@ -6,6 +6,8 @@
  *   PART frontend: N hops of the front end only (kws_stream_write of 160 samples)
  *   PART loop:     the samples alone (the driver's own cost)
  *   PART frame / power: N calls of kws_frontend_frame / kws_power_spectrum on one frame
+ *   PART print:    N hops of the pipeline, printing each hop's 32 features and int8 logits, so
+ *                  tests/export/test_kws_c.py checks the Cortex-M build against the reference
  * Samples: a 440 Hz square wave plus pseudo-random noise, so every stage does its usual work. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +34,8 @@ int main(int argc, char **argv) {
   int n, hop, i, part, score, sum = 0;
   unsigned t = 0;
   if (argc < 4) { printf("usage\n"); return 2; }
-  part = strcmp(argv[2], "hop") == 0 ? 2 : strcmp(argv[2], "frontend") == 0 ? 1 : 0;
+  part = strcmp(argv[2], "hop") == 0 || strcmp(argv[2], "print") == 0 ? 2
+       : strcmp(argv[2], "frontend") == 0 ? 1 : 0;
   n = atoi(argv[3]);
   kws_stream_reset(&stream);
   zoo_reset(&state);
@@ -64,6 +67,13 @@ int main(int argc, char **argv) {
     zoo_predict(&state, logits);
     kws_posteriors(ZOO_CLASSES, logits, post);
     sum += kws_recognize(&rec, hop, post, &score);
+    if (argv[2][0] == 'p') {
+      printf("hop %d:", hop);
+      for (i = 0; i < KWS_FILTERS; ++i) printf(" %d", l[i]);
+      printf(" |");
+      for (i = 0; i < ZOO_CLASSES; ++i) printf(" %d", logits[i]);
+      printf("\n");
+    }
   }
   printf("done %s %s n=%d checksum=%d\n", argv[1], argv[2], n, sum);
   return 0;
