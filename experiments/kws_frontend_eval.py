@@ -11,18 +11,25 @@ Both paths run the int8 step + head models under TensorFlow Lite Micro (`export.
 * integer: the C app's front end (`training.tasks.int_frontend`) -> `InputMap` (integers only).
 
 The models were trained on the float features; the integer ones are fed to them as they are.
+
+``--c-check`` also streams every clip (as it is, not padded) through the C app ``kws_app``
+(`export.c_backend.kws`) and through the Python streaming reference (`export.kws_stream`), and
+counts the clips whose every hop (features, int8 logits, posteriors, detections) is identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from export.c_backend.check import quantized_windows, reference
-from export.kws_stream import input_map
+from export.c_backend.kws import write_kws_project
+from export.kws_stream import Recognizer, StreamReference, input_map
 from training.data.audio import FbankFrontend, pad_to, read_wav
 from training.data.sources import locate
 from training.tasks import get_task
@@ -33,13 +40,13 @@ PRETRAINED = Path(__file__).resolve().parents[1] / "models" / "pretrained"
 
 
 def test_clips(data_dir):
-    """(int16 clips padded to 1 s (N, 16000), labels) of the test speakers."""
+    """(int16 clips padded to 1 s (N, 16000), labels, the clips as they are) of the test
+    speakers."""
     data = get_task("google12_testset").load(data_dir, seed=0)
     folder = locate(TESTSET_SPEC, data_dir, download=False).folder()
     files = data.info["files"]["test"]
-    waves = np.stack([pad_to(read_wav(folder / f, rate=16000, max_samples=16000), 16000)
-                      for f in files])
-    return waves, data.test.y
+    clips = [read_wav(folder / f, rate=16000, max_samples=16000) for f in files]
+    return np.stack([pad_to(c, 16000) for c in clips]), data.test.y, clips
 
 
 def accuracies(export_dir: Path, waves: np.ndarray, y: np.ndarray) -> dict:
@@ -54,15 +61,42 @@ def accuracies(export_dir: Path, waves: np.ndarray, y: np.ndarray) -> dict:
             "int_frontend_int8_acc": pct(pred_i == y), "agreement": pct(pred_f == pred_i)}
 
 
+def c_check(export_dir: Path, clips: list[np.ndarray]) -> dict:
+    """Clips whose kws_app output equals the streaming reference's, line for line."""
+    ref, rec = StreamReference(export_dir), Recognizer()
+    same = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp) / "kws"
+        write_kws_project(export_dir, project)
+        subprocess.run(["make", "-s", "-C", str(project), "-f", "kws.mk"], check=True)
+        for clip in clips:
+            (Path(tmp) / "clip.raw").write_bytes(clip.astype("<i2").tobytes())
+            out = subprocess.run([str(project / "kws_app"), str(Path(tmp) / "clip.raw")],
+                                 capture_output=True, text=True, check=True).stdout.split("\n")
+            logits, post, detections = ref.run(clip, rec)
+            want = [f"frame {t} logits {' '.join(map(str, lg))} post {' '.join(map(str, p))}"
+                    for t, (lg, p) in enumerate(zip(logits.tolist(), post.tolist()))]
+            got = [line for line in out if line.startswith("frame")]
+            found = [tuple(int(v) for v in line.split()[1:3]) for line in out
+                     if line.startswith("detect")]
+            same += got == want and found == [(t, c) for t, c, _ in detections]
+    return {"clips": len(clips), "identical": same}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", required=True, help="the test-set archive or folder")
     parser.add_argument("--models", nargs="+", default=["sirnn", "gru", "fastgrnn"])
+    parser.add_argument("--c-check", action="store_true",
+                        help="also compare kws_app with the streaming reference on every clip")
     args = parser.parse_args(argv)
-    waves, y = test_clips(args.data_dir)
+    waves, y, clips = test_clips(args.data_dir)
     for model in args.models:
         export_dir = PRETRAINED / f"{model}.google12_testset" / "export-step-int8"
-        print(model, json.dumps(accuracies(export_dir, waves, y)))
+        result = accuracies(export_dir, waves, y)
+        if args.c_check:
+            result["c_check"] = c_check(export_dir, clips)
+        print(model, json.dumps(result))
 
 
 if __name__ == "__main__":

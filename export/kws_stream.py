@@ -106,9 +106,6 @@ class StreamReference:
         self.export_dir = Path(export_dir)
         card = device_bench.read_card(str(self.export_dir))
         self.model = device_bench.StepModel(str(self.export_dir), card, "tflite-micro", 1)
-        if not (self.model.direct_feedback and self.model.direct_head):
-            raise ValueError(f"{self.export_dir}: the KWS stream needs h_t, h_prev and the head's "
-                             "input in one quantization (the shipped KWS step exports are)")
         if not 1 <= instances <= MAX_INSTANCES or period < instances:
             raise ValueError(f"instances must be in 1..{MAX_INSTANCES} and at most period "
                              f"({period}); got {instances}")
@@ -135,10 +132,19 @@ class StreamReference:
                     states[k] = self.model.initial_state()
                 states[k] = self.model.run_step(xq[t].reshape(self.model.x_shape), states[k])
                 ages.append(age)
-            self.model.head.set(0, states[int(np.argmax(ages))])
-            self.model.head.invoke()
-            out.append(np.array(self.model.head.get(0)).reshape(-1))
+            out.append(self.head_logits(states[int(np.argmax(ages))]))
         return np.asarray(out, np.int8)
+
+    def head_logits(self, h: np.ndarray) -> np.ndarray:
+        """The head's int8 logits on state ``h`` (requantized into the head's input quantization
+        when it differs, as `export.c_backend.check.reference` and the C code do)."""
+        m = self.model
+        if not m.direct_head:
+            h = device_bench.quantize(device_bench.dequantize(h, m.h_dtype, m.h_quant),
+                                      m.hh_dtype, m.hh_quant)
+        m.head.set(0, h)
+        m.head.invoke()
+        return np.array(m.head.get(0)).reshape(-1)
 
     def run(self, samples: np.ndarray, recognizer: Recognizer):
         """(int8 logits (T, C), uint8 posteriors (T, C), detections) of a stream."""

@@ -45,14 +45,17 @@ def noise(speech):
     return read_wav(speech / "_background_noise_" / "white_noise.wav", rate=16000)
 
 
-@pytest.fixture(scope="module")
-def kws_app(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("kws") / "sirnn-kws"
-    write_kws_project(SIRNN, out)
+def build_kws_app(export_dir: Path, out: Path) -> Path:
+    write_kws_project(export_dir, out)
     done = subprocess.run(["make", "-s", "-C", str(out), "-f", "kws.mk"], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     return out / "kws_app"
+
+
+@pytest.fixture(scope="module")
+def kws_app(tmp_path_factory) -> Path:
+    return build_kws_app(SIRNN, tmp_path_factory.mktemp("kws") / "sirnn-kws")
 
 
 def run_app(app: Path, samples: np.ndarray, tmp_path: Path, *args: str) -> list[list[str]]:
@@ -169,6 +172,21 @@ def test_kws_app_equals_the_python_streaming_reference(kws_app, word_clips, nois
     assert c_detect == detections and len(detections) > 0
     assert all(CLASSES[c] == ln[3] for (_, c, _), ln in
                zip(detections, [ln for ln in lines if ln[0] == "detect"]))
+
+
+@pytest.mark.parametrize("model", ["gru", "fastgrnn"])
+def test_kws_app_equals_the_reference_for_the_other_shipped_step_models(model, word_clips, noise,
+                                                                        tmp_path):
+    # FastGRNN's h_t and h_{t-1} are quantized differently: the state goes back through a table.
+    export_dir = SIRNN.parents[1] / f"{model}.google12_testset" / "export-step-int8"
+    app = build_kws_app(export_dir, tmp_path / "kws")
+    stream, _ = long_stream(word_clips[::10], noise)
+    logits, post, detections = StreamReference(export_dir).run(stream, Recognizer())
+    lines = run_app(app, stream, tmp_path)
+    frames = [ln for ln in lines if ln[0] == "frame"]
+    assert np.array_equal(np.array([[int(v) for v in ln[3:15]] for ln in frames]), logits)
+    assert np.array_equal(np.array([[int(v) for v in ln[16:28]] for ln in frames]), post)
+    assert [(int(ln[1]), int(ln[2]), int(ln[4])) for ln in lines if ln[0] == "detect"] == detections
 
 
 def test_each_keyword_is_reported_once_at_most_and_in_its_own_second(word_clips, noise):
