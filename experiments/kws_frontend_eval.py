@@ -39,7 +39,7 @@ from training.tasks.speech_layout import TESTSET_SPEC
 PRETRAINED = Path(__file__).resolve().parents[1] / "models" / "pretrained"
 
 
-def test_clips(data_dir):
+def load_test_clips(data_dir):
     """(int16 clips padded to 1 s (N, 16000), labels, the clips as they are) of the test
     speakers."""
     data = get_task("google12_testset").load(data_dir, seed=0)
@@ -90,7 +90,7 @@ def main(argv=None):
     parser.add_argument("--c-check", action="store_true",
                         help="also compare kws_app with the streaming reference on every clip")
     args = parser.parse_args(argv)
-    waves, y, clips = test_clips(args.data_dir)
+    waves, y, clips = load_test_clips(args.data_dir)
     for model in args.models:
         export_dir = PRETRAINED / f"{model}.google12_testset" / "export-step-int8"
         result = accuracies(export_dir, waves, y)

@@ -22,12 +22,26 @@ import numpy as np
 from export.c_backend.graph import read_graph
 from export.c_backend.project import read_step_export, write_c_project
 from export.kws_stream import Posteriors, input_map
-from training.tasks.int_frontend import InputMap, Tables, tables
+from training.tasks.int_frontend import FILTERS, Tables, tables
 
 FRONTEND_DIR = Path(__file__).parent / "frontend"
 FRONTEND_FILES = ("kws_frontend.h", "kws_frontend.c", "kws_frontend_tables.c", "kws_input.h",
                   "kws_model_io.c", "kws_recognizer.h", "kws_app.c", "kws.mk")
 MAX_CLASSES = 64  # kws_posteriors' buffer
+README_KWS = """
+## Keyword spotting from 16 kHz audio (`kws_app`)
+
+```sh
+make -f kws.mk                   # kws_app: the integer log-mel front end + this model, streaming
+./kws_app --quiet AUDIO.wav      # detections only; without --quiet, every 10 ms hop's scores
+./kws_app --features AUDIO.raw   # the front end's 32 log2 mel energies (Q8) per frame
+```
+
+The front end (`kws_frontend.c`), the map to the model's int8 input (`kws_input.c`,
+`kws_model_io.c`) and the recognizer (`kws_recognizer.h`) are plain C99 with no heap and no
+float; bit-exact with the zoo's Python reference (`export/kws_stream.py`). See docs/kws.md
+section 7 for the options, the device cost and the accuracy.
+"""
 
 
 def _c_list(name: str, ctype: str, values, per_line: int = 12) -> str:
@@ -60,6 +74,11 @@ def tables_source(t: Tables | None = None) -> str:
 def input_source(export_dir: Path) -> str:
     """``kws_input.c`` of one int8 step export: its `InputMap` and its softmax's exp table."""
     card = read_step_export(export_dir)
+    step = read_graph((export_dir / card["files"]["step"]).read_bytes())
+    features = step.tensor(step.inputs[card["step_io"]["x"]]).size
+    if features != FILTERS:
+        raise ValueError(f"{export_dir}: the step model takes {features} features per step; the "
+                         f"KWS front end gives {FILTERS}")
     head = read_graph((export_dir / card["files"]["head"]).read_bytes())
     logits = head.tensor(head.outputs[0])
     if logits.size > MAX_CLASSES:
@@ -80,14 +99,14 @@ def write_kws_project(step_export: Path, out: Path) -> dict:
     """The C project of ``step_export`` (`write_c_project`, matching TFLite Micro) plus the
     streaming KWS app: the front end's files, ``kws_input.c``; build with ``make -f kws.mk``."""
     step_export, out = Path(step_export), Path(out)
+    kws_input = input_source(step_export)  # checks the export before anything is written
     out.mkdir(parents=True, exist_ok=True)
     summary = write_c_project(step_export, out)
-    if summary["features"] != 32:
-        raise ValueError(f"{step_export}: the step model takes {summary['features']} features per "
-                         "step; the KWS front end gives 32")
     for name in FRONTEND_FILES:
         shutil.copyfile(FRONTEND_DIR / name, out / name)
-    (out / "kws_input.c").write_text(input_source(step_export))
+    (out / "kws_input.c").write_text(kws_input)
+    with (out / "README.md").open("a") as readme:
+        readme.write(README_KWS)
     return {**summary, "kws_files": [*FRONTEND_FILES, "kws_input.c"]}
 
 

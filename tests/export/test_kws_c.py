@@ -90,6 +90,21 @@ def test_c_front_end_equals_the_numpy_reference_on_real_clips(kws_app, word_clip
     assert np.array_equal(c, ref), f"{np.sum(c != ref)} of {c.size} values differ"
 
 
+def test_kws_app_reads_wav_files_and_refuses_other_formats(kws_app, speech, tmp_path):
+    clip = sorted((speech / "yes").glob("*.wav"))[0]
+    out = subprocess.run([str(kws_app), "--features", str(clip)], capture_output=True, text=True,
+                         check=True).stdout
+    c = np.array([[int(v) for v in line.split()[2:]] for line in out.splitlines()])
+    assert np.array_equal(c, stream_log_mel_q8(read_wav(clip, rate=16000)))
+    blob = bytearray(clip.read_bytes())
+    blob[22] = 2  # the fmt chunk's channel count: stereo
+    bad = tmp_path / "stereo.wav"
+    bad.write_bytes(bytes(blob))
+    done = subprocess.run([str(kws_app), str(bad)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"{bad}: expected 16000 Hz, 1 channel, 16-bit PCM"
+
+
 def test_c_front_end_equals_the_reference_at_full_scale(kws_app, tmp_path):
     # The worst cases for overflow: full-scale noise, a full-scale square wave, digital silence.
     rng = np.random.default_rng(0)
@@ -253,3 +268,10 @@ def test_the_cortex_m4_build_equals_the_reference(tmp_path):
     q8 = stream_log_mel_q8(samples)
     assert np.array_equal(feats, q8)
     assert np.array_equal(logits, ref.logits(q8))
+
+
+def test_a_model_that_does_not_take_32_features_is_refused_before_anything_is_written(tmp_path):
+    har = SIRNN.parents[1] / "sirnn.har2" / "export-step-int8"
+    with pytest.raises(ValueError, match=r"takes 9 features per step; the KWS front end gives 32"):
+        write_kws_project(har, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -228,8 +228,13 @@ class IntLogMelFrontend:
         return FbankFrontend().filterbank()
 
     def __call__(self, signals: np.ndarray, *, batch: int = 64) -> np.ndarray:
-        x = np.clip(np.round(np.asarray(signals)), -32768, 32767).astype(np.int16)
+        """Featurise ``(N, clip_samples)`` signals; float ones (noise-mixed, silence clips) are
+        rounded to int16 first, the samples a device would receive."""
+        x = np.asarray(signals)
         x = x[None] if x.ndim == 1 else x
+        if x.ndim != 2 or x.shape[1] != self.clip_samples:
+            raise ValueError(f"expected signals of shape (N, {self.clip_samples}), got {x.shape}")
+        x = np.clip(np.round(x), -32768, 32767).astype(np.int16)
         out = [log_mel(clip_log_mel_q8(x[i:i + batch], self.num_frames))
                for i in range(0, len(x), batch)]
         return np.concatenate(out) if out else np.empty((0, *self.output_shape), np.float32)

@@ -59,7 +59,9 @@ static void skip_wav_header(FILE *f, const char *path) {
     }
     if (!memcmp(c, "fmt ", 4) && size >= 16) {
       if (fread(fmt, 1, 16, f) != 16) break;
-      if (fmt[2] != 1 || fmt[3] != 0 || le32(fmt + 4) != 16000 || fmt[14] != 16) {
+      const unsigned tag = fmt[0] | fmt[1] << 8; /* PCM, or WAVE_FORMAT_EXTENSIBLE */
+      if ((tag != 1 && tag != 0xFFFE) || fmt[2] != 1 || fmt[3] != 0 || le32(fmt + 4) != 16000 ||
+          fmt[14] != 16 || fmt[15] != 0) {
         fprintf(stderr, "%s: expected 16000 Hz, 1 channel, 16-bit PCM\n", path);
         exit(2);
       }
