@@ -1,8 +1,10 @@
 """Keyword spotting in C: the integer front end (``frontend/``) beside a C-backend model.
 
-    write_kws_project   `write_c_project` of an int8 step export, plus the front end's C files,
-                        ``kws_input.c`` (this model's integer map from log-mel to its int8 input,
-                        `training.tasks.int_frontend.InputMap`), ``kws_app.c`` and ``kws.mk``
+    write_kws_project   `write_c_project` of an int8 step export, plus (`add_kws_files`) the front
+                        end's C files, ``kws_input.c`` (this model's integer map from log-mel to
+                        its int8 input, `training.tasks.int_frontend.InputMap`), ``kws_app.c``
+                        and ``kws.mk``. ``zoo export --form c`` adds them for a KWS run
+                        (`is_kws_export`).
     tables_source       the text of ``frontend/kws_frontend_tables.c`` from the reference's
                         formulas (``python -m export.c_backend.kws --tables`` rewrites the file)
 
@@ -95,19 +97,37 @@ def input_source(export_dir: Path) -> str:
         _c_list("kws_exp_table", "uint16_t", post.exp_table, 12)])
 
 
+def is_kws_export(step_export: Path) -> bool:
+    """Whether a step export is a keyword-spotting model the front end can feed: a speech task
+    (``google*``) whose step model takes the front end's 32 features."""
+    card = read_step_export(Path(step_export))
+    if not str(card.get("task", "")).startswith("google"):
+        return False
+    step = read_graph((Path(step_export) / card["files"]["step"]).read_bytes())
+    return step.tensor(step.inputs[card["step_io"]["x"]]).size == FILTERS
+
+
+def add_kws_files(step_export: Path, out: Path) -> dict:
+    """The streaming KWS app's files, added to the C project ``out`` of ``step_export`` (made by
+    `write_c_project`, matching TFLite Micro): the front end's files, ``kws_input.c`` and a
+    README section. Returns ``{"kws_files": [...]}``."""
+    kws_input = input_source(Path(step_export))
+    for name in FRONTEND_FILES:
+        shutil.copyfile(FRONTEND_DIR / name, Path(out) / name)
+    (Path(out) / "kws_input.c").write_text(kws_input)
+    with (Path(out) / "README.md").open("a") as readme:
+        readme.write(README_KWS)
+    return {"kws_files": [*FRONTEND_FILES, "kws_input.c"]}
+
+
 def write_kws_project(step_export: Path, out: Path) -> dict:
     """The C project of ``step_export`` (`write_c_project`, matching TFLite Micro) plus the
-    streaming KWS app: the front end's files, ``kws_input.c``; build with ``make -f kws.mk``."""
+    streaming KWS app (`add_kws_files`); build with ``make -f kws.mk``."""
     step_export, out = Path(step_export), Path(out)
-    kws_input = input_source(step_export)  # checks the export before anything is written
+    input_source(step_export)  # checks the export before anything is written
     out.mkdir(parents=True, exist_ok=True)
     summary = write_c_project(step_export, out)
-    for name in FRONTEND_FILES:
-        shutil.copyfile(FRONTEND_DIR / name, out / name)
-    (out / "kws_input.c").write_text(kws_input)
-    with (out / "README.md").open("a") as readme:
-        readme.write(README_KWS)
-    return {**summary, "kws_files": [*FRONTEND_FILES, "kws_input.c"]}
+    return {**summary, **add_kws_files(step_export, out)}
 
 
 def main(argv=None):

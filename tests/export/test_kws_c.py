@@ -275,3 +275,16 @@ def test_a_model_that_does_not_take_32_features_is_refused_before_anything_is_wr
     with pytest.raises(ValueError, match=r"takes 9 features per step; the KWS front end gives 32"):
         write_kws_project(har, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_zoo_export_form_c_of_a_kws_run_adds_the_kws_app(tmp_path):
+    from export.c_backend.command import export_c
+    from export.c_backend.kws import FRONTEND_FILES, input_source, is_kws_export
+
+    out = tmp_path / "c"
+    summary = export_c(SIRNN.parent, out, print_fn=lambda *a, **k: None)
+    assert summary["kws_files"] == [*FRONTEND_FILES, "kws_input.c"]
+    assert all((out / name).is_file() for name in summary["kws_files"])
+    assert (out / "kws_input.c").read_text() == input_source(SIRNN)
+    assert "kws_app" in (out / "README.md").read_text()
+    assert not is_kws_export(SIRNN.parents[1] / "sirnn.har2" / "export-step-int8")
