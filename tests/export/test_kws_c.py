@@ -288,3 +288,8 @@ def test_zoo_export_form_c_of_a_kws_run_adds_the_kws_app(tmp_path):
     assert (out / "kws_input.c").read_text() == input_source(SIRNN)
     assert "kws_app" in (out / "README.md").read_text()
     assert not is_kws_export(SIRNN.parents[1] / "sirnn.har2" / "export-step-int8")
+
+
+def test_the_integer_front_end_refuses_signals_that_are_not_one_second():
+    with pytest.raises(ValueError, match=r"expected signals of shape \(N, 16000\), got \(2, 16500\)"):
+        F.IntLogMelFrontend()(np.zeros((2, 16500), np.int16))
