@@ -10,7 +10,8 @@ PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libinsncount.
 
 
 def count(part, n):
-    cmd = ["qemu-arm", "-cpu", "cortex-a15", "-plugin", PLUGIN, "-d", "plugin", elf, "kws", part, str(n)]
+    cmd = ["qemu-arm", "-cpu", "cortex-a15", "-plugin", PLUGIN, "-d", "plugin", elf, "kws", part,
+           str(n)]
     txt = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     out = txt.stdout + txt.stderr
     m = re.search(r"insns: (\d+)", out)
@@ -23,8 +24,10 @@ per = {p: (count(p, 2 * N) - count(p, N)) / N for p in ("hop", "frontend", "loop
 hop, fe = per["hop"] - per["loop"], per["frontend"] - per["loop"]
 print("| part | instructions / hop | per second of audio (100 hops) |")
 print("|---|---|---|")
-for name, v in (("  of which kws_power_spectrum (window, FFT, power)", per["power"]),
-                ("  of which kws_frontend_frame (+ mel, log2)", per["frame"]),
-                ("front end (kws_stream_write of 160 samples)", fe), ("input map + step + head + posteriors + recognizer", hop - fe),
-                ("whole pipeline", hop)):
+rows = (("  of which kws_power_spectrum (window, FFT, power)", per["power"]),
+        ("  of which kws_frontend_frame (+ mel, log2)", per["frame"]),
+        ("front end (kws_stream_write of 160 samples)", fe),
+        ("input map + step + head + posteriors + recognizer", hop - fe),
+        ("whole pipeline", hop))
+for name, v in rows:
     print(f"| {name} | {v:,.0f} | {100 * v:,.0f} |")

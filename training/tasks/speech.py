@@ -120,7 +120,8 @@ class SpeechTask(Task):
     """Shared loader for Google-30 / Google-12.
 
     Options (front end): ``features`` "logmel" (float, as below) or "int_logmel" (the integer
-    front end of the C app, `training.tasks.int_frontend`; it ignores the other front-end options), ``nfilt`` 32, ``winlen`` 0.025 s, ``winstep`` 0.01 s, ``nfft`` 512,
+    front end of the C app, `training.tasks.int_frontend`; it ignores the options that follow),
+    ``nfilt`` 32, ``winlen`` 0.025 s, ``winstep`` 0.01 s, ``nfft`` 512,
     ``preemph`` 0.97, ``lowfreq`` 0, ``highfreq`` 8000, ``pad`` "end" (EdgeML process_g30.py;
     its SRNN script pads at the "front").
     Options (training-time augmentation, TF speech_commands defaults when enabled; training
