@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from export.c_backend import kws
 from export.c_backend.project import RUNTIMES, CExportError, write_c_project
 
 STEP_EXPORT_NAME = "export-step-int8"
@@ -103,6 +104,8 @@ def _build(source: Path, stage: Path, match: str, check: bool, print_fn, step_op
             if (step_dir / name).is_file():
                 shutil.copy2(step_dir / name, stage / name)
         summary = write_c_project(step_dir, stage, match)
+        if match == "tflite-micro" and kws.is_kws_export(step_dir):  # issue 30: kws_app beside
+            summary.update(kws.add_kws_files(step_dir, stage))
     summary["step_export"] = "made from the run" if made_here else str(step_dir)
     if check:
         summary["check"] = check_c(stage, match, print_fn)

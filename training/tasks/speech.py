@@ -26,6 +26,7 @@ from training.data.cache import cache_key, cached_arrays
 from training.data.errors import DataError
 from training.data.sources import Archive, DatasetSpec, fingerprint, locate
 from training.tasks.base import Normalization, Split, Task, TaskData, register_task
+from training.tasks.int_frontend import IntLogMelFrontend
 from training.tasks.speech_layout import SILENCE, UNKNOWN, WORDS10, find_layout, load_layout
 
 _TORCHAUDIO = "torchaudio datasets/speechcommands.py _CHECKSUMS"
@@ -118,7 +119,9 @@ def read_noise(folder: Path, fe: FbankFrontend) -> dict[str, np.ndarray]:
 class SpeechTask(Task):
     """Shared loader for Google-30 / Google-12.
 
-    Options (front end): ``nfilt`` 32, ``winlen`` 0.025 s, ``winstep`` 0.01 s, ``nfft`` 512,
+    Options (front end): ``features`` "logmel" (float, as below) or "int_logmel" (the integer
+    front end of the C app, `training.tasks.int_frontend`; it ignores the options that follow),
+    ``nfilt`` 32, ``winlen`` 0.025 s, ``winstep`` 0.01 s, ``nfft`` 512,
     ``preemph`` 0.97, ``lowfreq`` 0, ``highfreq`` 8000, ``pad`` "end" (EdgeML process_g30.py;
     its SRNN script pads at the "front").
     Options (training-time augmentation, TF speech_commands defaults when enabled; training
@@ -131,7 +134,7 @@ class SpeechTask(Task):
                 "lowfreq": 0.0, "highfreq": 8000.0}
     AUGMENT = {"noise_mixing": False, "background_frequency": 0.8, "background_volume": 0.1,
                "time_shift_ms": 0}
-    DEFAULTS = {"version": "v0.01", "pad": "end", **FRONTEND, **AUGMENT}
+    DEFAULTS = {"version": "v0.01", "pad": "end", "features": "logmel", **FRONTEND, **AUGMENT}
 
     def _validate(self):
         o = self._options
@@ -147,6 +150,11 @@ class SpeechTask(Task):
 
     @property
     def frontend(self) -> FbankFrontend:
+        features = self._options.get("features", "logmel")
+        if features not in ("logmel", "int_logmel"):
+            raise ValueError(f"option features must be 'logmel' or 'int_logmel', got {features!r}")
+        if features == "int_logmel":  # the integer front end of the C app (docs/kws.md)
+            return IntLogMelFrontend()
         return FbankFrontend(**{k: self._options[k] for k in self.FRONTEND})
 
     @property

@@ -54,7 +54,7 @@ class Google12Testset(SpeechTask):
     paper_split = ("by speaker: md5(speaker id) % 100 < 15 validation, < 30 test, else training; "
                    "a _silence_ clip is its own speaker (its file name)")
     class_names = list(CLASSES)
-    DEFAULTS = {"pad": "end", **SpeechTask.FRONTEND, "validation_percentage": 15.0,
+    DEFAULTS = {"pad": "end", "features": "logmel", **SpeechTask.FRONTEND, "validation_percentage": 15.0,
                 "testing_percentage": 15.0, "evaluate_on": "test"}
 
     def _validate(self):

@@ -1,0 +1,103 @@
+"""int8 accuracy of the shipped KWS step models on the float front end and on the integer one.
+
+    python -m experiments.kws_frontend_eval --data-dir ARCHIVE [--models sirnn gru fastgrnn]
+
+The clips are the ``google12_testset`` test speakers of the layout (the split the cards report).
+Both paths run the int8 step + head models under TensorFlow Lite Micro (`export.c_backend.check
+.reference`), one 1 s window per clip:
+
+* float: `FbankFrontend` -> the run's normalization -> the step model's input quantization (what
+  the cards' int8 accuracy measures, with TFLite Micro instead of LiteRT);
+* integer: the C app's front end (`training.tasks.int_frontend`) -> `InputMap` (integers only).
+
+The models were trained on the float features; the integer ones are fed to them as they are.
+
+``--c-check`` also streams every clip (as it is, not padded) through the C app ``kws_app``
+(`export.c_backend.kws`) and through the Python streaming reference (`export.kws_stream`), and
+counts the clips whose every hop (features, int8 logits, posteriors, detections) is identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from export.c_backend.check import quantized_windows, reference
+from export.c_backend.kws import write_kws_project
+from export.kws_stream import Recognizer, StreamReference, input_map
+from training.data.audio import FbankFrontend, pad_to, read_wav
+from training.data.sources import locate
+from training.tasks import get_task
+from training.tasks.int_frontend import clip_log_mel_q8
+from training.tasks.speech_layout import TESTSET_SPEC
+
+PRETRAINED = Path(__file__).resolve().parents[1] / "models" / "pretrained"
+
+
+def load_test_clips(data_dir):
+    """(int16 clips padded to 1 s (N, 16000), labels, the clips as they are) of the test
+    speakers."""
+    data = get_task("google12_testset").load(data_dir, seed=0)
+    folder = locate(TESTSET_SPEC, data_dir, download=False).folder()
+    files = data.info["files"]["test"]
+    clips = [read_wav(folder / f, rate=16000, max_samples=16000) for f in files]
+    return np.stack([pad_to(c, 16000) for c in clips]), data.test.y, clips
+
+
+def accuracies(export_dir: Path, waves: np.ndarray, y: np.ndarray) -> dict:
+    norm = json.loads((export_dir / "normalization.json").read_text())
+    mean, std = (np.asarray(norm[k], np.float32) for k in ("mean", "std"))
+    x_float = quantized_windows(export_dir, (FbankFrontend()(waves) - mean) / std)
+    x_int = input_map(export_dir)(clip_log_mel_q8(waves))
+    pred_f = reference(export_dir, x_float, "tflite-micro")[0].argmax(axis=1)
+    pred_i = reference(export_dir, x_int, "tflite-micro")[0].argmax(axis=1)
+    pct = lambda v: round(100.0 * float(np.mean(v)), 2)
+    return {"clips": len(y), "float_frontend_int8_acc": pct(pred_f == y),
+            "int_frontend_int8_acc": pct(pred_i == y), "agreement": pct(pred_f == pred_i)}
+
+
+def c_check(export_dir: Path, clips: list[np.ndarray]) -> dict:
+    """Clips whose kws_app output equals the streaming reference's, line for line."""
+    ref, rec = StreamReference(export_dir), Recognizer()
+    same = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp) / "kws"
+        write_kws_project(export_dir, project)
+        subprocess.run(["make", "-s", "-C", str(project), "-f", "kws.mk"], check=True)
+        for clip in clips:
+            (Path(tmp) / "clip.raw").write_bytes(clip.astype("<i2").tobytes())
+            out = subprocess.run([str(project / "kws_app"), str(Path(tmp) / "clip.raw")],
+                                 capture_output=True, text=True, check=True).stdout.split("\n")
+            logits, post, detections = ref.run(clip, rec)
+            want = [f"frame {t} logits {' '.join(map(str, lg))} post {' '.join(map(str, p))}"
+                    for t, (lg, p) in enumerate(zip(logits.tolist(), post.tolist()))]
+            got = [line for line in out if line.startswith("frame")]
+            found = [tuple(int(v) for v in line.split()[1:3]) for line in out
+                     if line.startswith("detect")]
+            same += got == want and found == [(t, c) for t, c, _ in detections]
+    return {"clips": len(clips), "identical": same}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", required=True, help="the test-set archive or folder")
+    parser.add_argument("--models", nargs="+", default=["sirnn", "gru", "fastgrnn"])
+    parser.add_argument("--c-check", action="store_true",
+                        help="also compare kws_app with the streaming reference on every clip")
+    args = parser.parse_args(argv)
+    waves, y, clips = load_test_clips(args.data_dir)
+    for model in args.models:
+        export_dir = PRETRAINED / f"{model}.google12_testset" / "export-step-int8"
+        result = accuracies(export_dir, waves, y)
+        if args.c_check:
+            result["c_check"] = c_check(export_dir, clips)
+        print(model, json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

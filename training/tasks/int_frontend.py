@@ -1,0 +1,243 @@
+"""The integer log-mel front end: the NumPy reference of ``export/c_backend/frontend/kws_frontend.c``.
+
+Same geometry as the float front end (`training.data.audio.FbankFrontend`: 400-sample frames
+every 160 samples at 16 kHz, pre-emphasis 0.97, Hamming window, 512-point FFT, python_speech_
+features' 32 mel triangles), computed with the C code's integer operations, step by step, so the
+two agree bit for bit (tests/export/test_int_frontend.py compiles the C and compares on real
+clips). Per frame of int16 samples ``x[0..399]`` and the sample before it, ``prev``:
+
+1. pre-emphasis   ``y[n] = x[n] - ((31785 * x[n-1] + 2^14) >> 15)``            (int32, |y| < 2^16)
+2. window         ``v[n] = (y[n] * w[n] + 2^14) >> 15``, w = round(2^15 hamming(400)), <= 32767
+3. FFT            ``z[m] = v[2m] + i v[2m+1]`` (zero past m = 199), a 256-point radix-2 complex
+                  FFT (decimation in time, Q15 twiddles with 1 = 2^15 so that the twiddles 1
+                  and -i are exact, each product rounded once in int64),
+                  then the real-FFT split: ``Y[k] = 2 X[k]`` for k = 0..256 (no halving: no bit
+                  is lost), where X is the 512-point FFT of v
+4. power          ``P[k] = Re(Y)^2 + Im(Y)^2`` (uint64, < 2^52.3)
+5. mel            ``E[j] = sum_k (P[k] >> 6) * W[j, k]``, W = round(2^12 psf filters) (uint64,
+                  bound checked in the tests)
+6. log            ``L[j] = log2(E[j])`` in Q8 (int16): the leading bit's index, then a 65-entry
+                  table of log2(1 + i/64) with linear interpolation; ``L = 0`` for ``E <= 1``
+
+Units: P = 4 |X|^2 and psf's power is |X|^2 / 512, so E ~ 2^17 * (psf's filter energy) and
+``ln(energy) ~ (L / 256 - 17) ln 2`` (`log_mel`): that is what a model trained on the float
+front end is fed (`model_input` maps L to its int8 input with integers only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from training.data.audio import FbankFrontend
+
+FRAME, HOP, NFFT, FILTERS = 400, 160, 512, 32
+BINS = NFFT // 2 + 1
+HALF = NFFT // 2                       # the complex FFT's length
+PREEMPH_Q15 = 31785                    # round(0.97 * 2^15)
+POWER_SHIFT, MEL_Q, LOG_Q = 6, 12, 8   # P >> 6, filter weights in Q12, log2 in Q8
+LOG_TABLE_BITS = 6                     # 2^6 intervals of the log2(1 + f) table
+ENERGY_OFFSET_LOG2 = 2 + 9 - POWER_SHIFT + MEL_Q  # E = 2^17 psf energy (P = 4|X|^2, psf /512)
+
+
+def _q15(v: np.ndarray, lo: int = -32768, hi: int = 32767) -> np.ndarray:
+    return np.clip(np.round(v * 32768.0), lo, hi).astype(np.int64)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tables:
+    """The constant tables of the C file ``kws_frontend_tables.c``, computed from their formulas."""
+
+    window: np.ndarray    # (400,) Q15 Hamming
+    cos: np.ndarray       # (257,) Q15 cos(pi k / 256), 1 as 32768: a product by 1 is exact
+    sin: np.ndarray       # (257,) Q15 sin(pi k / 256)
+    mel_start: np.ndarray  # (32,) first bin of each filter
+    mel_len: np.ndarray    # (32,) bins of each filter
+    mel_weights: np.ndarray  # (sum of mel_len,) Q12 weights, filter after filter
+    log2_table: np.ndarray   # (65,) Q16 log2(1 + i / 64)
+    bitrev: np.ndarray       # (256,) 8-bit reversal
+
+    def dense_mel(self) -> np.ndarray:
+        out = np.zeros((FILTERS, BINS), np.int64)
+        pos = 0
+        for j in range(FILTERS):
+            s, n = int(self.mel_start[j]), int(self.mel_len[j])
+            out[j, s:s + n] = self.mel_weights[pos:pos + n]
+            pos += n
+        return out
+
+
+def tables() -> Tables:
+    k = np.arange(BINS)
+    fb = np.round(FbankFrontend().filterbank() * (1 << MEL_Q)).astype(np.int64)
+    starts, lens, weights = [], [], []
+    for row in fb:
+        nz = np.flatnonzero(row)
+        s, e = (int(nz[0]), int(nz[-1]) + 1) if len(nz) else (0, 0)
+        starts.append(s)
+        lens.append(e - s)
+        weights.extend(row[s:e].tolist())
+    bits = np.arange(HALF)
+    rev = np.zeros(HALF, np.int64)
+    for b in range(8):
+        rev |= ((bits >> b) & 1) << (7 - b)
+    i = np.arange((1 << LOG_TABLE_BITS) + 1)
+    return Tables(window=_q15(np.hamming(FRAME)), cos=_q15(np.cos(np.pi * k / HALF), hi=32768),
+                  sin=_q15(np.sin(np.pi * k / HALF), hi=32768), mel_start=np.array(starts),
+                  mel_len=np.array(lens), mel_weights=np.array(weights, np.int64),
+                  log2_table=np.round(np.log2(1 + i / (1 << LOG_TABLE_BITS)) * 65536).astype(np.int64),
+                  bitrev=rev)
+
+
+def _rshift_round(v: np.ndarray, s: int) -> np.ndarray:
+    return (v + (1 << (s - 1))) >> s
+
+
+def _fft256(re: np.ndarray, im: np.ndarray, t: Tables):
+    """Radix-2 decimation-in-time FFT over the last axis (int64 arrays): the C loop's butterflies."""
+    re, im = re[..., t.bitrev], im[..., t.bitrev]
+    half = 1
+    while half < HALF:
+        j = np.arange(half)
+        c, s = t.cos[j * (NFFT // (2 * half))], t.sin[j * (NFFT // (2 * half))]
+        shape = re.shape[:-1] + (HALF // (2 * half), 2, half)
+        r, q = re.reshape(shape), im.reshape(shape)
+        ar, ai, br, bi = r[..., 0, :], q[..., 0, :], r[..., 1, :], q[..., 1, :]
+        tr = _rshift_round(br * c + bi * s, 15)   # (br + i bi)(c - i s)
+        ti = _rshift_round(bi * c - br * s, 15)
+        re = np.stack([ar + tr, ar - tr], axis=-2).reshape(re.shape)
+        im = np.stack([ai + ti, ai - ti], axis=-2).reshape(im.shape)
+        half *= 2
+    return re, im
+
+
+def power_spectrum(frames: np.ndarray, prev: np.ndarray, t: Tables | None = None) -> np.ndarray:
+    """``P[k]`` (uint64, shape (..., 257)) of int16 frames (..., 400) with their previous samples."""
+    t = t or tables()
+    x = frames.astype(np.int64)
+    before = np.concatenate([np.asarray(prev, np.int64)[..., None], x[..., :-1]], axis=-1)
+    y = x - _rshift_round(PREEMPH_Q15 * before, 15)
+    v = _rshift_round(y * t.window, 15)
+    v = np.concatenate([v, np.zeros(v.shape[:-1] + (NFFT - FRAME,), np.int64)], axis=-1)
+    zr, zi = _fft256(v[..., 0::2], v[..., 1::2], t)
+    k = np.arange(BINS)
+    a_r, a_i = zr[..., k % HALF], zi[..., k % HALF]
+    b_r, b_i = zr[..., (HALF - k) % HALF], -zi[..., (HALF - k) % HALF]   # conj(Z[N - k])
+    e_r, e_i = a_r + b_r, a_i + b_i          # 2 Xe
+    p, q = a_i - b_i, -(a_r - b_r)           # -i (A - B) = 2 Xo
+    c, s = t.cos[k], t.sin[k]
+    y_r = e_r + _rshift_round(p * c + q * s, 15)
+    y_i = e_i + _rshift_round(q * c - p * s, 15)
+    return (y_r * y_r + y_i * y_i).astype(np.uint64)
+
+
+def log2_q8(e: np.ndarray, t: Tables) -> np.ndarray:
+    """``log2(e)`` in Q8 for uint64 ``e`` (0 for e <= 1), the C code's table and shifts."""
+    e = np.asarray(e, np.uint64)
+    n = np.zeros(e.shape, np.int64)
+    for b in (32, 16, 8, 4, 2, 1):             # the leading bit's index, as the C binary search
+        up = (e >> np.uint64(n + b).astype(np.uint64)) != 0
+        n = np.where(up, n + b, n)
+    m = e << (63 - n).astype(np.uint64)
+    idx = ((m >> np.uint64(63 - LOG_TABLE_BITS)) & np.uint64((1 << LOG_TABLE_BITS) - 1)).astype(np.int64)
+    frac = ((m >> np.uint64(63 - LOG_TABLE_BITS - 16)) & np.uint64(0xFFFF)).astype(np.int64)
+    lo, hi = t.log2_table[idx], t.log2_table[idx + 1]
+    f = lo + (((hi - lo) * frac + (1 << 15)) >> 16)
+    out = (n << LOG_Q) + ((f + (1 << (16 - LOG_Q - 1))) >> (16 - LOG_Q))
+    return np.where(e <= 1, 0, out).astype(np.int16)
+
+
+def frames_log_mel_q8(frames: np.ndarray, prev: np.ndarray, t: Tables | None = None) -> np.ndarray:
+    """int16 ``L[..., 32]`` of int16 frames (..., 400) whose previous samples are ``prev``."""
+    t = t or tables()
+    p = power_spectrum(frames, prev, t) >> np.uint64(POWER_SHIFT)
+    w = t.dense_mel().astype(np.uint64)
+    e = np.zeros(p.shape[:-1] + (FILTERS,), np.uint64)
+    for j in range(FILTERS):                   # uint64 sums: no float, no overflow (see tests)
+        e[..., j] = np.sum(p * w[j], axis=-1, dtype=np.uint64)
+    return log2_q8(e, t)
+
+
+def clip_frames(signals: np.ndarray, num_frames: int = 99):
+    """The frames of ``(N, S)`` int16 clips as the float front end frames them (zero-padded past
+    the end), with each frame's previous sample (0 before the first)."""
+    x = np.asarray(signals)
+    if x.ndim == 1:
+        x = x[None]
+    need = (num_frames - 1) * HOP + FRAME
+    padded = np.zeros((len(x), need + 1), np.int64)
+    padded[:, 1:1 + min(x.shape[1], need)] = x[:, :need]
+    starts = np.arange(num_frames) * HOP
+    idx = starts[:, None] + 1 + np.arange(FRAME)[None, :]
+    return padded[:, idx], padded[:, starts]
+
+
+def clip_log_mel_q8(signals: np.ndarray, num_frames: int = 99) -> np.ndarray:
+    """int16 ``(N, 99, 32)`` Q8 log2 energies of 1 s int16 clips."""
+    frames, prev = clip_frames(signals, num_frames)
+    return frames_log_mel_q8(frames, prev)
+
+
+def log_mel(q8: np.ndarray) -> np.ndarray:
+    """Natural-log filter energies in the float front end's units, from ``L`` (float32)."""
+    return ((q8.astype(np.float64) / (1 << LOG_Q) - ENERGY_OFFSET_LOG2) * np.log(2)).astype(np.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class InputMap:
+    """``L`` -> a step model's int8 input with integers only:
+    ``xq = clamp(zp + (((L - offset[j]) * mul[j] + 2^(shift-1)) >> shift), -128, 127)``, the
+    float path ``quantize((log_mel(L) - mean) / std, scale, zp)`` with the constants rounded."""
+
+    offset: np.ndarray
+    mul: np.ndarray
+    shift: int
+    zero_point: int
+
+    @classmethod
+    def fit(cls, mean, std, scale: float, zero_point: int, shift: int = 20) -> "InputMap":
+        mean, std = np.asarray(mean, np.float64), np.asarray(std, np.float64)
+        offset = np.round((mean / np.log(2) + ENERGY_OFFSET_LOG2) * (1 << LOG_Q)).astype(np.int64)
+        mul = np.round(np.log(2) / ((1 << LOG_Q) * std * scale) * (1 << shift)).astype(np.int64)
+        if np.any(mul >= 1 << 31) or np.any(mul <= 0):
+            raise ValueError(f"input map multipliers {mul.min()}..{mul.max()} do not fit int32; "
+                             "std or scale out of range")
+        return cls(offset, mul, shift, int(zero_point))
+
+    def __call__(self, q8: np.ndarray) -> np.ndarray:
+        d = q8.astype(np.int64) - self.offset
+        v = self.zero_point + ((d * self.mul + (1 << (self.shift - 1))) >> self.shift)
+        return np.clip(v, -128, 127).astype(np.int8)
+
+
+@dataclasses.dataclass(frozen=True)
+class IntLogMelFrontend:
+    """Drop-in for `FbankFrontend` in the speech tasks (task option ``features: int_logmel``):
+    float32 ``(N, 99, 32)`` features ``log_mel(L)`` of the integer front end."""
+
+    sample_rate: int = 16000
+    clip_samples: int = 16000
+    num_frames: int = 99
+
+    @property
+    def output_shape(self) -> tuple[int, int]:
+        return (self.num_frames, FILTERS)
+
+    def filterbank(self) -> np.ndarray:
+        return FbankFrontend().filterbank()
+
+    def __call__(self, signals: np.ndarray, *, batch: int = 64) -> np.ndarray:
+        """Featurise ``(N, clip_samples)`` signals; float ones (noise-mixed, silence clips) are
+        rounded to int16 first, the samples a device would receive."""
+        x = np.asarray(signals)
+        x = x[None] if x.ndim == 1 else x
+        if x.ndim != 2 or x.shape[1] != self.clip_samples:
+            raise ValueError(f"expected signals of shape (N, {self.clip_samples}), got {x.shape}")
+        x = np.clip(np.round(x), -32768, 32767).astype(np.int16)
+        out = [log_mel(clip_log_mel_q8(x[i:i + batch], self.num_frames))
+               for i in range(0, len(x), batch)]
+        return np.concatenate(out) if out else np.empty((0, *self.output_shape), np.float32)
+
+    def settings(self) -> dict:
+        return {"features": "int_logmel", **dataclasses.asdict(self)}
