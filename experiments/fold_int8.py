@@ -1,0 +1,112 @@
+"""The int8 step model on each CV fold's *validation* subjects, beside the Keras model.
+
+    zoo bench fold-int8 bench/sweeps/har2-campaign/har2/sirnn/rot15_qat/fold* \\
+        --results experiments/results/har2-campaign-int8
+
+Each run directory (a finished ``zoo sweep cv`` trial, laid out
+``<out>/<task>/<label>/<variant>/fold<k>``) is exported ``--quantize int8 --form step`` (into
+``RUN/export-step-int8``, reused when there), and its two-signature ``stream.tflite`` is run by
+LiteRT over the fold's validation windows with the state fed back, as a device runs it; the Keras
+model runs the same windows. The goal of issue #28 is read off per fold: the int8 model within
+0.5 points of the float model on the fold's validation subjects (people the fold did not train
+on, so the figure is not tuned on the official test split). One results file per run
+(``<results>/<task>/<label>/<variant>/fold<k>.json``) keeps what was measured; the table is
+rebuilt from those files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+GOAL_POINTS = 0.5
+
+
+def fold_int8(run_dir: Path, data_dir=None, print_fn=print) -> dict:
+    """The float and int8 accuracy of ``run_dir`` on its validation split, and their agreement."""
+    from export.exporter import export_run, stream_logits
+    from training.evaluate import load_run
+    from training.rundir import RunDirectory
+    from training.tasks import get_task
+
+    config, model, norm = load_run(run_dir)
+    task = get_task(config["task"], **(config.get("task_options") or {}))
+    data = task.load(data_dir or RunDirectory(run_dir).data_source(), seed=config.get("seed", 0))
+    if len(data.val.x) == 0:
+        raise ValueError(f"{run_dir}: the run has no validation split (a final retrain?)")
+    x_val = norm.apply(data.val.x).astype(np.float32)
+    y_val = np.asarray(data.val.y)
+    out = Path(run_dir) / "export-step-int8"
+    if not (out / "stream.tflite").is_file():
+        export_run(run_dir, out, quantize="int8", form="step", data_dir=data_dir,
+                   allow_drop=True, micro=False, print_fn=lambda *a, **k: None)
+    int8 = stream_logits((out / "stream.tflite").read_bytes(), x_val).argmax(-1)
+    keras = model.predict(x_val, batch_size=256, verbose=0).argmax(-1)
+    result = {"windows": int(len(y_val)), "float": 100 * float(np.mean(keras == y_val)),
+              "int8": 100 * float(np.mean(int8 == y_val)),
+              "agreement": 100 * float(np.mean(int8 == keras)),
+              "qat": bool((config.get("model_options") or {}).get("qat"))}
+    result["drop"] = result["float"] - result["int8"]
+    print_fn(f"{run_dir}: float {result['float']:.2f}%, int8 {result['int8']:.2f}% "
+             f"({result['drop']:+.2f} points below), agreement {result['agreement']:.2f}% on "
+             f"{result['windows']} validation windows")
+    return result
+
+
+def result_path(results: Path, run_dir: Path) -> Path:
+    """``<results>/<task>/<label>/<variant>/fold<k>.json`` of a sweep trial's run directory."""
+    parts = Path(run_dir).resolve().parts[-4:]
+    return results.joinpath(*parts).with_suffix(".json")
+
+
+def table(results: Path) -> str:
+    """Per (task, label, variant): folds, float and int8 validation accuracy, the drop, the
+    folds within the goal and the Keras-int8 agreement, from the results files."""
+    groups: dict[tuple, list[dict]] = {}
+    for path in sorted(results.glob("*/*/*/fold*.json")):
+        task, label, variant = path.parts[-4:-1]
+        groups.setdefault((task, label, variant), []).append(json.loads(path.read_text()))
+    lines = ["| task | model | variant | folds | float val % | int8 val % | int8 below float "
+             f"(points, mean / worst) | folds within {GOAL_POINTS} | Keras-int8 agreement % |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for (task, label, variant), rows in groups.items():
+        drops = [r["drop"] for r in rows]
+        lines.append(
+            f"| {task} | {label} | {variant} | {len(rows)} | {_mean_sd(r['float'] for r in rows)} "
+            f"| {_mean_sd(r['int8'] for r in rows)} | {statistics.mean(drops):+.2f} / "
+            f"{max(drops):+.2f} | {sum(d <= GOAL_POINTS for d in drops)} of {len(rows)} | "
+            f"{_mean_sd(r['agreement'] for r in rows)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _mean_sd(values) -> str:
+    values = list(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.2f} ± {sd:.2f}"
+
+
+def main(argv=None) -> int:
+    from training.storage import write_json_atomic
+
+    parser = argparse.ArgumentParser(prog="zoo bench fold-int8", description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="*", type=Path, help="finished CV trial run directories")
+    parser.add_argument("--results", type=Path, required=True,
+                        help="folder of the per-fold results files (and the table's source)")
+    parser.add_argument("--data-dir", help="dataset (default: where each run found its data)")
+    args = parser.parse_args(argv)
+    for run_dir in args.runs:
+        path = result_path(args.results, run_dir)
+        if path.is_file():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, fold_int8(run_dir, args.data_dir))
+    print(table(args.results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
