@@ -141,8 +141,9 @@ def _given_export_windows(source: Path, step_dir: Path, step_options: dict):
     if tag is None or (card.testset and (step_dir / card.testset).is_file()):
         return None
     shipped.check_against_tag(tag, card, source)
-    return shipped.test_windows(card, read_normalization(step_dir, card),
-                                step_options.get("data_dir"))
+    x, _, why = shipped.test_windows(card, read_normalization(step_dir, card),
+                                     step_options.get("data_dir"))
+    return x, why
 
 
 def _check_out(out: Path, overwrite: bool) -> None:

@@ -65,9 +65,10 @@ def _offline():
 
 
 def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
-    """(x, reason): the test windows of ``card.task`` from the data on disk (``data_dir``, or
+    """(x, y, reason): the test windows of ``card.task`` from the data on disk (``data_dir``, or
     where the zoo looks by default), normalized with the tag's ``normalization`` (mean, std), as
-    the export's own test set would be; or (None, why not) when the data is not at hand. The
+    the export's own test set would be, and their labels; or (None, None, why not) when the data
+    is not at hand. The
     test split of the zoo's tasks does not depend on the validation options, so none are given
     (and partial copies of a dataset are accepted: every window checks the C code)."""
     from training.data.errors import DataError, DataNotFoundError
@@ -82,9 +83,9 @@ def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
             data = get_task(card.task, **options).load(data_dir, seed=0)
     except (DataNotFoundError, DataError) as err:
         first = str(err).split(". ")[0].splitlines()[0]
-        return None, (f"the {card.task} data is not at hand ({first}); pass --data-dir to check "
-                      "the C code on its test windows")
+        return None, None, (f"the {card.task} data is not at hand ({first}); pass --data-dir to "
+                            "check the C code on its test windows")
     mean, std = normalization
     raw = (data.test.x * data.normalization.std + data.normalization.mean).astype(np.float32)
-    return ((raw - mean) / std).astype(np.float32), None
+    return ((raw - mean) / std).astype(np.float32), data.test.y.astype(np.int64), None
 
