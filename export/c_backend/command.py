@@ -24,6 +24,7 @@ from export.c_backend.project import (RUNTIMES, CExportError, read_normalization
                                       read_step_export, write_c_project)
 from export.card_schema import CARD_FILE, ExportFolderError, read_card
 from export.device_runtime import failed_export
+from export.exportdir import load_testset
 
 STEP_EXPORT_NAME = "export-step-int8"
 DEFAULT_OUT_NAME = "export-c-int8"
@@ -137,8 +138,14 @@ def _given_export_windows(source: Path, step_dir: Path, step_options: dict):
     if failed and not step_options.get("allow_drop"):
         raise CExportError(f"{step_dir}: {failed}; its C code would be bit-exact with a model "
                            "that was rejected. Pass --allow-drop to compile it anyway")
+    if card.testset and (step_dir / card.testset).is_file():
+        try:  # read here, so that a damaged one is named where it is, not in the staging copy
+            load_testset(str(step_dir), card)
+        except ExportFolderError as err:
+            raise CExportError(str(err)) from None
+        return None
     tag = shipped.tag_card(source) if step_dir != source else None
-    if tag is None or (card.testset and (step_dir / card.testset).is_file()):
+    if tag is None:
         return None
     shipped.check_against_tag(tag, card, source)
     x, _, why = shipped.test_windows(card, read_normalization(step_dir, card),

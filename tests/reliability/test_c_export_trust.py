@@ -193,6 +193,14 @@ def test_a_damaged_step_export_is_one_line_naming_the_file(case, tmp_path):
     assert "bug in the C backend" not in message
 
 
+def test_a_damaged_test_set_is_named_where_it_is(tmp_path):
+    step = copy_tag("sirnn.har2", tmp_path / "step", with_tag_card=False)
+    (step / "testset.npz").write_bytes(b"PK\x03\x04 not really a zip")
+    edit_card(step, testset="testset.npz")
+    message = export_fails(step, tmp_path)
+    assert message.startswith(str(step / "testset.npz")) and "damaged" in message, message
+
+
 def test_a_tag_without_a_step_export_is_refused_without_looking_for_its_data(tmp_path,
                                                                               monkeypatch):
     from training.data import download
