@@ -106,7 +106,7 @@ def _size(binary: Path) -> dict:
 
 def _lstm(args, out: Path) -> dict:
     """The stock float Keras LSTM as a WHILE-loop sequence model, per window (tflite-micro)."""
-    from export import device_bench
+    from export import device_bench, device_runtime
     from export.exporter import export_run
     from export.exportdir import ExportDirectory
     from training.config import TrainConfig
@@ -123,7 +123,7 @@ def _lstm(args, out: Path) -> dict:
     export = ExportDirectory(export_dir)
     card = export.read_card()
     window = export.read_testset(card)[0][0]
-    model = device_bench.SequenceModel(str(export_dir), card, "tflite-micro", 1)
+    model = device_runtime.SequenceModel(str(export_dir), card, "tflite-micro", 1)
     timing = device_bench.benchmark(model, "sequence", window, runs=args.reps, warmup=5)
     return {"per_window_us": timing["per_sequence"]["median_us"]}
 
