@@ -11,7 +11,11 @@
     README.md     how to use it, with its flash and RAM figures
 
 The step and head models are the export's own (their scales and zero points are used as they
-are: nothing is recalibrated), so the C code computes what they compute.
+are: nothing is recalibrated), so the C code computes what they compute; their card is read
+through `card_schema.read_card` and checked against both models first (`read_checked_graphs`).
+The fixed C is text in ``templates/`` (``zoo_model.h``, ``zoo_input.c``, ``zoo_api.c`` with
+``${...}`` placeholders; ``zoo_int8.h``, ``main.c``, ``Makefile`` copied as they are); what
+depends on the models (weights, tables, one function per model) is generated (`emit`).
 """
 
 from __future__ import annotations
