@@ -68,24 +68,36 @@ def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
     """(x, y, reason): the test windows of ``card.task`` from the data on disk (``data_dir``, or
     where the zoo looks by default), normalized with the tag's ``normalization`` (mean, std), as
     the export's own test set would be, and their labels; or (None, None, why not) when the data
-    is not at hand. The
-    test split of the zoo's tasks does not depend on the validation options, so none are given
-    (and partial copies of a dataset are accepted: every window checks the C code)."""
+    is not at hand. The task is built with the card's own options (a front end, the training
+    subjects: what decides the test split and the features) but no validation subjects (they
+    may not exist in a partial copy, and do not change the test split); partial copies of a
+    dataset are accepted: every window checks the C code."""
     from training.data.errors import DataError, DataNotFoundError
     from training.tasks import get_task
 
-    task = get_task(card.task)
-    options = {"val_fraction": 0.0}
-    if "allow_partial" in task.options():
-        options["allow_partial"] = True
     try:
         with _offline():
-            data = get_task(card.task, **options).load(data_dir, seed=0)
+            data = get_task(card.task, **_test_options(card)).load(data_dir, seed=0)
     except (DataNotFoundError, DataError) as err:
         first = str(err).split(". ")[0].splitlines()[0]
         return None, None, (f"the {card.task} data is not at hand ({first}); pass --data-dir to "
                             "check the C code on its test windows")
+    if tuple(data.test.x.shape[1:]) != (card.timesteps, card.features):
+        return None, None, (f"the {card.task} test windows here are {data.test.x.shape[1:]}, "
+                            f"the export takes ({card.timesteps}, {card.features})")
     mean, std = normalization
     raw = (data.test.x * data.normalization.std + data.normalization.mean).astype(np.float32)
     return ((raw - mean) / std).astype(np.float32), data.test.y.astype(np.int64), None
 
+
+def _test_options(card: ModelCard) -> dict:
+    """The card's task options that the task knows, without validation subjects."""
+    from training.tasks import get_task
+
+    known = get_task(card.task).options()
+    options = {k: v for k, v in (card.task_options or {}).items() if k in known}
+    for key, none in (("val_subjects", None), ("val_fold", None), ("val_fraction", 0.0),
+                      ("allow_partial", True)):
+        if key in known:
+            options[key] = none
+    return options
