@@ -62,7 +62,7 @@ def matmul_peak(runs: int = 30, batch: int = 128, n: int = 512) -> dict:
     import keras
 
     from export.convert import tflite_converter
-    from export.device_bench import LiteInterpreter
+    from export.device_runtime import LiteInterpreter
     from export.quantize import set_integer_mode
 
     inputs = keras.Input((n,), batch_size=batch)
@@ -96,12 +96,12 @@ def matmul_peak(runs: int = 30, batch: int = 128, n: int = 512) -> dict:
 
 def time_export(export_dir: Path, runs: int) -> dict:
     """Latency of an export with the device script's code: ai-edge-litert, one thread."""
-    from export import device_bench
+    from export import device_bench, device_runtime
     from export.exportdir import ExportDirectory
 
     export = ExportDirectory(export_dir)
     card = export.read_card()
-    model = device_bench.open_export(str(export_dir), card, "litert", 1)
+    model = device_runtime.open_export(str(export_dir), card, "litert", 1)
     example = export.read_testset(card)[0][0]
     return device_bench.benchmark(model, card.form, example, runs=runs, warmup=5)
 

@@ -106,7 +106,7 @@ def _size(binary: Path) -> dict:
 
 def _lstm(args, out: Path) -> dict:
     """The stock float Keras LSTM as a WHILE-loop sequence model, per window (tflite-micro)."""
-    from export import device_bench
+    from export import device_bench, device_runtime
     from export.exporter import export_run
     from export.exportdir import ExportDirectory
     from training.config import TrainConfig
@@ -123,7 +123,7 @@ def _lstm(args, out: Path) -> dict:
     export = ExportDirectory(export_dir)
     card = export.read_card()
     window = export.read_testset(card)[0][0]
-    model = device_bench.SequenceModel(str(export_dir), card, "tflite-micro", 1)
+    model = device_runtime.SequenceModel(str(export_dir), card, "tflite-micro", 1)
     timing = device_bench.benchmark(model, "sequence", window, runs=args.reps, warmup=5)
     return {"per_window_us": timing["per_sequence"]["median_us"]}
 
@@ -198,30 +198,28 @@ def agreement(args, print_fn=print) -> list[str]:
     return lines
 
 
-# shipped tag -> (data subfolder of ../shared/data, task options defined on any copy)
-SHIPPED_IMU = {"sirnn.har2": ("har", {"val_fold": [1, 5]}), "gru.har2": ("har", {"val_fold": [1, 5]}),
-               "sirnn.dsa19": ("dsa19", {"val_fold": [1, 4], "allow_partial": True}),
-               "gru.dsa19": ("dsa19", {"val_fold": [1, 4], "allow_partial": True})}
+# shipped tag -> its data subfolder of ../shared/data (the test windows: export.c_backend.shipped)
+SHIPPED_IMU = {"sirnn.har2": "har", "gru.har2": "har", "sirnn.dsa19": "dsa19",
+               "gru.dsa19": "dsa19"}
 
 
 def shipped_step_with_testset(tag: str, data_root: Path, out: Path) -> Path:
     """A copy at ``out`` of shipped ``tag``'s own int8 step export (`SHIPPED_IMU`) with the test
     windows of the data in ``data_root`` as its test set: raw features normalized with the tag's
     normalization, as the export's own test set would be."""
-    from training.tasks import get_task
+    from export.c_backend.project import read_normalization, read_step_export
+    from export.c_backend.shipped import test_windows
     from zoo.pretrained import verified_dir
 
-    folder, options = SHIPPED_IMU[tag]
     step = verified_dir(tag) / "export-step-int8"
-    card = json.loads((step / "model_card.json").read_text())
-    data = get_task(card["task"], **options).load(Path(data_root) / folder, seed=0)
-    norm, tag_norm = data.normalization, json.loads((step / "normalization.json").read_text())
-    raw = (data.test.x * norm.std + norm.mean).astype(np.float32)
-    x = ((raw - np.asarray(tag_norm["mean"], np.float32))
-         / np.asarray(tag_norm["std"], np.float32)).astype(np.float32)
+    card = read_step_export(step)
+    x, y, why = test_windows(card, read_normalization(step, card),
+                             Path(data_root) / SHIPPED_IMU[tag])
+    if x is None:
+        raise FileNotFoundError(why)
     shutil.copytree(step, out)
-    np.savez_compressed(out / "testset.npz", x=x, y=data.test.y.astype(np.int64))
-    (out / "model_card.json").write_text(json.dumps({**card, "testset": "testset.npz"}))
+    np.savez_compressed(out / "testset.npz", x=x, y=y)
+    (out / "model_card.json").write_text(json.dumps({**card.to_dict(), "testset": "testset.npz"}))
     return out
 
 

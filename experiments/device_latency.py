@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_bench, device_build
+from export import device_bench, device_build, device_runtime
 from export.exportdir import ExportDirectory
 
 __all__ = ["measure", "main"]
@@ -66,7 +66,7 @@ def _python_loops(export_dir: Path, window: np.ndarray, reps: int) -> dict:
     card = ExportDirectory(export_dir).read_card()
     steps = max(card.timesteps, reps * card.timesteps // 4)  # -> `reps` timed windows
     out = {"tflite-micro": device_build.bench_python(export_dir, window, reps)}
-    lite = device_bench.StepModel(str(export_dir), card, "litert", 1)
+    lite = device_runtime.StepModel(str(export_dir), card, "litert", 1)
     out["litert"] = device_bench.benchmark(lite, "step", window, runs=steps, warmup=20)
     return out
 
@@ -94,7 +94,7 @@ def measure_lstm(run_dir: Path, args, out: Path, reps: int) -> dict:
     window = export.read_testset(card)[0][0]
     timing = {}
     for runtime in ("tflite-micro", "litert"):
-        model = device_bench.SequenceModel(str(export_dir), card, runtime, 1)
+        model = device_runtime.SequenceModel(str(export_dir), card, runtime, 1)
         timing[runtime] = device_bench.benchmark(model, "sequence", window, runs=reps, warmup=5)
     return {"python": timing, "bytes": card.total_bytes, "arena_bytes": card.arena_bytes,
             "accuracy": card.accuracy["tflite"]}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_bench
+from export import device_bench, device_runtime
 from export.card import card_markdown
 from export.exportdir import NORMALIZATION_FILE, ExportDirectory
 from training.rundir import RunDirectory
@@ -106,7 +106,7 @@ def time_export(out: Path, runs: int) -> dict:
     example = export.read_testset(card)[0][0]
     timings = {}
     for runtime in ("litert", "tflite-micro"):
-        model = device_bench.open_export(str(out), card, runtime, 1)
+        model = device_runtime.open_export(str(out), card, runtime, 1)
         r = device_bench.benchmark(model, card.form, example, runs, warmup=10)
         per_seq = r["per_sequence"]["median_us"]
         if card.form == "step":

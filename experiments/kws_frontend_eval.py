@@ -27,7 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from export import device_runtime
 from export.c_backend.check import quantized_windows, reference
+from export.card_schema import read_card
 from export.c_backend.kws import write_kws_project
 from export.kws_stream import Recognizer, StreamReference, input_map
 from training.data.audio import FbankFrontend, pad_to, read_wav
@@ -52,10 +54,11 @@ def load_test_clips(data_dir):
 def accuracies(export_dir: Path, waves: np.ndarray, y: np.ndarray) -> dict:
     norm = json.loads((export_dir / "normalization.json").read_text())
     mean, std = (np.asarray(norm[k], np.float32) for k in ("mean", "std"))
-    x_float = quantized_windows(export_dir, (FbankFrontend()(waves) - mean) / std)
+    model = device_runtime.StepModel(str(export_dir), read_card(str(export_dir)), "tflite-micro", 1)
+    x_float = quantized_windows(model, (FbankFrontend()(waves) - mean) / std)
     x_int = input_map(export_dir)(clip_log_mel_q8(waves))
-    pred_f = reference(export_dir, x_float, "tflite-micro")[0].argmax(axis=1)
-    pred_i = reference(export_dir, x_int, "tflite-micro")[0].argmax(axis=1)
+    pred_f = reference(model, x_float)[0].argmax(axis=1)
+    pred_i = reference(model, x_int)[0].argmax(axis=1)
     pct = lambda v: round(100.0 * float(np.mean(v)), 2)
     return {"clips": len(y), "float_frontend_int8_acc": pct(pred_f == y),
             "int_frontend_int8_acc": pct(pred_i == y), "agreement": pct(pred_f == pred_i)}

@@ -72,14 +72,15 @@ def _load_task_test(card, data_dir):
 
 # ------------------------------------------------------------------------------ runtimes
 def _step_loop(export_dir: Path, runtime: str):
-    from export.device_bench import StepModel, read_card
+    from export.card_schema import read_card
+    from export.device_runtime import StepModel
 
     card = read_card(str(export_dir))
     return StepModel(str(export_dir), card, runtime, 1)
 
 
 def loop_logits(loop, xq_windows) -> np.ndarray:
-    """int8 logits of the step loop (`device_bench.StepModel`: the step model invoked T times,
+    """int8 logits of the step loop (`device_runtime.StepModel`: the step model invoked T times,
     its state fed back, then the head) for quantized windows [N, T, 1, d]."""
     out = []
     for xq in xq_windows:
@@ -90,17 +91,17 @@ def loop_logits(loop, xq_windows) -> np.ndarray:
 
 class SequenceRunner:
     """A sequence model (this int8 one, or a float reference) in one runtime, with
-    `device_bench.SequenceModel`'s ``prepare`` / ``predict_prepared`` (so its timing applies),
+    `device_runtime.SequenceModel`'s ``prepare`` / ``predict_prepared`` (so its timing applies),
     returning the raw output (int8 logits here, not dequantized)."""
 
     def __init__(self, path: Path, runtime: str, arena_bytes: int | None = None):
-        from export.device_bench import open_model
+        from export.device_runtime import open_model
 
         self.m = open_model(str(path), runtime, 1, arena_bytes)
         self.dtype, self.quant, self.shape = self.m.input_quant(0)
 
     def prepare(self, x):
-        from export.device_bench import quantize
+        from export.device_runtime import quantize
 
         return quantize(np.asarray(x).reshape(self.shape), self.dtype, self.quant)
 
@@ -183,7 +184,7 @@ def interleaved_latency(models: dict, reps: int, warmup: int = 5) -> dict:
 def available_runtimes() -> list[str]:
     """The installed runtimes among the two this model is checked in, LiteRT and TFLite Micro
     (tflite-runtime is not part of this stack: it stopped at TensorFlow 2.14)."""
-    from export.device_bench import missing_runtime
+    from export.device_runtime import missing_runtime
 
     return [name for name in ("litert", "tflite-micro") if missing_runtime(name) is None]
 
@@ -319,7 +320,7 @@ def main(argv=None) -> int:
     parser.add_argument("--reps", type=int, default=200, help="timed windows per model (0: none)")
     parser.add_argument("--json", help="also write the report here")
     args = parser.parse_args(argv)
-    from export.device_bench import BenchError
+    from export.device_runtime import BenchError
 
     try:
         report = build_and_check(args)

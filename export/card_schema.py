@@ -41,6 +41,10 @@ def model_file(name):
 
 
 CARD_SCHEMA_VERSION = 1  # cards written before the schema have no version: read as version 0
+# Most values one window may hold (timesteps x features): 2^26 float32 values is 256 MiB, far
+# beyond any zoo task (HAR-2 windows are 128 x 9); past it a window cannot be
+# allocated (device_bench) and the C code's int index arithmetic would overflow.
+MAX_WINDOW_VALUES = 1 << 26
 
 
 class ExportFolderError(Exception):
@@ -153,6 +157,10 @@ class ModelCard:
             if not _is_int(value) or value < 1:
                 raise CardError(f"{source}: {key} must be a positive integer, got {value!r}"
                                 + (" (missing key)" if value is None else ""))
+        if self.timesteps * self.features > MAX_WINDOW_VALUES:
+            raise CardError(f"{source}: timesteps {self.timesteps} x features {self.features} "
+                            f"is {self.timesteps * self.features} values per window; valid: at "
+                            f"most {MAX_WINDOW_VALUES}")
         if self.form == "step":
             _check_step_io(self.step_io, source)
         for f in dataclasses.fields(self):

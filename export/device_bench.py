@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """On-device benchmark for an edge-rnn-zoo export. Copy this file and its sibling
 ``card_schema.py`` (the card's schema, standard library only) and ``device_runtime.py`` (the model
-check and the TFLite runtimes) into one folder on the device:
+check, the TFLite runtimes, the streaming loop, the card checked against the models) into one
+folder on the device:
 
     scp export/device_bench.py export/card_schema.py export/device_runtime.py pi@device:bench/
 
@@ -47,7 +48,7 @@ import zipfile
 import numpy as np
 
 # The export contract (file names, the card schema, reading the card) lives in card_schema.py,
-# standard library only; the model check and the runtimes in device_runtime.py. Copied to a
+# standard library only; the model check, the runtimes and the loop in device_runtime.py. Copied to a
 # device, the three files sit side by side: run as a script (or imported as a top-level module)
 # this one imports its siblings; in the zoo it is export.device_bench and imports
 # export.card_schema and export.device_runtime.
@@ -56,28 +57,30 @@ if __package__:
                               FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                               CardError, ExportFolderError, ModelCard, inside_folder,
                               load_card_json, model_file, read_card)
-    from .device_runtime import (RUNTIME_MODULES, RUNTIMES, LiteInterpreter,  # noqa: F401
-                                 MicroInterpreter, check_tflite, count_micro_tensors,
-                                 detect_runtime, missing_runtime, quiet_stderr)
+    from .device_runtime import (MAX_THREADS, RUNTIME_MODULES, RUNTIMES,  # noqa: F401
+                                 LiteInterpreter, MicroInterpreter, SequenceModel, StepModel,
+                                 check_card_fits_models, check_files_sha256, check_step_io,
+                                 check_tflite, count_micro_tensors, default_arena, dequantize,
+                                 detect_runtime, failed_export, missing_runtime, open_export,
+                                 open_model, quantize, quiet_stderr, same_quantization,
+                                 state_feedback)
 else:  # the sibling file, however this one was started (runpy.run_path adds no path)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION,  # noqa: F401
                              FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                              CardError, ExportFolderError, ModelCard, inside_folder,
                              load_card_json, model_file, read_card)
-    from device_runtime import (RUNTIME_MODULES, RUNTIMES, LiteInterpreter,  # noqa: F401
-                                MicroInterpreter, check_tflite, count_micro_tensors,
-                                detect_runtime, missing_runtime, quiet_stderr)
+    from device_runtime import (MAX_THREADS, RUNTIME_MODULES, RUNTIMES,  # noqa: F401
+                                LiteInterpreter, MicroInterpreter, SequenceModel, StepModel,
+                                check_card_fits_models, check_files_sha256, check_step_io,
+                                check_tflite, count_micro_tensors, default_arena, dequantize,
+                                detect_runtime, failed_export, missing_runtime, open_export,
+                                open_model, quantize, quiet_stderr, same_quantization,
+                                state_feedback)
 
 
 # A bad export folder, card, model or test set: reported as one line, exit status 2.
 BenchError = ExportFolderError
-
-
-def open_model(path, runtime, threads, arena_bytes):
-    if runtime == "tflite-micro":
-        return MicroInterpreter(path, arena_bytes or max(10 * os.path.getsize(path), 16384))
-    return LiteInterpreter(path, runtime, threads)
 
 
 def probe_model(path, runtime, arena_bytes, timeout=120):
@@ -124,170 +127,6 @@ def probe_model(path, runtime, arena_bytes, timeout=120):
     if os.WEXITSTATUS(status):
         raise BenchError(f"{path}: the {runtime} runtime cannot open or run this model (it "
                          "rejected the file: damaged, or not a model it supports)")
-
-
-# ------------------------------------------------------------------------------------ quantization
-def quantize(x, dtype, quant):
-    scale, zero_point = quant
-    if np.dtype(dtype).kind == "f" or not scale:
-        return np.asarray(x, dtype=dtype)
-    info = np.iinfo(dtype)
-    q = np.round(np.asarray(x, np.float32) / scale) + zero_point
-    return np.clip(q, info.min, info.max).astype(dtype)
-
-
-def dequantize(q, dtype, quant):
-    scale, zero_point = quant
-    if np.dtype(dtype).kind == "f" or not scale:
-        return np.asarray(q, np.float32)
-    return (q.astype(np.float32) - zero_point) * scale
-
-
-# ----------------------------------------------------------------------------------------- models
-class SequenceModel:
-    def __init__(self, export_dir, card, runtime, threads):
-        path = os.path.join(export_dir, card.files["model"])
-        self.files = [path]
-        self.m = open_model(path, runtime, threads, card.arena_bytes)
-        self.in_dtype, self.in_quant, self.in_shape = self.m.input_quant(0)
-        self.out_dtype, self.out_quant, _ = self.m.output_quant(0)
-
-    def prepare(self, x):
-        return quantize(x[None].reshape(self.in_shape), self.in_dtype, self.in_quant)
-
-    def predict_prepared(self, xq):
-        self.m.reset()
-        self.m.set(0, xq)
-        self.m.invoke()
-        return dequantize(self.m.get(0), self.out_dtype, self.out_quant)[0]
-
-    def predict(self, x):
-        return self.predict_prepared(self.prepare(x))
-
-
-class StepModel:
-    def __init__(self, export_dir, card, runtime, threads):
-        io = card.step_io
-        self.x_idx, self.h_idx, self.h_out = io["x"], io["h"], io["h_out"]
-        step_path = os.path.join(export_dir, card.files["step"])
-        head_path = os.path.join(export_dir, card.files["head"])
-        self.files = [step_path, head_path]
-        self.step = open_model(step_path, runtime, threads, card.arena_bytes)
-        self.head = open_model(head_path, runtime, threads, card.head_arena_bytes)
-        check_step_io(self.step, io, step_path)
-        self.x_dtype, self.x_quant, self.x_shape = self.step.input_quant(self.x_idx)
-        self.h_dtype, self.h_quant, self.h_shape = self.step.input_quant(self.h_idx)
-        self.ho_dtype, self.ho_quant, _ = self.step.output_quant(self.h_out)
-        self.hh_dtype, self.hh_quant, _ = self.head.input_quant(0)
-        self.lo_dtype, self.lo_quant, _ = self.head.output_quant(0)
-        self.direct_feedback, self.direct_head = state_feedback(
-            h_in=(self.h_dtype, self.h_quant), h_out=(self.ho_dtype, self.ho_quant),
-            head_in=(self.hh_dtype, self.hh_quant))
-
-    def prepare(self, x):
-        return quantize(x[:, None, :].reshape((len(x),) + self.x_shape), self.x_dtype, self.x_quant)
-
-    def initial_state(self):
-        return quantize(np.zeros(self.h_shape, np.float32), self.h_dtype, self.h_quant)
-
-    def run_step(self, xq_t, h):
-        self.step.set(self.x_idx, xq_t)
-        self.step.set(self.h_idx, h)
-        self.step.invoke()
-        out = self.step.get(self.h_out)
-        if self.direct_feedback:
-            return out
-        return quantize(dequantize(out, self.ho_dtype, self.ho_quant), self.h_dtype, self.h_quant)
-
-    def logits(self, h):
-        if not self.direct_head:
-            h = quantize(dequantize(h, self.h_dtype, self.h_quant), self.hh_dtype, self.hh_quant)
-        self.head.set(0, h)
-        self.head.invoke()
-        return dequantize(self.head.get(0), self.lo_dtype, self.lo_quant)[0]
-
-    def predict_prepared(self, xq):
-        self.step.reset()
-        self.head.reset()
-        h = self.initial_state()
-        for t in range(len(xq)):
-            h = self.run_step(xq[t], h)
-        return self.logits(h)
-
-    def predict(self, x):
-        return self.predict_prepared(self.prepare(x))
-
-
-def check_step_io(step, io, step_path):
-    """The card's ``step_io`` indices must name tensors the step model has (a bad index would
-    otherwise surface as the runtime's IndexError, or -1 as the last tensor)."""
-    for key, tensors, kind in (("x", step.inputs, "input"), ("h", step.inputs, "input"),
-                               ("h_out", step.outputs, "output")):
-        if not 0 <= io[key] < len(tensors):
-            raise BenchError(f"{CARD_FILE}: step_io {key} is {io[key]}, but {step_path} has "
-                             f"{len(tensors)} {kind}s (valid: 0..{len(tensors) - 1})")
-
-
-def _size(shape):
-    return int(np.prod(shape)) if len(shape) else 1
-
-
-def check_model_fits_card(model, card, card_path):
-    """The card's ``timesteps`` / ``features`` / ``state_size`` must be what the model takes:
-    a wrong card would otherwise time a different sequence length, or fail in a reshape. A step
-    model does not know T, so for it ``timesteps`` is the card's word (and the report says it).
-    Returns the number of logits, which bounds the test set's labels."""
-    if isinstance(model, SequenceModel):
-        want = (1, card.timesteps, card.features)
-        if _size(model.in_shape) != _size(want) or model.in_shape[-1] != card.features:
-            raise BenchError(f"{card_path}: timesteps {card.timesteps} and features "
-                             f"{card.features} say the model takes {want}, but "
-                             f"{model.files[0]} takes {tuple(int(n) for n in model.in_shape)}; the card does not "
-                             "belong to this model")
-        return _size(model.m.output_quant(0)[2])
-    io = card.step_io
-    x_size, h_size = _size(model.x_shape), _size(model.h_shape)
-    if x_size != card.features:
-        swapped = (" (step_io x and h swapped?)"
-                   if _size(model.step.input_quant(io["h"])[2]) == x_size else "")
-        raise BenchError(f"{card_path}: features is {card.features}, but step_io x (input "
-                         f"{io['x']} of {model.files[0]}) takes {x_size} values{swapped}")
-    if card.state_size is not None and h_size != card.state_size:
-        raise BenchError(f"{card_path}: state_size is {card.state_size}, but step_io h (input "
-                         f"{io['h']} of {model.files[0]}) takes {h_size} values")
-    h_out_size = _size(model.step.output_quant(io["h_out"])[2])
-    head_size = _size(model.head.input_quant(0)[2])
-    if h_out_size != h_size or head_size != h_size:
-        raise BenchError(f"{card_path}: the state does not go round: step_io h takes {h_size} "
-                         f"values, h_out gives {h_out_size}, {model.files[1]} takes {head_size}")
-    return _size(model.head.output_quant(0)[2])
-
-
-def open_export(export_dir, card, runtime, threads=1):
-    """The `SequenceModel` or `StepModel` of an export, as its card's form says."""
-    return (StepModel if card.form == "step" else SequenceModel)(export_dir, card, runtime,
-                                                                 threads)
-
-
-def same_quantization(a, b):
-    """Whether two tensors, each given as ``(dtype, (scale, zero_point))``, store values the same
-    way, so that one's raw values can be fed to the other unchanged."""
-    (dtype_a, (scale_a, zp_a)), (dtype_b, (scale_b, zp_b)) = a, b
-    return (np.dtype(dtype_a) == np.dtype(dtype_b)
-            and abs(float(scale_a) - float(scale_b)) <= 1e-12 * max(1.0, abs(float(scale_a)))
-            and int(zp_a) == int(zp_b))
-
-
-def state_feedback(h_in, h_out, head_in):
-    """``(direct_feedback, direct_head)`` of a step / head pair, each tensor given as
-    ``(dtype, (scale, zero_point))``: step input h_prev, step output h_t, head input h.
-
-    The loop keeps the state in h_prev's quantization, the one the next step consumes: h_t goes
-    straight back in when it shares that quantization (``direct_feedback``), else it is
-    requantized into it. So the final state handed to the head is in h_prev's quantization too,
-    whatever h_t's is, and goes in unchanged only when the head's input shares h_prev's
-    (``direct_head``). The C++ loop that ``zoo export`` writes makes the same two tests."""
-    return same_quantization(h_out, h_in), same_quantization(h_in, head_in)
 
 
 # ------------------------------------------------------------------------------------------ timing
@@ -386,11 +225,6 @@ def open_checked(export_dir, card, runtime, threads):
                          f"({type(err).__name__}: {first})") from None
 
 
-def default_arena(path):
-    """The TFLite Micro arena used when the card gives none: generous for the zoo's models."""
-    return max(10 * os.path.getsize(path), 16384)
-
-
 def probe_with_arena(path, runtime, key, card_arena):
     """`probe_model` with the card's arena. When that fails under TFLite Micro, the model is
     tried once more with the default arena: if it runs there, the card's arena is too small
@@ -415,15 +249,25 @@ def require_runtime(runtime):
         raise BenchError(f"--runtime {runtime}: not installed here ({missing})")
 
 
+def opened_models(model):
+    """Model name -> opened runtime model, of a `SequenceModel` or `StepModel`."""
+    if isinstance(model, StepModel):
+        return {"step": model.step, "head": model.head}
+    return {"model": model.m}
+
+
 def run(args):
     card = read_card(args.export_dir)
     runtime = detect_runtime() if args.runtime == "auto" else args.runtime
     require_runtime(runtime)
     form = card.form
+    check_files_sha256(args.export_dir)
     x_test, y_test = load_testset(args.export_dir, card)
     model = open_checked(args.export_dir, card, runtime, args.threads)
-    card_path = os.path.join(args.export_dir, CARD_FILE)
-    classes = check_model_fits_card(model, card, card_path)
+    classes = check_card_fits_models(args.export_dir, card, opened_models(model))
+    failed = failed_export(card)
+    if failed:  # a `.failed` export is kept for inspection: timing it is what one does
+        print(f"device_bench.py: note: {args.export_dir}: {failed}", file=sys.stderr)
     if y_test is not None:
         check_labels(y_test, classes, os.path.join(args.export_dir, card.testset))
     report = {"export_dir": args.export_dir, "runtime": runtime, "threads": args.threads,
@@ -445,18 +289,39 @@ def run(args):
     return report
 
 
+MAX_RUNS = 10_000_000
+
+
+def int_in(low, high):
+    """An argparse type: an integer in low..high (high None: no upper bound)."""
+    valid = f"{low}..{high}" if high is not None else f">= {low}"
+
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer ({valid}), got {text!r}")
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value} is out of range (valid: {valid})")
+        return value
+
+    return parse
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Benchmark a zoo export on this device.")
     parser.add_argument("export_dir")
     parser.add_argument("--runtime", choices=("auto",) + RUNTIMES, default="auto")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--runs", type=int, default=200, help="timed invokes (or sequences)")
-    parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--limit", type=int, default=None, help="test sequences for accuracy")
+    parser.add_argument("--threads", type=int_in(1, MAX_THREADS), default=1,
+                        help=f"runtime threads, 1..{MAX_THREADS}")
+    parser.add_argument("--runs", type=int_in(1, MAX_RUNS), default=200,
+                        help=f"timed invokes (or sequences), 1..{MAX_RUNS}")
+    parser.add_argument("--warmup", type=int_in(0, MAX_RUNS), default=20,
+                        help=f"untimed invokes first, 0..{MAX_RUNS}")
+    parser.add_argument("--limit", type=int_in(1, None), default=None,
+                        help="test sequences for accuracy (>= 1; default all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if args.runs < 1 or args.warmup < 0 or args.threads < 1 or (args.limit or 0) < 0:
-        parser.error("--runs and --threads must be >= 1, --warmup and --limit >= 0")
     try:
         report = run(args)
     except BenchError as err:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_bench
+from export import device_bench, device_runtime
 from export.card_schema import CardError, ModelCard
 from export.exportdir import C_ARRAY_FILES, DEVICE_SOURCES, ExportDirectory
 
@@ -124,8 +124,8 @@ def classify_c(binary, windows_file, n: int, classes: int) -> tuple[np.ndarray, 
 
 
 def python_micro_model(export_dir, card):
-    """``device_bench.StepModel`` on the tflite-micro Python runtime, with the export's arenas."""
-    return device_bench.StepModel(str(export_dir), card, "tflite-micro", 1)
+    """``device_runtime.StepModel`` on the tflite-micro Python runtime, with the export's arenas."""
+    return device_runtime.StepModel(str(export_dir), card, "tflite-micro", 1)
 
 
 def check_against_python(export_dir, binary, work_dir, limit: int | None = None) -> dict:

@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from export import device_bench
+from export import device_runtime
 from export.card import card_markdown, on_sequences, versus_float
 from export.card_schema import FORMS, ModelCard
 from export.exportdir import MARKER, ExportDirectory
@@ -306,7 +306,7 @@ def check_litert(export: ExportDirectory, card: ModelCard, run: _Run, converted:
     """``card.accuracy`` (and ``card.stream``): the export on the whole test split with
     ai-edge-litert, state fed back as device_bench.py does it. Returns the LiteRT logits."""
     t0 = time.perf_counter()
-    lite_logits = _predict_all(device_bench.open_export(str(export.root), card, "litert", 1),
+    lite_logits = _predict_all(device_runtime.open_export(str(export.root), card, "litert", 1),
                                run.x_test)
     lite_pred, keras_pred = lite_logits.argmax(-1), run.keras_logits.argmax(-1)
     lite_acc = float(np.mean(lite_pred == run.y_test))
@@ -360,7 +360,7 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: _Run,
     card.arena_bytes = smallest_arena(converted.models["step" if step else "model"])
     if step:
         card.head_arena_bytes = smallest_arena(converted.models["head"])
-    tflm = device_bench.open_export(str(export.root), card, "tflite-micro", 1)
+    tflm = device_runtime.open_export(str(export.root), card, "tflite-micro", 1)
     micro_logits = _predict_all(tflm, run.x_test, opts.micro_sequences)
     card.tflite_micro = {"arena_bytes": card.arena_bytes,
                          "head_arena_bytes": card.head_arena_bytes,
@@ -510,7 +510,7 @@ def _dtype_quant(details: dict) -> tuple:
 
 def _step_io(step_path: Path) -> tuple[dict, dict]:
     """(step_io, state_quantization) of a step model: its input order and state quantization."""
-    step = device_bench.LiteInterpreter(str(step_path), "litert", None)
+    step = device_runtime.LiteInterpreter(str(step_path), "litert", None)
     inputs, (out,) = step.inputs, step.outputs
     by_name = {}
     for i, d in enumerate(inputs):
@@ -520,7 +520,7 @@ def _step_io(step_path: Path) -> tuple[dict, dict]:
             raise RuntimeError(f"unexpected step input {d['name']!r}")
         by_name[key] = i
     io = {"x": by_name["x"], "h": by_name["h"], "h_out": 0}
-    tied = device_bench.same_quantization(_dtype_quant(inputs[io["h"]]), _dtype_quant(out))
+    tied = device_runtime.same_quantization(_dtype_quant(inputs[io["h"]]), _dtype_quant(out))
     state = {"x": _quant(inputs[io["x"]]), "h_in": _quant(inputs[io["h"]]), "h_out": _quant(out),
              "tied": bool(tied),
              "feedback": ("direct: copy h_t's bytes into h_prev" if tied else
@@ -530,13 +530,13 @@ def _step_io(step_path: Path) -> tuple[dict, dict]:
 
 def _single_step_agreement(step_path: Path, io, arena, pairs_x, pairs_h):
     """Max |LiteRT - TFLM| of one step's raw output (in quantization steps / float units)."""
-    lite = device_bench.open_model(str(step_path), "litert", None, None)
-    micro = device_bench.open_model(str(step_path), "tflite-micro", 1, arena)
+    lite = device_runtime.open_model(str(step_path), "litert", None, None)
+    micro = device_runtime.open_model(str(step_path), "tflite-micro", 1, arena)
     worst, differing, total = 0.0, 0, 0
     for x, h in zip(pairs_x, pairs_h):
         for i, value in ((io["x"], x), (io["h"], h)):
             dtype, quant, _ = lite.input_quant(i)
-            q = device_bench.quantize(value[None], dtype, quant)
+            q = device_runtime.quantize(value[None], dtype, quant)
             lite.set(i, q)
             micro.set(i, q)
         lite.invoke()
@@ -561,9 +561,9 @@ def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
     (x_in, h_in), (h_out,) = ([step.get_input_details()[k] for k in ("x_t", "h_prev")],
                               step.get_output_details().values())
     head_in, (logits_out,) = head.get_input_details()["h"], head.get_output_details().values()
-    q = lambda v, d: device_bench.quantize(v, d["dtype"], d["quantization"])
-    dq = lambda v, d: device_bench.dequantize(v, d["dtype"], d["quantization"])
-    direct_feedback, direct_head = device_bench.state_feedback(
+    q = lambda v, d: device_runtime.quantize(v, d["dtype"], d["quantization"])
+    dq = lambda v, d: device_runtime.dequantize(v, d["dtype"], d["quantization"])
+    direct_feedback, direct_head = device_runtime.state_feedback(
         h_in=_dtype_quant(h_in), h_out=_dtype_quant(h_out), head_in=_dtype_quant(head_in))
     out = []
     for seq in x:

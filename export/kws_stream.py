@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_bench
+from export import device_runtime
+from export.card_schema import read_card
 from export.c_backend.graph import read_graph
 from training.tasks.int_frontend import FILTERS, FRAME, HOP, InputMap, frames_log_mel_q8
 
@@ -104,8 +105,8 @@ class StreamReference:
 
     def __init__(self, export_dir: Path, instances: int = 1, period: int = 99):
         self.export_dir = Path(export_dir)
-        card = device_bench.read_card(str(self.export_dir))
-        self.model = device_bench.StepModel(str(self.export_dir), card, "tflite-micro", 1)
+        card = read_card(str(self.export_dir))
+        self.model = device_runtime.StepModel(str(self.export_dir), card, "tflite-micro", 1)
         if not 1 <= instances <= MAX_INSTANCES or period < instances:
             raise ValueError(f"instances must be in 1..{MAX_INSTANCES} and at most period "
                              f"({period}); got {instances}")
@@ -140,7 +141,7 @@ class StreamReference:
         when it differs, as `export.c_backend.check.reference` and the C code do)."""
         m = self.model
         if not m.direct_head:
-            h = device_bench.quantize(device_bench.dequantize(h, m.h_dtype, m.h_quant),
+            h = device_runtime.quantize(device_runtime.dequantize(h, m.h_dtype, m.h_quant),
                                       m.hh_dtype, m.hh_quant)
         m.head.set(0, h)
         m.head.invoke()

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from export.device_bench import count_micro_tensors, quiet_stderr
+from export.device_runtime import count_micro_tensors, quiet_stderr
 from export.device_sources import device_sources, resolver_calls
 from export.exportdir import C_ARRAY_STEM
 

@@ -16,7 +16,7 @@ already calibrated, without recalibrating or re-deriving any scale:
 
 The step's tensors, buffers, scales and zero points are copied unchanged into the loop body and
 the head's into subgraph 0, so every op runs with exactly the quantization it had in the step
-loop. The state is fed back the way the step loop feeds it (`device_bench.state_feedback`):
+loop. The state is fed back the way the step loop feeds it (`device_runtime.state_feedback`):
 copied when h_t and h_{t-1} share a quantization, else through a ``QUANTIZE`` (requantize) op.
 Int8 clamps that change no int8 value (SiRNN's ``state_clip=1`` on a state whose int8 range is
 already [0, 1]) are left out: in LiteRT a window took 384-389 us without them, 529-539 us with
@@ -143,8 +143,8 @@ def _qparams(tensor) -> tuple[float, int]:
 
 
 def _same(a, b) -> bool:
-    """The state_feedback rule of device_bench: same dtype, scale (to 1e-12), zero point."""
-    from export.device_bench import same_quantization
+    """The state_feedback rule of device_runtime: same dtype, float32 scale, zero point."""
+    from export.device_runtime import same_quantization
 
     return same_quantization((DTYPES[a.type], _qparams(a)), (DTYPES[b.type], _qparams(b)))
 
@@ -258,7 +258,7 @@ def identity_exact(info: dict, runtime: str) -> dict:
     values unchanged (exhaustive: the op is elementwise)."""
     import tempfile
 
-    from export.device_bench import open_model
+    from export.device_runtime import open_model
 
     values = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
     with tempfile.NamedTemporaryFile(suffix=".tflite") as f:
@@ -318,7 +318,7 @@ def _cond(asm, body, timesteps: int):
 def _main(asm, head, body, keep_identity_ops: bool):
     """Subgraph 0: x -> WHILE(0, h_0, x) -> head -> logits. The head's graph is copied, its h
     input replaced by the loop's final state (requantized if the head reads another scale)."""
-    from export.device_bench import quantize
+    from export.device_runtime import quantize
 
     s = asm.s
     g = asm.copy_subgraph(head, b"main")
@@ -484,7 +484,7 @@ def requantize_exact(q_in, q_out, runtime: str) -> dict:
     then quantize in float32, round half to even). Exhaustive: the op is elementwise."""
     import tempfile
 
-    from export.device_bench import dequantize, open_model, quantize
+    from export.device_runtime import dequantize, open_model, quantize
 
     values = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
     want = quantize(dequantize(values, np.int8, q_in), np.int8, q_out)

@@ -139,9 +139,10 @@ def load_normalization(path, features=None):
     if mean.shape != std.shape or not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
         raise ArtifactError(f"{path}: mean has {mean.size} values and std {std.size}; valid: "
                             f"{valid}")
-    bad = np.flatnonzero(std <= 0)
+    bad = np.flatnonzero(std.astype(np.float32) <= 0)  # what the models divide by: float32
     if bad.size:
-        raise ArtifactError(f"{path}: std[{int(bad[0])}] is {std[bad[0]]:g}; valid: {valid}")
+        raise ArtifactError(f"{path}: std[{int(bad[0])}] is {std[bad[0]]:g} (as float32: "
+                            f"{np.float32(std[bad[0]]):g}); valid: {valid}")
     if features is not None and mean.size != features:
         raise ArtifactError(f"{path}: {mean.size} features, but the model takes {features}; "
                             "the file does not belong to this run")

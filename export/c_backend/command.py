@@ -19,8 +19,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from export.c_backend import kws
-from export.c_backend.project import RUNTIMES, CExportError, write_c_project
+from export.c_backend import kws, shipped
+from export.c_backend.project import (RUNTIMES, CExportError, read_normalization,
+                                      read_step_export, write_c_project)
+from export.card_schema import CARD_FILE, ExportFolderError, read_card
+from export.device_runtime import failed_export
+from export.exportdir import load_testset
 
 STEP_EXPORT_NAME = "export-step-int8"
 DEFAULT_OUT_NAME = "export-c-int8"
@@ -31,22 +35,33 @@ KEPT = ("step.tflite", "head.tflite", "model_card.json", "model_card.md", "norma
 
 
 def find_step_export(source: Path) -> Path | None:
-    """The int8 step export ``source`` is or holds, or None (then ``source`` must be a run)."""
+    """The int8 step export ``source`` is or holds, or None (then ``source`` must be a run).
+    Its card is read through `card_schema.read_card`; a shipped tag that holds no int8 step
+    export (the DS-CNN keyword spotter ships a sequence model) is refused here, before anything
+    would treat the tag as a run to re-export (and look for, or download, its dataset)."""
     for folder in (source, source / STEP_EXPORT_NAME):
-        card = folder / "model_card.json"
-        if card.is_file():
-            try:
-                data = json.loads(card.read_text())
-            except ValueError as err:
-                raise CExportError(f"{card}: not valid JSON ({err})") from None
-            if isinstance(data, dict) and data.get("form") == "step" \
-                    and data.get("quantize") == "int8":
+        if (folder / CARD_FILE).is_file():
+            card = read_step_card(folder)
+            if card.form == "step" and card.quantize == "int8":
                 return folder
             if folder == source:
-                raise CExportError(f"{source} is a {data.get('quantize')} "
-                                   f"{data.get('form')} export; --form c needs a run directory "
-                                   "or an int8 step export")
+                raise CExportError(f"{source} is a {card.quantize} {card.form} export; --form c "
+                                   "needs a run directory or an int8 step export")
+    tag = shipped.tag_card(source)
+    if tag is not None:
+        export = tag["export"]
+        raise CExportError(f"{source} is a shipped tag whose export is {export.get('folder')!r} "
+                           f"({export.get('quantize')} {export.get('form')}); --form c compiles "
+                           "a recurrent cell's int8 step export, which this tag does not hold")
     return None
+
+
+def read_step_card(folder: Path):
+    """`card_schema.read_card` of ``folder``, its errors as `CExportError`."""
+    try:
+        return read_card(str(folder))
+    except ExportFolderError as err:
+        raise CExportError(str(err)) from None
 
 
 def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool = False,
@@ -100,6 +115,7 @@ def _build(source: Path, stage: Path, match: str, check: bool, print_fn, step_op
                     f"the int8 step export of {source} fails the accuracy check, so no C is "
                     f"made: {str(err).split(' (the export is in')[0]}. Run `zoo export {source} "
                     "--form step --quantize int8` to inspect it, or pass --allow-drop.") from None
+        windows = None if made_here else _given_export_windows(source, step_dir, step_options)
         for name in KEPT:
             if (step_dir / name).is_file():
                 shutil.copy2(step_dir / name, stage / name)
@@ -108,9 +124,35 @@ def _build(source: Path, stage: Path, match: str, check: bool, print_fn, step_op
             summary.update(kws.add_kws_files(step_dir, stage))
     summary["step_export"] = "made from the run" if made_here else str(step_dir)
     if check:
-        summary["check"] = check_c(stage, match, print_fn)
+        summary["check"] = check_c(stage, match, print_fn, windows)
     (stage / CHECK_FILE).write_text(json.dumps(summary, indent=1) + "\n")
     return summary
+
+
+def _given_export_windows(source: Path, step_dir: Path, step_options: dict):
+    """Checks of a step export given as it is, before it is trusted (the card against its
+    models is `write_c_project`'s): a failed export (``accuracy.passed`` false) is refused
+    without --allow-drop; a shipped tag's export must have the tag's input shape. Returns the
+    test windows to check the C code on when the export has no test set (a shipped tag): taken
+    from the task's data on disk, or the reason there are none."""
+    card = read_step_export(step_dir)
+    failed = failed_export(card)
+    if failed and not step_options.get("allow_drop"):
+        raise CExportError(f"{step_dir}: {failed}; its C code would be bit-exact with a model "
+                           "that was rejected. Pass --allow-drop to compile it anyway")
+    if card.testset and (step_dir / card.testset).is_file():
+        try:  # read here, so that a damaged one is named where it is, not in the staging copy
+            load_testset(str(step_dir), card)
+        except ExportFolderError as err:
+            raise CExportError(str(err)) from None
+        return None
+    tag = shipped.tag_card(source) if step_dir != source else None
+    if tag is None:
+        return None
+    shipped.check_against_tag(tag, card, source)
+    x, _, why = shipped.test_windows(card, read_normalization(step_dir, card),
+                                     step_options.get("data_dir"))
+    return x, why
 
 
 def _check_out(out: Path, overwrite: bool) -> None:
@@ -126,19 +168,28 @@ def _check_out(out: Path, overwrite: bool) -> None:
                                "only those. Choose another --out.")
 
 
-def check_c(c_dir: Path, match: str, print_fn=print) -> dict:
+def check_c(c_dir: Path, match: str, print_fn=print, windows=None) -> dict:
     """Build ``c_dir`` with the host compiler and compare it with the TFLite models on every
-    test window; `CExportError` when a window differs. Skipped (with the reason) when the
-    export has no test windows or no C compiler is found."""
+    test window (the export's test set, or ``windows``: (normalized windows [N, T, F], or None
+    and why there are none)); `CExportError` when a window differs. Skipped (with the reason)
+    when there are no test windows or no C compiler is found."""
     from export.c_backend import check
 
-    if not (c_dir / "testset.npz").is_file():
-        return {"skipped": "the step export has no testset.npz (e.g. a shipped tag)"}
+    x = None
+    if windows is not None:
+        x, why = windows
+        if x is None:
+            print_fn(f"  no C check on test windows: {why}")
+            return {"skipped": why}
+    elif not (c_dir / "testset.npz").is_file():
+        return {"skipped": "the step export has no testset.npz"}
     if shutil.which("cc") is None or shutil.which("make") is None:
         return {"skipped": "no host cc / make to build zoo_app"}
     app = check.build(c_dir)
     reference = "litert-ref" if match == "litert" else match
-    result = check.compare(c_dir, app, reference)
+    result = check.compare(c_dir, app, reference, x=x)
+    if x is not None:
+        result["windows_from"] = "the task's data on disk (the shipped tag has no test set)"
     windows = result["windows"]
     print_fn(f"  C vs {reference}: identical int8 logits on {result['identical_logits']}/"
              f"{windows} test windows, identical final state on "
@@ -146,6 +197,7 @@ def check_c(c_dir: Path, match: str, print_fn=print) -> dict:
     if min(result["identical_logits"], result["identical_states"],
            result["identical_logits_raw_float_input"]) != windows:
         raise CExportError(f"{c_dir}: the C code differs from {reference} on some test windows "
-                           f"({result}); this is a bug in the C backend, please report it")
+                           f"({result}). The card and models passed their checks, so this "
+                           "points at the C backend: please report it with this folder")
     (c_dir / "zoo_app").unlink()
     return result

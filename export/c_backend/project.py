@@ -11,21 +11,29 @@
     README.md     how to use it, with its flash and RAM figures
 
 The step and head models are the export's own (their scales and zero points are used as they
-are: nothing is recalibrated), so the C code computes what they compute.
+are: nothing is recalibrated), so the C code computes what they compute; their card is read
+through `card_schema.read_card` and checked against both models first (`read_checked_graphs`).
+The fixed C is text in ``templates/`` (``zoo_model.h``, ``zoo_input.c``, ``zoo_api.c`` with
+``${...}`` placeholders; ``zoo_int8.h``, ``main.c``, ``Makefile`` copied as they are); what
+depends on the models (weights, tables, one function per model) is generated (`emit`).
 """
 
 from __future__ import annotations
 
 import json
+import string
+import struct
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
+from export import device_runtime
 from export.c_backend.emit import Emitted, c_array, emit_model
 from export.c_backend.graph import Graph, UnsupportedGraph, read_graph
 from export.c_backend.plan import lower
+from export.card_schema import CARD_FILE, ExportFolderError, ModelCard, inside_folder, read_card
 
 C_FILES = ("zoo_model.h", "zoo_model.c", "zoo_int8.h", "main.c", "Makefile", "README.md")
 RUNTIMES = ("tflite-micro", "litert")  # the runtime whose int8 arithmetic the C code matches
@@ -52,7 +60,9 @@ class _Quant:
         return cls(t.scale, t.zero_point)
 
     def same(self, other: "_Quant") -> bool:
-        return self.scale == other.scale and self.zero_point == other.zero_point
+        """`device_runtime.same_quantization` of two int8 tensors: the one tie rule."""
+        return device_runtime.same_quantization((np.int8, (self.scale, self.zero_point)),
+                                                (np.int8, (other.scale, other.zero_point)))
 
 
 def requant_table(src: _Quant, dst: _Quant) -> np.ndarray:
@@ -64,23 +74,77 @@ def requant_table(src: _Quant, dst: _Quant) -> np.ndarray:
     return np.clip(back, -128, 127).astype(np.int8)
 
 
-def read_step_export(export_dir: Path) -> dict:
-    """The card of an int8 step export, with its files checked; `CExportError` otherwise."""
-    card_path = export_dir / "model_card.json"
+def read_step_export(export_dir: Path) -> ModelCard:
+    """The card of an int8 step export (`card_schema.read_card`: the schema, the model files
+    inside the folder); `CExportError` otherwise."""
     try:
-        card = json.loads(card_path.read_text())
-    except (OSError, ValueError) as err:
-        raise CExportError(f"{card_path}: cannot read the export's model card ({err}); the C "
-                           "backend compiles a `zoo export --form step --quantize int8` "
-                           "folder") from None
-    if card.get("form") != "step" or card.get("quantize") != "int8":
-        raise CExportError(f"{export_dir}: form {card.get('form')!r}, quantize "
-                           f"{card.get('quantize')!r}; the C backend needs an int8 step export "
-                           "(--form step --quantize int8)")
-    for key in ("step", "head"):
-        if not (export_dir / card["files"][key]).is_file():
-            raise CExportError(f"{export_dir / card['files'][key]}: missing")
+        card = read_card(str(export_dir))
+    except ExportFolderError as err:
+        raise CExportError(f"{err} (the C backend compiles a `zoo export --form step --quantize "
+                           "int8` folder)") from None
+    if card.form != "step" or card.quantize != "int8":
+        raise CExportError(f"{export_dir}: form {card.form!r}, quantize {card.quantize!r}; the C "
+                           "backend needs an int8 step export (--form step --quantize int8)")
     return card
+
+
+class GraphModel:
+    """A read `Graph` with the runtime interface `device_runtime.check_card_fits_models` reads:
+    ``inputs``, ``outputs``, ``input_quant(i)``, ``output_quant(i)``."""
+
+    def __init__(self, graph: Graph):
+        self.graph, self.inputs, self.outputs = graph, graph.inputs, graph.outputs
+
+    def _quant(self, index: int):
+        t = self.graph.tensor(index)
+        scale = float(t.scales[0]) if t.scales is not None and len(t.scales) else 0.0
+        return t.dtype, (scale, t.zero_point), tuple(t.shape)
+
+    def input_quant(self, i: int):
+        return self._quant(self.inputs[i])
+
+    def output_quant(self, i: int):
+        return self._quant(self.outputs[i])
+
+
+def read_checked_graphs(step_export: Path, card: ModelCard) -> dict:
+    """Model name -> (bytes, `Graph`) of the step and head models, each file structurally
+    checked first and the card checked against both (sizes, dtypes, scales, byte counts,
+    sha256 where a shipped tag lists them): one line naming the file and field otherwise."""
+    models = {}
+    try:
+        device_runtime.check_files_sha256(str(step_export))
+        for name in ("step", "head"):
+            path = step_export / card.files[name]
+            device_runtime.check_tflite(str(path))
+            data = path.read_bytes()
+            try:
+                models[name] = data, read_graph(data)
+            except (IndexError, KeyError, TypeError, ValueError, struct.error) as err:
+                if isinstance(err, UnsupportedGraph):
+                    raise
+                raise CExportError(f"{path}: damaged TFLite model ({type(err).__name__}: "
+                                   f"{err})") from None
+        device_runtime.check_card_fits_models(
+            str(step_export), card, {k: GraphModel(g) for k, (_, g) in models.items()})
+        for name, (_, graph) in models.items():
+            _check_ops(card, name, graph, step_export)
+    except ExportFolderError as err:
+        raise CExportError(str(err)) from None
+    except UnsupportedGraph as err:
+        raise CExportError(f"{step_export}: {err}") from None
+    return models
+
+
+def _check_ops(card: ModelCard, name: str, graph: Graph, step_export: Path) -> None:
+    """The card's ``ops`` (the exporter's sorted builtin op names of each model) against the
+    model's own: another cell's model (a GRU's gates under a SiRNN card) differs here."""
+    want = (card.ops or {}).get(name)
+    got = sorted({op.kind for op in graph.ops})
+    if want is not None and sorted(want) != got:
+        raise CExportError(f"{step_export / CARD_FILE}: ops.{name} is {want}, but "
+                           f"{step_export / card.files[name]} holds {got}; the card does not "
+                           "belong to this model")
 
 
 def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro") -> dict:
@@ -90,15 +154,14 @@ def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro")
     if runtime not in RUNTIMES:
         raise CExportError(f"unknown runtime {runtime!r} to match; valid: {', '.join(RUNTIMES)}")
     card = read_step_export(step_export)
-    step_bytes = (step_export / card["files"]["step"]).read_bytes()
-    head_bytes = (step_export / card["files"]["head"]).read_bytes()
+    models = read_checked_graphs(step_export, card)
+    (step_bytes, step_g), (head_bytes, head_g) = models["step"], models["head"]
     try:
-        step_g, head_g = read_graph(step_bytes), read_graph(head_bytes)
         step = emit_model("step", lower(step_g, step_bytes, runtime))
         head = emit_model("head", lower(head_g, head_bytes, runtime))
     except UnsupportedGraph as err:
         raise CExportError(f"{step_export}: {err}") from None
-    norm = _normalization(step_export, card)
+    norm = read_normalization(step_export, card)
     io = _io(card, step_g, head_g)
     sources = {
         "zoo_model.h": _header(card, io),
@@ -116,16 +179,23 @@ def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro")
     return summary
 
 
-def _normalization(export_dir: Path, card: dict):
-    name = card.get("normalization")
-    if not name:
+def read_normalization(export_dir: Path, card: ModelCard):
+    """(mean, std) float32 of the export's normalization file (`load_normalization`: finite,
+    std > 0 in float32, one per feature), or None when the card names none."""
+    from training.artifacts import load_normalization
+
+    if not card.normalization:
         return None
-    data = json.loads((export_dir / name).read_text())
-    return np.asarray(data["mean"], np.float32), np.asarray(data["std"], np.float32)
+    path = Path(inside_folder(str(export_dir), card.normalization, str(export_dir / CARD_FILE)))
+    try:
+        norm = load_normalization(path, card.features)
+    except (ValueError, OSError) as err:  # ArtifactError, a damaged JSON, a folder of that name
+        raise CExportError(str(err)) from None
+    return norm.mean, norm.std
 
 
-def _io(card: dict, step_g: Graph, head_g: Graph) -> dict:
-    sio = card["step_io"]
+def _io(card: ModelCard, step_g: Graph, head_g: Graph) -> dict:
+    sio = card.step_io
     x_idx, h_idx = step_g.inputs[sio["x"]], step_g.inputs[sio["h"]]
     ho_idx = step_g.outputs[sio.get("h_out", 0)]
     x, h_in, h_out = (_Quant.of(step_g, i) for i in (x_idx, h_idx, ho_idx))
@@ -135,14 +205,14 @@ def _io(card: dict, step_g: Graph, head_g: Graph) -> dict:
                 classes=head_g.tensor(head_g.outputs[0]).size)
 
 
-def _summary(card: dict, io: dict, step: Emitted, head: Emitted, runtime: str) -> dict:
+def _summary(card: ModelCard, io: dict, step: Emitted, head: Emitted, runtime: str) -> dict:
     tables = (0 if io["h_out"].same(io["h_in"]) else 256) + \
              (0 if io["h_in"].same(io["head_in"]) else 256)
     return {"files": list(C_FILES), "const_bytes": step.const_bytes + head.const_bytes + tables,
             "state_bytes": io["units"], "step_scratch_bytes": step.scratch_bytes,
             "head_scratch_bytes": head.scratch_bytes, "bit_exact_with": runtime,
             "feedback": "direct" if io["h_out"].same(io["h_in"]) else "table",
-            "timesteps": card["timesteps"], "features": io["features"], "units": io["units"],
+            "timesteps": card.timesteps, "features": io["features"], "units": io["units"],
             "classes": io["classes"]}
 
 
@@ -151,56 +221,29 @@ def _f32(v) -> str:
     return text + ("f" if ("." in text or "e" in text) else ".0f")
 
 
-def _header(card: dict, io: dict) -> str:
-    return f"""/* zoo_model.h: {card.get('model')} on {card.get('task')}, int8, generated by `zoo export --form c`.
- * Bit-exact with the export's step.tflite + head.tflite under TensorFlow Lite Micro. No heap,
- * no interpreter, no libm; float is used only to quantize raw input features (zoo_push).
- *
- *   zoo_state_t s;  zoo_reset(&s);
- *   for each sample t: zoo_push(&s, x_t);        (ZOO_FEATURES raw floats)
- *   int c = zoo_predict(&s, logits);             (ZOO_CLASSES int8 logits, class index)
- */
-#ifndef ZOO_MODEL_H_
-#define ZOO_MODEL_H_
-
-#include <stdint.h>
-
-#define ZOO_TIMESTEPS {card['timesteps']} /* samples per window the model was trained on */
-#define ZOO_FEATURES {io['features']}
-#define ZOO_UNITS {io['units']}     /* int8 state size */
-#define ZOO_CLASSES {io['classes']}
-/* real logit = ZOO_LOGIT_SCALE * (int8 logit - ZOO_LOGIT_ZERO_POINT) */
-#define ZOO_LOGIT_SCALE {_f32(io['logits'].scale)}
-#define ZOO_LOGIT_ZERO_POINT ({io['logits'].zero_point})
-
-/* The recurrent state: owned by the caller, one per stream. */
-typedef struct {{
-  int8_t h[ZOO_UNITS];
-}} zoo_state_t;
-
-extern const char *const zoo_class_names[ZOO_CLASSES];
-
-/* h = 0, before the first sample of a window. */
-void zoo_reset(zoo_state_t *s);
-/* One sample of raw features: normalized and quantized as the export's step model expects. */
-void zoo_push(zoo_state_t *s, const float x[ZOO_FEATURES]);
-/* One sample already quantized (zoo_quantize_input): the pure-integer path. */
-void zoo_push_q(zoo_state_t *s, const int8_t xq[ZOO_FEATURES]);
-/* Raw features -> the step model's int8 input. */
-void zoo_quantize_input(const float x[ZOO_FEATURES], int8_t xq[ZOO_FEATURES]);
-/* The head on the current state: int8 logits; returns the arg max (the first on ties). */
-int zoo_predict(const zoo_state_t *s, int8_t logits[ZOO_CLASSES]);
-
-#endif /* ZOO_MODEL_H_ */
-"""
+def _template(name: str, **values) -> str:
+    """The C template ``templates/NAME`` with its ``${...}`` placeholders filled
+    (`string.Template`: a placeholder left without a value is a KeyError, not C)."""
+    text = resources.files("export.c_backend").joinpath(f"templates/{name}").read_text()
+    return string.Template(text).substitute(values)
 
 
-def _model_c(card: dict, io: dict, step: Emitted, head: Emitted, norm, runtime: str) -> str:
-    names = card.get("class_names") or [str(i) for i in range(io["classes"])]
+def _header(card: ModelCard, io: dict) -> str:
+    return _template("zoo_model.h", model=card.model, task=card.task, timesteps=card.timesteps,
+                     features=io["features"], units=io["units"], classes=io["classes"],
+                     logit_scale=_f32(io["logits"].scale),
+                     logit_zero_point=io["logits"].zero_point)
+
+
+def _model_c(card: ModelCard, io: dict, step: Emitted, head: Emitted, norm, runtime: str) -> str:
+    names = card.class_names or [str(i) for i in range(io["classes"])]
+    if len(names) != io["classes"]:
+        raise CExportError(f"{CARD_FILE}: class_names has {len(names)} names, but the head "
+                           f"model gives {io['classes']} logits")
     names_c = ", ".join(json.dumps(str(n)) for n in names)
     rounding = SINGLE_ROUNDING[runtime]
     parts = [f"/* zoo_model.c: generated by `zoo export --form c` from step.tflite + head.tflite "
-             f"({card.get('model')} on {card.get('task')}), bit-exact with {runtime}. */",
+             f"({card.model} on {card.task}), bit-exact with {runtime}. */",
              '#include "zoo_model.h"',
              f"/* {runtime}'s FULLY_CONNECTED rounds {'once' if rounding else 'twice'}. */",
              f"#define ZOO_FC_SINGLE_ROUNDING {rounding}",
@@ -236,26 +279,8 @@ def _input_code(io: dict, norm) -> str:
         normalize = "(x[j] - zoo_mean[j]) / zoo_std[j]"
     else:
         normalize = "x[j]"
-    lines.append(f"""/* Rounds half to even, as NumPy's np.round in the zoo's Python runtimes and nearbyint in
- * its C++: adding and subtracting 1.5 * 2^23 leaves the float rounded to an integer in the
- * default rounding mode, without libm. */
-static float zoo_round_even(float v) {{
-  const float magic = 12582912.0f;
-  if (v >= 8388608.0f || v <= -8388608.0f) return v;
-  return (v + magic) - magic;
-}}
-
-void zoo_quantize_input(const float x[ZOO_FEATURES], int8_t xq[ZOO_FEATURES]) {{
-  int j;
-  for (j = 0; j < ZOO_FEATURES; ++j) {{
-    const float v = {normalize};
-    float q = zoo_round_even(v / {_f32(x.scale)}) + {float(x.zero_point)!r}f;
-    if (!(q >= -128.0f)) q = -128.0f; /* NaN goes to -128 too */
-    if (q > 127.0f) q = 127.0f;
-    xq[j] = (int8_t)q;
-  }}
-}}
-""")
+    lines.append(_template("zoo_input.c", normalize=normalize, x_scale=_f32(x.scale),
+                           x_zero_point=f"{float(x.zero_point)!r}f"))
     return "\n".join(lines)
 
 
@@ -271,36 +296,13 @@ def _api_code(io: dict, head_in: str) -> str:
     requant_head = ("" if head_in == "s->h" else
                     "  int8_t hq[ZOO_UNITS];\n"
                     "  zoo_table_s8(ZOO_UNITS, s->h, zoo_head_in_table + 128, hq);\n")
-    return f"""void zoo_reset(zoo_state_t *s) {{
-  int i;
-  for (i = 0; i < ZOO_UNITS; ++i) s->h[i] = (int8_t)({io['h_in'].zero_point});
-}}
-
-void zoo_push_q(zoo_state_t *s, const int8_t xq[ZOO_FEATURES]) {{
-  ZOO_ALIGNED int8_t h_t[ZOO_UNITS];
-  zoo_step_run({step_args[0]}, {step_args[1]}, h_t);
-  {feedback}
-}}
-
-void zoo_push(zoo_state_t *s, const float x[ZOO_FEATURES]) {{
-  int8_t xq[ZOO_FEATURES];
-  zoo_quantize_input(x, xq);
-  zoo_push_q(s, xq);
-}}
-
-int zoo_predict(const zoo_state_t *s, int8_t logits[ZOO_CLASSES]) {{
-  int c, best = 0;
-{requant_head}  zoo_head_run({head_in}, logits);
-  for (c = 1; c < ZOO_CLASSES; ++c) {{
-    if (logits[c] > logits[best]) best = c;
-  }}
-  return best;
-}}
-"""
+    return _template("zoo_api.c", h_zero_point=io["h_in"].zero_point, step_first=step_args[0],
+                     step_second=step_args[1], feedback=feedback, requant_head=requant_head,
+                     head_in=head_in)
 
 
-def _readme(card: dict, summary: dict) -> str:
-    return f"""# {card.get('model')} on {card.get('task')}: int8 C (generated by `zoo export --form c`)
+def _readme(card: ModelCard, summary: dict) -> str:
+    return f"""# {card.model} on {card.task}: int8 C (generated by `zoo export --form c`)
 
 Plain C99, no heap, no interpreter, no libm. Bit-exact with this export's `step.tflite` +
 `head.tflite` under TensorFlow Lite Micro (the zoo's tests check every window of the test split).

@@ -1,6 +1,6 @@
 """The one-invoke int8 sequence model (export/sequence_int8.py): the shipped int8 step exports'
 step and head assembled into one builtin WHILE model, checked bit for bit against the step loop
-(`device_bench.StepModel`: the step model invoked T times, its state fed back, then the head)
+(`device_runtime.StepModel`: the step model invoked T times, its state fed back, then the head)
 on the HAR subset's test windows, in ai-edge-litert and in the tflite-micro Python interpreter.
 
 Two cells: the SiRNN (h_t and h_{t-1} share a quantization: the state is copied back) and the

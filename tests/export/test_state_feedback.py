@@ -1,11 +1,12 @@
-"""The state-feedback decision of a step export (one function, `device_bench.state_feedback`, used
-by device_bench.py's loop and the exporter's stream check), on hand-built quantizations where the
+"""The state-feedback decision of a step export (one function, `device_runtime.state_feedback`, used
+by device_runtime.py's loop and the exporter's stream check), on hand-built quantizations where the
 step model's state input and output differ: no TensorFlow, no trained model."""
 
 import numpy as np
 import pytest
 
-from export import device_bench
+from export import device_runtime
+from export.card_schema import ModelCard
 
 INT8 = np.int8
 H_IN = (INT8, (0.01, 0))    # h_prev: what the step model consumes
@@ -13,7 +14,7 @@ H_OUT = (INT8, (0.02, 0))   # h_t: what the step model returns (a different scal
 
 
 def test_same_quantization_compares_dtype_scale_and_zero_point():
-    same = device_bench.same_quantization
+    same = device_runtime.same_quantization
     assert same((INT8, (0.01, 3)), (np.dtype("int8"), (0.01, 3)))
     assert not same((INT8, (0.01, 3)), (np.int16, (0.01, 3)))
     assert not same((INT8, (0.01, 3)), (INT8, (0.02, 3)))
@@ -23,7 +24,7 @@ def test_same_quantization_compares_dtype_scale_and_zero_point():
 def test_feedback_follows_the_state_the_loop_keeps():
     """The loop keeps h in h_prev's quantization (requantizing h_t when it differs), so the head
     is fed directly only when its input shares h_prev's quantization, whatever h_t's is."""
-    feedback = device_bench.state_feedback
+    feedback = device_runtime.state_feedback
     assert feedback(H_IN, H_IN, H_IN) == (True, True)
     assert feedback(h_in=H_IN, h_out=H_OUT, head_in=H_IN) == (False, True)
     # h_t happens to share the head's quantization, but the state handed to the head is in
@@ -32,7 +33,7 @@ def test_feedback_follows_the_state_the_loop_keeps():
 
 
 class _Fake:
-    """An interpreter with device_bench's runtime API, computing ``fn`` on dequantized inputs."""
+    """An interpreter with the runtime interface, computing ``fn`` on dequantized inputs."""
 
     def __init__(self, inputs, output, fn):
         self.inputs, self.outputs, self.fn = inputs, [output], fn
@@ -48,9 +49,9 @@ class _Fake:
         self.values[i] = value
 
     def invoke(self):
-        floats = [device_bench.dequantize(self.values[i], *self.inputs[i][:2])
+        floats = [device_runtime.dequantize(self.values[i], *self.inputs[i][:2])
                   for i in range(len(self.inputs))]
-        self.result = device_bench.quantize(self.fn(*floats), *self.outputs[0][:2])
+        self.result = device_runtime.quantize(self.fn(*floats), *self.outputs[0][:2])
 
     def get(self, i):
         return self.result
@@ -65,12 +66,12 @@ def _step_model(monkeypatch, tmp_path, head_in):
     step = _Fake([F32 + ((1, 1),), H_IN + ((1, 1),)], H_OUT + ((1, 1),),
                  lambda x, h: 0.5 * h + x)
     head = _Fake([head_in + ((1, 1),)], F32 + ((1, 2),), lambda h: np.concatenate([h, -h], -1))
-    monkeypatch.setattr(device_bench, "open_model",
+    monkeypatch.setattr(device_runtime, "open_model",
                         lambda path, *a: step if path.endswith("step.tflite") else head)
-    card = device_bench.ModelCard(form="step", timesteps=3, features=1,
+    card = ModelCard(form="step", timesteps=3, features=1,
                                   files={"step": "step.tflite", "head": "head.tflite"},
                                   step_io={"x": 0, "h": 1, "h_out": 0})
-    return device_bench.StepModel(str(tmp_path), card, "litert", 1)
+    return device_runtime.StepModel(str(tmp_path), card, "litert", 1)
 
 
 @pytest.mark.parametrize("head_in", [H_IN, H_OUT], ids=["head-like-h_prev", "head-like-h_t"])

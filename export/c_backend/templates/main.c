@@ -6,7 +6,8 @@
  *   zoo_app --state ...          append " | " and the final int8 state to every line
  *   zoo_app --bench N ...        time N passes over the windows instead (per window and step)
  *
- * Exit status 0, or 2 with a message on a missing file or a size that is not whole windows. */
+ * Exit status 0, or 2 with a message on a file that cannot be read (a directory, say), an empty
+ * file or one that is not whole windows, or a bad option (--bench 0). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,28 +17,51 @@
 
 #define ZOO_WINDOW (ZOO_TIMESTEPS * ZOO_FEATURES)
 
+/* The whole file, read in chunks (no ftell: on a directory it returns LONG_MAX, and a pipe has
+ * no size). NULL with a message on a file that cannot be read, is empty, or is not whole
+ * windows; *count is the number of items of `item` bytes. */
 static void *read_file(const char *path, size_t item, size_t *count) {
   FILE *f = fopen(path, "rb");
-  long bytes;
-  void *data;
-  if (!f) return NULL;
-  if (fseek(f, 0, SEEK_END) != 0 || (bytes = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+  size_t size = 0, capacity = 1 << 16, got;
+  char *data, *grown;
+  if (!f) {
+    fprintf(stderr, "%s: cannot open the file\n", path);
+    return NULL;
+  }
+  data = malloc(capacity);
+  while (data && (got = fread(data + size, 1, capacity - size, f)) > 0) {
+    size += got;
+    if (size == capacity) {
+      grown = capacity <= ((size_t)-1) / 2 ? realloc(data, capacity * 2) : NULL;
+      if (!grown) free(data);
+      data = grown;
+      capacity *= 2;
+    }
+  }
+  if (!data || ferror(f)) {
+    fprintf(stderr, "%s: cannot read the file (%s)\n", path,
+            data ? "not a regular file, or a read error" : "out of memory");
+    free(data);
     fclose(f);
     return NULL;
   }
-  data = malloc(bytes > 0 ? (size_t)bytes : 1);
-  if (data && fread(data, 1, (size_t)bytes, f) != (size_t)bytes) {
-    free(data);
-    data = NULL;
-  }
   fclose(f);
-  *count = (size_t)bytes / item;
-  if (data && (size_t)bytes % (item * ZOO_WINDOW) != 0) {
-    fprintf(stderr, "%s: %ld bytes is not a whole number of windows of %d x %d values of %u "
-            "bytes\n", path, bytes, ZOO_TIMESTEPS, ZOO_FEATURES, (unsigned)item);
-    exit(2);
+  if (size == 0 || size % (item * ZOO_WINDOW) != 0) {
+    fprintf(stderr, "%s: %lu bytes is %s windows of %d x %d values of %u bytes\n", path,
+            (unsigned long)size, size ? "not a whole number of" : "an empty file: no",
+            ZOO_TIMESTEPS, ZOO_FEATURES, (unsigned)item);
+    free(data);
+    return NULL;
   }
+  *count = size / item;
   return data;
+}
+
+/* --bench N: a positive int, else 0. */
+static int parse_reps(const char *text) {
+  char *end;
+  long v = strtol(text, &end, 10);
+  return (*text && !*end && v >= 1 && v <= 1000000000L) ? (int)v : 0;
 }
 
 static int run_window(zoo_state_t *s, const void *window, int quantized, int8_t *logits) {
@@ -65,18 +89,29 @@ int main(int argc, char **argv) {
   for (a = 1; a < argc; ++a) {
     if (strcmp(argv[a], "--int8") == 0) quantized = 1;
     else if (strcmp(argv[a], "--state") == 0) show_state = 1;
-    else if (strcmp(argv[a], "--bench") == 0 && a + 1 < argc) bench = atoi(argv[++a]);
-    else path = argv[a];
+    else if (strcmp(argv[a], "--bench") == 0) {
+      if (a + 1 >= argc || !(bench = parse_reps(argv[a + 1]))) {
+        fprintf(stderr, "--bench N: N must be an integer 1..1000000000, got %s\n",
+                a + 1 < argc ? argv[a + 1] : "nothing");
+        return 2;
+      }
+      ++a;
+    } else if (argv[a][0] == '-' && argv[a][1] == '-') {
+      fprintf(stderr, "unknown option %s (valid: --int8, --state, --bench N)\n", argv[a]);
+      return 2;
+    } else if (path) {
+      fprintf(stderr, "one WINDOWS file, got %s and %s\n", path, argv[a]);
+      return 2;
+    } else {
+      path = argv[a];
+    }
   }
   if (!path) {
     fprintf(stderr, "usage: %s [--int8] [--state] [--bench N] WINDOWS\n", argv[0]);
     return 2;
   }
   data = read_file(path, quantized ? 1 : sizeof(float), &count);
-  if (!data) {
-    fprintf(stderr, "%s: cannot read the file\n", path);
-    return 2;
-  }
+  if (!data) return 2;
   n = count / ZOO_WINDOW;
   if (bench > 0) {
     double t0 = seconds(), elapsed;

@@ -1,0 +1,103 @@
+"""A shipped tag (models/pretrained/TAG: ``card.json`` beside ``export-step-int8/``) as the source
+of a C export: its card read (`tag_card`), its export's shape checked against it, and its test
+windows taken from the task's data when the data is on disk (`test_windows`), so that the C code
+of a shipped tag is checked against its models as a run's is. Nothing is downloaded here: the
+shipped folder holds no test set, and fetching a dataset to check a C file is not what a user
+asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from export.c_backend.project import CExportError
+from export.card_schema import ModelCard
+
+TAG_CARD = "card.json"
+
+
+def tag_card(source: Path) -> dict | None:
+    """The shipped tag's ``card.json`` in ``source`` (a dict with ``input_shape`` and ``export``),
+    or None when ``source`` is not a tag folder; a damaged one is a `CExportError`."""
+    path = Path(source) / TAG_CARD
+    if not path.is_file():
+        return None
+    try:
+        card = json.loads(path.read_text())
+    except (UnicodeDecodeError, ValueError) as err:
+        raise CExportError(f"{path}: not valid JSON ({err}); the shipped tag's card is damaged") \
+            from None
+    if not (isinstance(card, dict) and isinstance(card.get("export"), dict)
+            and isinstance(card.get("input_shape"), list)):
+        raise CExportError(f"{path}: a shipped tag's card names its export and input_shape; "
+                           "this one does not")
+    return card
+
+
+def check_against_tag(tag: dict, card: ModelCard, source: Path) -> None:
+    """The step export's ``timesteps`` and ``features`` must be the tag's ``input_shape``."""
+    shape = [card.timesteps, card.features]
+    if list(tag["input_shape"]) != shape:
+        raise CExportError(f"{source / tag['export'].get('folder', '')}/model_card.json: "
+                           f"timesteps x features is {shape[0]} x {shape[1]}, but "
+                           f"{source / TAG_CARD} says input_shape {tag['input_shape']}")
+
+
+@contextlib.contextmanager
+def _offline():
+    """No download inside the block (`training.data.paths.offline` reads ZOO_OFFLINE)."""
+    from training.data.paths import OFFLINE_ENV
+
+    saved = os.environ.get(OFFLINE_ENV)
+    os.environ[OFFLINE_ENV] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(OFFLINE_ENV, None)
+        else:
+            os.environ[OFFLINE_ENV] = saved
+
+
+def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
+    """(x, y, reason): the test windows of ``card.task`` from the data on disk (``data_dir``, or
+    where the zoo looks by default), normalized with the tag's ``normalization`` (mean, std), as
+    the export's own test set would be, and their labels; or (None, None, why not) when the data
+    is not at hand. The task is built with the card's own options (a front end, the training
+    subjects: what decides the test split and the features) but no validation subjects (they
+    may not exist in a partial copy, and do not change the test split); partial copies of a
+    dataset are accepted: every window checks the C code."""
+    from training.data.errors import DataError, DataNotFoundError
+    from training.tasks import get_task
+
+    try:
+        with _offline():
+            data = get_task(card.task, **_test_options(card)).load(data_dir, seed=0)
+    except (DataNotFoundError, DataError) as err:
+        first = str(err).split(". ")[0].splitlines()[0]
+        return None, None, (f"the {card.task} data is not at hand ({first}); pass --data-dir to "
+                            "check the C code on its test windows")
+    if tuple(data.test.x.shape[1:]) != (card.timesteps, card.features):
+        return None, None, (f"the {card.task} test windows here are {data.test.x.shape[1:]}, "
+                            f"the export takes ({card.timesteps}, {card.features})")
+    mean, std = normalization
+    raw = (data.test.x * data.normalization.std + data.normalization.mean).astype(np.float32)
+    return ((raw - mean) / std).astype(np.float32), data.test.y.astype(np.int64), None
+
+
+def _test_options(card: ModelCard) -> dict:
+    """The card's task options that the task knows, without validation subjects."""
+    from training.tasks import get_task
+
+    known = get_task(card.task).options()
+    options = {k: v for k, v in (card.task_options or {}).items() if k in known}
+    for key, none in (("val_subjects", None), ("val_fold", None), ("val_fraction", 0.0),
+                      ("allow_partial", True)):
+        if key in known:
+            options[key] = none
+    return options

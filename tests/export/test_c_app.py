@@ -1,0 +1,106 @@
+"""The generated C project's own guards (issues 31 and 32): ``zoo_app`` refuses what is not a
+file of whole windows, or a bad ``--bench``, with a message and exit status 2 (a directory
+aborted the sanitizer build, an empty file or ``--bench 0`` exited 0 silently), and
+``zoo_model.c`` refuses to build under ``-ffast-math``, which folds its input rounding away.
+
+The project is the C export of the shipped ``sirnn.har2`` tag (no check: these are the app's
+tests), built with the host compiler."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from export.c_backend.command import export_c
+
+REPO = Path(__file__).resolve().parents[2]
+T, F = 128, 9  # sirnn.har2's windows
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
+                                reason="builds zoo_app with the host cc and make")
+
+
+@pytest.fixture(scope="module")
+def c_project(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("c") / "sirnn-c"
+    export_c(REPO / "models" / "pretrained" / "sirnn.har2", out, check=False,
+             print_fn=lambda *a, **k: None)
+    return out
+
+
+@pytest.fixture(scope="module", params=["O2", "sanitizers"])
+def zoo_app(request, c_project, tmp_path_factory) -> Path:
+    """zoo_app as `make` builds it, and with AddressSanitizer + UBSan (abort on any report)."""
+    build = tmp_path_factory.mktemp(request.param) / "c"
+    shutil.copytree(c_project, build)
+    flags = ([] if request.param == "O2" else
+             ["CFLAGS=-std=c99 -Wall -Wextra -Werror -O1 -g -fsanitize=address,undefined "
+              "-fno-sanitize-recover=all"])
+    done = subprocess.run(["make", "-s", "-C", str(build)] + flags, capture_output=True, text=True)
+    if done.returncode and request.param == "sanitizers":
+        pytest.skip(f"no sanitizer build here: {done.stderr[-200:]}")
+    assert done.returncode == 0, done.stderr
+    return build / "zoo_app"
+
+
+@pytest.fixture(scope="module")
+def windows(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("windows") / "two.f32"
+    np.zeros((2, T, F), "<f4").tofile(path)
+    return path
+
+
+def run(app: Path, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([str(app), *map(str, args)], capture_output=True, text=True, timeout=60)
+
+
+def test_two_windows_give_two_lines(zoo_app, windows):
+    done = run(zoo_app, windows)
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 2, done.stderr
+
+
+@pytest.mark.parametrize("case", ["directory", "empty-file", "missing-file", "bench-0",
+                                  "bench-not-a-number", "bench-without-n", "unknown-option",
+                                  "two-files"])
+def test_zoo_app_refuses_with_a_message_and_status_2(case, zoo_app, windows, tmp_path):
+    empty = tmp_path / "empty.f32"
+    empty.write_bytes(b"")
+    args, words = {
+        "directory": ([tmp_path], ["cannot read", str(tmp_path)]),
+        "empty-file": ([empty], ["empty file", "no windows"]),
+        "missing-file": ([tmp_path / "nope.f32"], ["cannot open"]),
+        "bench-0": (["--bench", "0", windows], ["--bench", "1..", "got 0"]),
+        "bench-not-a-number": (["--bench", "x", windows], ["--bench", "got x"]),
+        "bench-without-n": ([windows, "--bench"], ["--bench", "got nothing"]),
+        "unknown-option": (["--int16", windows], ["unknown option --int16"]),
+        "two-files": ([windows, windows], ["one WINDOWS file"]),
+    }[case]
+    done = run(zoo_app, *args)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stdout == "" and all(w in done.stderr for w in words), done.stderr
+    assert "Sanitizer" not in done.stderr and "runtime error" not in done.stderr
+
+
+def test_bench_counts_the_windows_it_timed(zoo_app, windows):
+    done = run(zoo_app, "--bench", 3, windows)
+    assert done.returncode == 0 and done.stdout.split()[:2] == ["windows", "6"], done.stdout
+
+
+@pytest.mark.parametrize("flag", ["-ffast-math", "-Ofast"])
+def test_zoo_model_c_refuses_fast_math_and_says_why(flag, c_project, tmp_path):
+    done = subprocess.run(["cc", "-std=c99", "-O2", flag, "-c", str(c_project / "zoo_model.c"),
+                           "-o", str(tmp_path / "zoo_model.o")], capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "#error" in done.stderr and "-ffast-math" in done.stderr, done.stderr
+    plain = subprocess.run(["cc", "-std=c99", "-O2", "-c", str(c_project / "zoo_model.c"), "-o",
+                            str(tmp_path / "zoo_model.o")], capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stderr
+
+
+def test_the_generated_sources_hold_no_unfilled_placeholder(c_project):
+    for name in ("zoo_model.h", "zoo_model.c", "main.c", "Makefile"):
+        assert "${" not in (c_project / name).read_text(), name
