@@ -57,8 +57,7 @@ def run_trial(params: dict, trials: list[dict]) -> None:
     summary. Runs in a Ray worker process."""
     from ray import tune
 
-    from experiments.tables import summarise
-    from experiments.trials import record_result
+    from experiments.trials import record_result, summarise
     from training.config import TrainConfig
     from training.runs import train_or_reuse
 

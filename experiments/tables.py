@@ -7,26 +7,12 @@ by fold (paired t-test: the folds share their subjects, so the fold-to-fold spre
 
 from __future__ import annotations
 
-import csv
 import statistics
 from pathlib import Path
 
 from experiments.benchmarks.realscale import T_975, mean_sd, paired_difference
+from experiments.trials import result_of, summarise
 from training.rundir import RunDirectory
-
-
-def summarise(run_dir) -> dict:
-    """One finished run: its validation curve, the validation accuracy of the model it kept
-    (the best epoch with early stopping, else the last), test accuracy, size and time."""
-    run = RunDirectory(run_dir)
-    metrics = run.read_metrics()
-    with open(run.history, newline="") as f:
-        history = list(csv.DictReader(f))
-    curve = [100 * float(row["val_accuracy"]) for row in history if row.get("val_accuracy")]
-    return {"val": curve[metrics["best_epoch"] - 1] if curve else None, "curve": curve,
-            "test": 100 * metrics["test"]["accuracy"], "parameters": metrics["parameters"],
-            "seconds": metrics["training_seconds"], "epochs": metrics["epochs_run"],
-            "best_epoch": metrics["best_epoch"]}
 
 
 def cv_epoch(curves: list[list[float]]) -> tuple[int, list[float]] | None:
@@ -52,8 +38,6 @@ def group(trials: list[dict]) -> dict[tuple, list[dict]]:
 
 def cv_rows(trials: list[dict]) -> list[dict]:
     """One row per (task, label, variant) with its finished folds summarised."""
-    from experiments.trials import result_of
-
     rows = []
     for (task, label, variant), planned in group(trials).items():
         done = [(t["fold"], s) for t in planned if (s := result_of(t)) is not None]

@@ -23,6 +23,7 @@ files alone. A trial whose results file holds the same settings counts as done.
 from __future__ import annotations
 
 import copy
+import csv
 import json
 from pathlib import Path
 
@@ -136,6 +137,22 @@ def realscale_trials(args) -> list[dict]:
     return trials
 
 
+def summarise(run_dir) -> dict:
+    """One finished run: its validation curve, the validation accuracy of the model it kept
+    (the best epoch with early stopping, else the last), test accuracy, size and time."""
+    from training.rundir import RunDirectory
+
+    run = RunDirectory(run_dir)
+    metrics = run.read_metrics()
+    with open(run.history, newline="") as f:
+        history = list(csv.DictReader(f))
+    curve = [100 * float(row["val_accuracy"]) for row in history if row.get("val_accuracy")]
+    return {"val": curve[metrics["best_epoch"] - 1] if curve else None, "curve": curve,
+            "test": 100 * metrics["test"]["accuracy"], "parameters": metrics["parameters"],
+            "seconds": metrics["training_seconds"], "epochs": metrics["epochs_run"],
+            "best_epoch": metrics["best_epoch"]}
+
+
 def is_finished(trial: dict) -> bool:
     """Its run directory holds a finished run, or its results file holds its settings."""
     from training.rundir import RunDirectory
@@ -154,7 +171,6 @@ def recorded(trial: dict) -> dict | None:
 
 def result_of(trial: dict) -> dict | None:
     """``trial``'s summary: from its finished run directory, else from its results file."""
-    from experiments.tables import summarise
     from training.rundir import RunDirectory
 
     if RunDirectory(trial["run_dir"]).is_finished():
@@ -164,7 +180,6 @@ def result_of(trial: dict) -> dict | None:
 
 def record_result(trial: dict) -> None:
     """Write ``trial``'s results file from its finished run directory (nothing without one)."""
-    from experiments.tables import summarise
     from training.rundir import RunDirectory
     from training.storage import write_json_atomic
 
