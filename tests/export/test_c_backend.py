@@ -152,7 +152,7 @@ def test_an_existing_folder_is_never_replaced_unless_it_is_a_zoo_c_export(sirnn_
     (mine / "notes.txt").write_text("keep me")
     with pytest.raises(CExportError, match="already exists"):
         export_c(export_dir, mine, print_fn=quiet)
-    with pytest.raises(CExportError, match="not a C export the zoo wrote"):
+    with pytest.raises(CExportError, match="not written by `zoo export --form c`"):
         export_c(export_dir, mine, overwrite=True, print_fn=quiet)
     assert (mine / "notes.txt").read_text() == "keep me"
 
