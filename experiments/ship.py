@@ -188,7 +188,11 @@ def _is_shipped(folder: Path, tag: str) -> bool:
 def _check_tag_folder(final: Path, tag: str) -> None:
     """An existing ``final`` is replaced only when it is a shipped tag (`_is_shipped`)."""
     storage.check_out(final, storage.PRETRAINED_MARKER, True, writer="zoo ship",
-                      what="pretrained tag folder", ours=lambda f: _is_shipped(f, tag))
+                      what="pretrained tag folder", ours=lambda f: _is_shipped(f, tag),
+                      option="--tag", foreign=(
+                          f"{final} was not written by `zoo ship` (no {CARD} naming {tag}); "
+                          "only a shipped tag is replaced. Choose another --tag or --dest, or "
+                          "move it away yourself (nothing was changed)."))
 
 
 def _swap_in_tag(replacement: storage.Replacement, tag: str) -> None:

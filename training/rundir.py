@@ -12,9 +12,6 @@ from pathlib import Path
 
 from training import storage
 from training.storage import RUN_MARKER, StorageError, owned, read_json
-# Kept importable from here for modules that have not moved to `training.storage` yet
-# (export/c_backend/command.py).
-from training.storage import staging_path, swap_in  # noqa: F401
 
 __all__ = ["RunDirectory", "RunDirError", "RUN_MARKER", "check_out", "check_out_argument",
            "check_run_dir_argument"]

@@ -455,7 +455,8 @@ def missing_message(folder: Path) -> str | None:
 
 
 def check_out(out: Path, marker: str, overwrite: bool, *, writer: str, what: str,
-              error: type = StorageError, ours=None, keep=None) -> None:
+              error: type = StorageError, ours=None, keep=None, option: str = "--out",
+              foreign: str | None = None) -> None:
     """Refuse an ``out`` that may not be written, from what is on disk (reads only: run before
     the lock, so a refused ``out`` gets no lock file, and again holding it).
 
@@ -469,21 +470,24 @@ def check_out(out: Path, marker: str, overwrite: bool, *, writer: str, what: str
         ours: ``ours(out)``: whether the zoo may replace it (default: it holds ``marker``).
         keep: ``keep(out)``, called for a non-empty ``out`` without ``overwrite`` (raising if
             it cannot be continued); None: refused as existing.
+        option: the option that named ``out``, for messages.
+        foreign: the message for a non-empty ``out`` the zoo may not replace (default: says
+            that ``--overwrite`` replaces only the zoo's own ``what``).
     """
     out = Path(out)
     if os.path.lexists(out) and not out.is_dir():
-        raise error(f"--out {out} is a file, not a directory; choose another --out")
+        raise error(f"{option} {out} is a file, not a directory; choose another {option}")
     if not out.is_dir() or not any(out.iterdir()):
         return
     if not overwrite:
         if keep is None:
-            raise error(f"{out} already exists; choose another --out or pass --overwrite")
+            raise error(f"{out} already exists; choose another {option} or pass --overwrite")
         keep(out)
         return
     if not (ours(out) if ours else owned(out, marker)):
-        raise error(f"{out} was not written by `{writer}` (no {marker} marker); --overwrite "
-                    f"replaces only the zoo's own {what}s. Choose another --out, or move it "
-                    "away yourself.")
+        raise error(foreign or f"{out} was not written by `{writer}` (no {marker} marker); "
+                    f"--overwrite replaces only the zoo's own {what}s. Choose another "
+                    f"{option}, or move it away yourself.")
     check_swap_free(out)
 
 
@@ -534,15 +538,14 @@ def replacing(target: Path, marker: str, what: str = "export directory", check=N
     target = Path(target)
     if check is not None:
         check(target)
-    with exclusive(target, what):
+    with disk_full_is_one_line(target, what), exclusive(target, what):
         recover_swap(target)
         if check is not None:
             check(target)
         remove_stale_partials(target)
         replacement = Replacement(target, marker)
         try:
-            with disk_full_is_one_line(target, what):
-                yield replacement
+            yield replacement
         except BaseException:
             replacement.discard()
             raise
