@@ -121,3 +121,44 @@ def test_a_killed_replacement_keeps_the_old_artifact_and_leaves_no_staging(
         hidden = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
         assert hidden == [f".{target.name}.lock"], (label, hidden)
         assert storage.PRETRAINED_MARKER not in {p.name for p in target.iterdir()}
+
+
+# A real SIGKILL at a boundary, in a child process: no cleanup of any kind runs. The C export
+# of a shipped tag needs no TensorFlow, so the child starts in well under a second.
+_KILLED_C_EXPORT = """
+import os, signal, sys
+from training import storage
+from export.c_backend.command import export_c
+from zoo.pretrained import verified_dir
+
+def point(label):
+    if label == sys.argv[2]:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+storage.crash_point = point
+export_c(verified_dir("sirnn.har2"), sys.argv[1], overwrite=True, print_fn=lambda *a: None)
+"""
+
+
+@pytest.mark.parametrize("label", KILLS)
+def test_a_sigkilled_c_export_keeps_the_old_one_and_the_next_leaves_no_staging(label, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    target = tmp_path / "c"
+    env = SimpleNamespace(run=None, data=None, tiny_config=None)
+    _c_export(target, env)
+    (target / "zoo_model.c").write_text("/* the old export, marked so it can be told apart */\n")
+    old = _snapshot(target)
+    child = subprocess.run([sys.executable, "-c", _KILLED_C_EXPORT, str(target), label],
+                           env={**os.environ, "PYTHONPATH": os.getcwd()}, capture_output=True)
+    assert child.returncode == -signal.SIGKILL, child.stderr.decode()
+    aside = tmp_path / ".c.old"
+    assert old in [_snapshot(p) for p in (target, aside) if p.is_dir()]
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert left != [".c.lock"]  # the kill left its staging or the aside copy
+    _c_export(target, env)
+    assert (target / "zoo_model.c").read_text() != "/* the old export, marked so it can be told apart */\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".c.lock", "c"]
