@@ -155,8 +155,7 @@ def _bookkeeping(path: Path, folder: Path) -> bool:
     removes once the folder is in place), a swap tag or one of its lock files."""
     if path == folder / storage.PRETRAINED_MARKER or not path.is_file() or path.is_symlink():
         return False
-    return path.name in (*storage.MARKERS, storage.ASIDE_TAG) or (
-        path.name.endswith(".lock") and storage.is_zoo_lock(path))
+    return path.name in (*storage.MARKERS, storage.ASIDE_TAG) or storage.is_zoo_lock(path)
 
 
 # ``MODEL.TASK``: the name of a folder in --dest, so no path (``/``, ``..``) and not hidden.
@@ -284,7 +283,7 @@ def main(argv=None) -> int:
     except AccuracyDropError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 3
-    except (ValueError, FileNotFoundError, storage.StorageError) as err:
+    except (ValueError, OSError, storage.StorageError) as err:  # OSError: e.g. a read-only --dest
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -160,8 +160,9 @@ def move_aside_extras(run_dir: Path) -> tuple[Path, list[str]] | None:
     old model sits beside the new one. Returns (that folder, the names moved), or None."""
     run_dir = Path(run_dir)
     own = {*RunDirectory.FINAL_FILES, "checkpoints", "tensorboard", RUN_MARKER, storage.ASIDE_TAG}
-    extras = sorted(p.name for p in run_dir.iterdir()
-                    if p.name not in own and not (p.name.startswith(".") and p.name.endswith(".tmp")))
+    extras = sorted(p.name for p in run_dir.iterdir() if p.name not in own
+                    and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+                    and not storage.is_zoo_lock(p))  # the zoo's bookkeeping goes with the run
     if not extras:
         return None
     aside = run_dir.with_name(f"{run_dir.name}.before-overwrite")

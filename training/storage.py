@@ -293,9 +293,11 @@ def _zoo_lock_content(data: bytes) -> bool:
 
 
 def is_zoo_lock(path: Path) -> bool:
-    """Whether ``path`` is a lock file the zoo wrote (a regular file with its marker)."""
+    """Whether ``path`` is a lock file the zoo wrote: ``.<name>.lock``, a regular file with its
+    marker (or empty)."""
     path = Path(path)
-    if path.is_symlink() or not path.is_file():
+    if not (path.name.startswith(".") and path.name.endswith(".lock")) \
+            or path.is_symlink() or not path.is_file():
         return False
     try:
         return _zoo_lock_content(path.read_bytes())

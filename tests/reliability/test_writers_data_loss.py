@@ -140,16 +140,17 @@ def test_train_overwrite_moves_the_runs_exports_aside_and_says_where(
     run = tmp_path / "run"
     shutil.copytree(finished_har_run, run)
     export = run / "export-step-int8"
-    export.mkdir()
-    storage.write_marker(export, storage.EXPORT_MARKER)
-    (export / "step.tflite").write_bytes(b"an export of the old model")
+    with storage.exclusive(export):  # as `zoo export` leaves it: with its lock file beside it
+        export.mkdir()
+        storage.write_marker(export, storage.EXPORT_MARKER)
+        (export / "step.tflite").write_bytes(b"an export of the old model")
     (run / "notes.txt").write_text("mine\n")
     kept = {n: b for n, b in _snapshot(run).items() if n.startswith(("export", "notes"))}
     assert main(TRAIN + ["--data-dir", str(shared_data / "har"), "--out", str(run),
                          "--overwrite"]) == 0
     aside = tmp_path / "run.before-overwrite"
     out = capsys.readouterr().out
-    assert f"in {aside}" in out and "export-step-int8" in out
+    assert f"besides the run (export-step-int8, notes.txt) in {aside}" in out
     assert _snapshot(aside) == kept
     assert not export.exists() and (run / "metrics.json").is_file()
 
