@@ -334,10 +334,10 @@ def make_staging(folder: Path, kind: str, marker: str) -> Path:
     stage = staging_path(folder, kind)
     if not remove_owned(stage):
         raise StorageError(foreign_message(stage))
+    remove_stale_partials(folder, ("making-",))  # ours included: a staging the zoo left
     making = staging_path(folder, f"making-{os.getpid()}")
-    if not (remove_owned(making) or _empty_shell(making)):
+    if os.path.lexists(making):  # a user's folder, by chance named with this pid
         raise StorageError(foreign_message(making))
-    shutil.rmtree(making, ignore_errors=True)
     making.parent.mkdir(parents=True, exist_ok=True)
     making.mkdir()
     write_marker(making, marker)
@@ -362,14 +362,14 @@ def _pid_alive(pid: int) -> bool:
 STAGING_PREFIXES = ("partial-", "making-", "c-partial-")
 
 
-def remove_stale_partials(folder: Path) -> list[Path]:
+def remove_stale_partials(folder: Path, prefixes: tuple = STAGING_PREFIXES) -> list[Path]:
     """Delete the ``.<name>.<prefix>PID`` staging directories of ``folder`` (`STAGING_PREFIXES`)
     that a killed process left (its pid no longer runs, or it is ours), if the zoo owns them (or,
     pid-named, they are a shell it was killed in before its marker was whole). Call it holding
     ``folder``'s lock. Returns what was removed."""
     folder = Path(folder)
     removed = []
-    for prefix in STAGING_PREFIXES:
+    for prefix in prefixes:
         for stage in folder.parent.glob(f".{folder.name}.{prefix}*"):
             pid = stage.name[len(f".{folder.name}.{prefix}"):]
             if not pid.isdigit() or (int(pid) != os.getpid() and _pid_alive(int(pid))):

@@ -252,3 +252,19 @@ def test_a_reader_names_the_repair_of_an_interrupted_swap(finished_har_run, tmp_
     for command in ("eval", "analyze"):
         err = _error(capsys, 2, command, str(run))
         assert f"previous directory is kept in {aside}" in err and f"mv {aside} {run}" in err
+
+
+def test_a_staging_shell_a_killed_process_left_is_swept_by_the_next_staging(tmp_path):
+    """``zoo train --overwrite`` makes ``.run.new`` through ``..run.new.making-PID``: a kill
+    before its rename leaves that shell, which the next staging of the same folder removes
+    (once its process is gone; a user's folder of that kind of name stays)."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    shell = tmp_path / f"..run.new.making-{dead.pid}"
+    shell.mkdir()
+    storage.write_marker(shell, storage.RUN_MARKER)
+    users = _user_folder(tmp_path / f"..run.new.making-{dead.pid + 1}")
+    stage = storage.make_staging(tmp_path / ".run.new", "creating", storage.RUN_MARKER)
+    assert stage == tmp_path / "..run.new.creating" and storage.owned(stage, storage.RUN_MARKER)
+    assert not shell.exists()
+    assert _snapshot(tmp_path / f"..run.new.making-{dead.pid + 1}") == users
