@@ -9,22 +9,26 @@ Exports the run (int8 streaming step model for single-state cells, else the floa
 model), checks it against the Keras model on the whole test split (`zoo export`'s checks), copies
 the run's files and the export (without its test set: the data stay with the user) into the tag's
 folder, and writes ``card.json`` with the metrics, the seeds' subject-CV estimate, the command
-and the sha256 of every file. An existing tag folder is replaced only after the new one is
-complete.
+and the sha256 of every file. The tag folder is written as every zoo directory is
+(`training.storage.replacing`): locked, built beside it, swapped in only once complete; an
+existing folder is replaced only when it is a shipped tag (its card.json names the tag).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
 from pathlib import Path
 
 from export.exportdir import C_ARRAY_FILES, TESTSET_FILE
+from training import storage
 from training.rundir import RunDirectory
 from zoo.pretrained import CARD, CARD_VERSION, pretrained_root, sha256
 
@@ -127,8 +131,8 @@ def _card(tag: str, run_dir: Path, export_card: dict, export_name: str, seed_run
 def pack(folder: Path, export_name: str) -> dict:
     """Make ``folder`` what ships and return its files' sha256: the model without its optimizer
     state (a trained model needs none; Adam's two moments triple the file), no test set or C
-    arrays, no hidden bookkeeping files (locks, the export directory's overwrite marker, which a
-    wheel's package data would drop anyway)."""
+    arrays, none of the zoo's hidden bookkeeping files (markers, lock files; a wheel's package
+    data would drop them anyway). Other hidden files are the user's and stay (unlisted)."""
     import keras
 
     import zoo  # noqa: F401  (registers the zoo layers with Keras serialization)
@@ -140,41 +144,115 @@ def pack(folder: Path, export_name: str) -> dict:
     os.replace(stripped, model_path)
     for skipped in EXPORT_SKIP:
         (folder / export_name / skipped).unlink(missing_ok=True)
-    for hidden in [p for p in folder.rglob(".*") if p.is_file()]:
+    for hidden in [p for p in folder.rglob(".*") if _bookkeeping(p, folder)]:
         hidden.unlink()
     return {p.relative_to(folder).as_posix(): sha256(p)
             for p in sorted(folder.rglob("*")) if _shippable(p) and p.name != CARD}
 
 
+def _bookkeeping(path: Path, folder: Path) -> bool:
+    """A hidden file the zoo wrote: a marker (but the folder's own, which `_swap_in_tag`
+    removes once the folder is in place), a swap tag or one of its lock files."""
+    if path == folder / storage.PRETRAINED_MARKER or not path.is_file() or path.is_symlink():
+        return False
+    return path.name in (*storage.MARKERS, storage.ASIDE_TAG) or storage.is_zoo_lock(path)
+
+
+# ``MODEL.TASK``: the name of a folder in --dest, so no path (``/``, ``..``) and not hidden.
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9][A-Za-z0-9_-]*)+")
+
+
+def check_tag(tag: str) -> None:
+    """``tag`` must be a tag name (it becomes a folder name in --dest); ValueError otherwise."""
+    if not isinstance(tag, str) or not _TAG.fullmatch(tag):
+        raise ValueError(f"--tag {tag!r} is not a tag name: MODEL.TASK, letters, digits, '_' and "
+                         "'-' between dots, e.g. sirnn.har2 (no '/', '..', leading '.' or empty "
+                         "name: it names a folder in --dest)")
+
+
+def _is_shipped(folder: Path, tag: str) -> bool:
+    """Whether ``folder`` is a tag the zoo shipped: a real folder whose card.json names ``tag``
+    and lists its files (or one `ship` is replacing, with its marker)."""
+    if storage.owned(folder, storage.PRETRAINED_MARKER):
+        return True
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    try:
+        card = json.loads((folder / CARD).read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(card, dict) and card.get("tag") == tag and isinstance(card.get("files"), dict)
+
+
+def _check_tag_folder(final: Path, tag: str) -> None:
+    """An existing ``final`` is replaced only when it is a shipped tag (`_is_shipped`)."""
+    storage.check_out(final, storage.PRETRAINED_MARKER, True, writer="zoo ship",
+                      what="pretrained tag folder", ours=lambda f: _is_shipped(f, tag),
+                      option="--tag", foreign=(
+                          f"{final} was not written by `zoo ship` (no {CARD} naming {tag}); "
+                          "only a shipped tag is replaced. Choose another --tag or --dest, or "
+                          "move it away yourself (nothing was changed)."))
+
+
+def _swap_in_tag(replacement: storage.Replacement, tag: str) -> None:
+    """Swap the complete staging folder in for the tag. A shipped tag carries no marker (its
+    card names it), so the old folder gets one first (the swap moves aside only what is
+    marked) and the new folder loses its own once in place."""
+    final = replacement.target
+    if _is_shipped(final, tag) and not storage.owned(final, storage.PRETRAINED_MARKER):
+        storage.write_marker(final, storage.PRETRAINED_MARKER)
+    replacement.swap_in()
+    (final / storage.PRETRAINED_MARKER).unlink(missing_ok=True)
+
+
+def _tag_folder(tag: str, dest) -> Path:
+    """``DEST/TAG`` (symlinks resolved), once ``tag`` is checked to be a name."""
+    check_tag(tag)
+    return storage.real_target((Path(dest) if dest else pretrained_root()) / tag, "--tag")
+
+
 def repack(tag: str, dest=None) -> dict:
-    """Apply `pack` to an already shipped folder and rewrite its card's file list."""
-    folder = (Path(dest) if dest else pretrained_root()) / tag
-    card = json.loads((folder / CARD).read_text())
-    card["files"] = pack(folder, card["export"]["folder"])
-    (folder / CARD).write_text(json.dumps(card, indent=2) + "\n")
+    """Apply `pack` to an already shipped folder and rewrite its card's file list (built in a
+    staging copy and swapped in, as `ship` does)."""
+    final = _tag_folder(tag, dest)
+    if not (final / CARD).is_file():
+        raise FileNotFoundError(f"--repack: {final} is not a shipped tag (no {CARD}); shipped "
+                                f"in {final.parent}: {', '.join(_shipped_tags(final.parent))}")
+    check = functools.partial(_check_tag_folder, tag=tag)
+    with storage.replacing(final, storage.PRETRAINED_MARKER, "pretrained tag folder",
+                           check=check) as replacement:
+        stage = replacement.stage()
+        shutil.copytree(final, stage, symlinks=True, dirs_exist_ok=True)
+        card = storage.read_json(stage / CARD, "pretrained card")
+        card["files"] = pack(stage, card["export"]["folder"])
+        (stage / CARD).write_text(json.dumps(card, indent=2) + "\n")
+        _swap_in_tag(replacement, tag)
     return card
 
 
+def _shipped_tags(dest: Path) -> list[str]:
+    return sorted(p.parent.name for p in dest.glob(f"*/{CARD}")) or ["none"]
+
+
 def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None) -> dict:
+    """Ship the finished run ``run_dir`` as ``DEST/TAG`` (`training.storage.replacing`: built
+    in a staging folder beside it, swapped in once complete; an existing folder is replaced
+    only when it is a shipped tag)."""
+    final = _tag_folder(tag, dest)
     run_dir = Path(run_dir)
-    dest = Path(dest) if dest else pretrained_root()
-    final = dest / tag
-    stage = dest / f".{tag}.partial"
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir(parents=True)
-    try:
+    for run in (run_dir, *map(Path, seed_runs)):
+        RunDirectory(run).check_finished()
+    check = functools.partial(_check_tag_folder, tag=tag)
+    with storage.replacing(final, storage.PRETRAINED_MARKER, "pretrained tag folder",
+                           check=check) as replacement:
+        stage = replacement.stage()
         for name in RUN_FILES:
             shutil.copy2(run_dir / name, stage / name)
         export_card, export_name = _export(run_dir, stage, data_dir)
         files = pack(stage, export_name)
         card = _card(tag, run_dir, export_card, export_name, seed_runs, command, files)
         (stage / CARD).write_text(json.dumps(card, indent=2) + "\n")
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    if final.exists():  # replaced only now that the new folder is complete
-        shutil.rmtree(final)
-    stage.rename(final)
+        _swap_in_tag(replacement, tag)
     size = sum(p.stat().st_size for p in final.rglob("*") if p.is_file())
     print(f"shipped {tag}: {size:,} bytes in {final}")
     return card
@@ -192,13 +270,22 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir", help="dataset folder or archive (default: the run's)")
     parser.add_argument("--dest", help="pretrained folder (default: the package's)")
     args = parser.parse_args(argv)
-    if args.repack:
-        repack(args.tag, args.dest)
-        return 0
-    if not args.run_dir or not args.command:
+    if not args.repack and (not args.run_dir or not args.command):
         parser.error("shipping a run needs RUN_DIR and --command")
-    ship(args.run_dir, args.tag, seed_runs=args.seed_runs, command=args.command,
-         data_dir=args.data_dir, dest=args.dest)
+    from export.exporter import AccuracyDropError
+
+    try:
+        if args.repack:
+            repack(args.tag, args.dest)
+        else:
+            ship(args.run_dir, args.tag, seed_runs=args.seed_runs, command=args.command,
+                 data_dir=args.data_dir, dest=args.dest)
+    except AccuracyDropError as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 3
+    except (ValueError, OSError, storage.StorageError) as err:  # OSError: e.g. a read-only --dest
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

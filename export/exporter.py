@@ -21,8 +21,8 @@ export never replaces a good one.
 
 from __future__ import annotations
 
+import functools
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,26 +163,18 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
     """
     opts = ExportOptions(quantize=quantize, form=form, unroll=unroll, **options)
     out = Path(out) if out else opts.default_out(run_dir)
-    real = storage.real_target(out)
-    _check_out(real, opts.overwrite)  # refused before a lock file is made beside it
-    with storage.exclusive(real, "export directory"):
-        _prepare_out(real, opts.overwrite)  # holding the lock: repaired, checked again
-        storage.remove_stale_partials(real)
+    check = functools.partial(check_out, overwrite=opts.overwrite)
+    with storage.replacing(storage.real_target(out), MARKER, check=check) as replacement:
         t_start = time.perf_counter()
         run = read_run(Path(run_dir), opts)
         converted = convert_models(run, opts)
-        stage = storage.make_staging(real, f"partial-{os.getpid()}", MARKER)
-        try:
-            export = ExportDirectory(stage)
-            card = write_artifacts(export, run, converted, opts)
-            lite_logits = check_litert(export, card, run, converted, opts)
-            check_tflite_micro(export, card, run, converted, lite_logits, opts)
-            write_c_sources(export, card, run, converted, opts)
-            finish(export, card, t_start)
-            where = _place(stage, real, card, opts)
-        except BaseException:
-            storage.remove_owned(stage)
-            raise
+        export = ExportDirectory(replacement.stage())
+        card = write_artifacts(export, run, converted, opts)
+        lite_logits = check_litert(export, card, run, converted, opts)
+        check_tflite_micro(export, card, run, converted, lite_logits, opts)
+        write_c_sources(export, card, run, converted, opts)
+        finish(export, card, t_start)
+        where = _place(replacement, card, opts)
     _report(card, opts, out, where)
     return card.to_dict()
 
@@ -423,21 +415,21 @@ def failed_path(out: Path) -> Path:
     return Path(out).with_name(f"{Path(out).name}.failed")
 
 
-def _place(stage: Path, out: Path, card: ModelCard, opts: ExportOptions) -> Path:
-    """Swap the complete export in ``stage`` into ``out`` if it passed its accuracy check (or
-    ``allow_drop``); otherwise into ``OUT.failed``, so that a good export in ``out`` is never
-    replaced by a failed one. If ``OUT.failed`` is in use or is a user's folder, the failed
-    export stays in ``stage``. Returns where the export is."""
+def _place(replacement: storage.Replacement, card: ModelCard, opts: ExportOptions) -> Path:
+    """Swap the complete export in the staging folder into ``out`` if it passed its accuracy
+    check (or ``allow_drop``); otherwise into ``OUT.failed``, so that a good export in ``out``
+    is never replaced by a failed one. If ``OUT.failed`` is in use or is a user's folder, the
+    failed export stays in the staging folder. Returns where the export is."""
     if card.accuracy["passed"] or opts.allow_drop:
-        storage.swap_in(stage, out, MARKER)
-        return out
-    failed = failed_path(out)
+        replacement.swap_in()
+        return replacement.target
+    failed = failed_path(replacement.target)
     try:
-        with storage.exclusive(failed, "export directory"):
-            storage.swap_in(stage, failed, MARKER)  # replaces only an earlier failed export
+        with storage.replacing(failed, MARKER) as failed_replacement:
+            failed_replacement.swap_in(replacement.staging)  # only an earlier failed export
             return failed
     except storage.StorageError:
-        return stage
+        return replacement.staging
 
 
 def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path) -> None:
@@ -457,26 +449,10 @@ def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path) -> Non
         "with the integer-friendly options (docs/export.md).")
 
 
-def _prepare_out(out: Path, overwrite: bool) -> None:
-    """Holding ``out``'s lock: finish or undo an interrupted swap (only when the aside copy is
-    the zoo's, `training.storage`), then `_check_out`. Nothing of the user's is deleted or
-    moved; the new export is built beside ``out`` and swapped in only once it is complete."""
-    storage.recover_swap(out)
-    _check_out(out, overwrite)
-
-
-def _check_out(out: Path, overwrite: bool) -> None:
-    """Refuse an ``out`` that may not be replaced (reads only: also run before the lock)."""
-    if os.path.lexists(out) and not out.is_dir():
-        raise ExportDirError(f"--out {out} is a file, not a directory; choose another --out")
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise ExportDirError(f"{out} already exists; choose another --out or pass --overwrite")
-        if not ExportDirectory(out).has_marker():
-            raise ExportDirError(f"{out} was not written by `zoo export` (no "
-                                 f"{MARKER} marker); --overwrite replaces only the "
-                                 "zoo's own export directories. Choose another --out.")
-        storage.check_swap_free(out)
+def check_out(out: Path, overwrite: bool) -> None:
+    """Refuse an export ``out`` that may not be written (`storage.check_out`: reads only)."""
+    storage.check_out(out, MARKER, overwrite, writer="zoo export", what="export directory",
+                      error=ExportDirError)
 
 
 def _task_data(config: dict, run_dir: Path, data_dir):

@@ -10,11 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.storage import (RUN_MARKER, StorageError, check_swap_free, owned,
-                              read_json)
-# Kept importable from here for modules that have not moved to `training.storage` yet
-# (export/c_backend/command.py).
-from training.storage import staging_path, swap_in  # noqa: F401
+from training import storage
+from training.storage import RUN_MARKER, StorageError, owned, read_json
 
 __all__ = ["RunDirectory", "RunDirError", "RUN_MARKER", "check_out", "check_out_argument",
            "check_run_dir_argument"]
@@ -69,7 +66,8 @@ class RunDirectory:
         """Raise FileNotFoundError (a file is missing) or ValueError (the run is unfinished)
         unless this is a finished run; cheap (no file is parsed), for a command's first check."""
         if not self.root.is_dir():
-            raise FileNotFoundError(f"{self.root} is not a finished run: no such directory")
+            raise FileNotFoundError(storage.missing_message(self.root)
+                                    or f"{self.root} is not a finished run: no such directory")
         missing = [p.name for p in (self.config, self.model, self.normalization)
                    if not p.is_file()]
         if missing:
@@ -125,20 +123,16 @@ def check_run_dir_argument(args) -> None:
 def check_out(run_dir: Path, overwrite: bool) -> None:
     """Refuse a ``run_dir`` ``zoo train --out`` may not use, from what is on disk (reads only:
     run before the lock, so a refused ``--out`` leaves no lock file, and again holding it). Needs
-    no Keras, so a command can run it before loading TensorFlow."""
-    if os.path.lexists(run_dir) and not run_dir.is_dir():
-        raise RunDirError(f"--out {run_dir} is a file, not a directory; choose another --out")
-    if not run_dir.is_dir() or not any(run_dir.iterdir()):
-        return
+    no Keras, so a command can run it before loading TensorFlow. `storage.check_out`, where a
+    run directory without ``overwrite`` may also be an unfinished run to resume."""
+    storage.check_out(Path(run_dir), RUN_MARKER, overwrite, writer="zoo train",
+                      what="run directory", error=RunDirError, keep=_check_resumable)
+
+
+def _check_resumable(run_dir: Path) -> None:
+    """A non-empty ``--out`` without ``--overwrite`` must hold an unfinished run to resume."""
     ours = owned(run_dir, RUN_MARKER)
     legacy = not ours and RunDirectory(run_dir).config.is_file()  # from before the marker
-    if overwrite:
-        if not ours:
-            raise RunDirError(f"{run_dir} was not written by `zoo train` (no {RUN_MARKER} "
-                              "marker); --overwrite replaces only the zoo's own run directories. "
-                              "Choose another --out, or move it away yourself.")
-        check_swap_free(run_dir)
-        return
     if not (ours or legacy):
         raise RunDirError(f"{run_dir} is not empty and holds no run; choose another --out.")
     if RunDirectory(run_dir).is_finished():
@@ -156,3 +150,28 @@ def check_out_argument(out, overwrite: bool) -> None:
         check_out(real_target(Path(out)), overwrite)
     except StorageError as err:
         raise ValueError(str(err)) from None
+
+
+def move_aside_extras(run_dir: Path) -> tuple[Path, list[str]] | None:
+    """Before ``zoo train --overwrite`` swaps a new run in: whatever ``run_dir`` holds besides
+    the run itself (its exports, such as the default ``export-step-int8``, and any file of the
+    user's) is moved to a new folder ``RUN.before-overwrite`` beside it (``-2``, ``-3``...
+    when taken), so that the swap deletes only the run's own files and no export made from the
+    old model sits beside the new one. Returns (that folder, the names moved), or None."""
+    run_dir = Path(run_dir)
+    own = {*RunDirectory.FINAL_FILES, "checkpoints", "tensorboard", RUN_MARKER, storage.ASIDE_TAG}
+    extras = sorted(p.name for p in run_dir.iterdir() if p.name not in own
+                    and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+                    and not storage.is_zoo_lock(p))  # the zoo's bookkeeping goes with the run
+    if not extras:
+        return None
+    aside = run_dir.with_name(f"{run_dir.name}.before-overwrite")
+    n = 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = run_dir.with_name(f"{run_dir.name}.before-overwrite-{n}")
+    aside.mkdir()
+    for name in extras:
+        os.rename(run_dir / name, aside / name)
+        storage.crash_point(f"before-overwrite: {name} moved")
+    return aside, extras

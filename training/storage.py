@@ -10,13 +10,18 @@ other folder the zoo replaces):
   ``.X.partial-PID``), is the user's and is never deleted or moved.
 * **Exclusive lock.** `exclusive` takes an ``fcntl.flock`` on ``.<name>.lock`` beside the
   *real* directory (symlinks resolved, so two spellings of one folder share one lock); the error
-  for a second process names the holder's pid, host and command.
+  for a second process names the holder's pid, host and command. A lock file is the zoo's only
+  when it carries its ``written_by`` marker (or is empty): a user's file of that name is refused.
 * **Atomic files.** `write_bytes_atomic` writes to a temporary name in the same folder, flushes
   it and renames it over the target, so a kill leaves the old file or the new one.
 * **Staging and swap.** A replacement is built in a staging directory beside the target
   (`make_staging`) and exchanged for it at the end (`swap_in`); the old directory is moved
   aside under ``.<name>.old`` with an ``.zoo-aside`` tag first, so that `recover_swap` can tell
   an interrupted swap of its own from a user's folder of that name.
+* **Replacing.** `replacing` is the one way a writer (``zoo train --overwrite``, ``zoo
+  export``, ``--form c``, ``zoo ship``) replaces a directory: lock, repair an interrupted swap,
+  check the target (`check_out`), sweep the staging killed processes left, stage, swap in. A
+  full disk inside it is one `StorageError` naming the path.
 
 `crash_point` marks each write boundary; it does nothing, and the reliability tests replace it
 to simulate a kill at every one of them.
@@ -36,7 +41,11 @@ from pathlib import Path
 
 RUN_MARKER = ".zoo-run"
 EXPORT_MARKER = ".zoo-export"
-MARKERS = (RUN_MARKER, EXPORT_MARKER)
+# A shipped tag's folder while `zoo ship` builds or replaces it (a shipped tag carries none: a
+# wheel drops hidden files; its card.json names it instead).
+PRETRAINED_MARKER = ".zoo-pretrained"
+MARKERS = (RUN_MARKER, EXPORT_MARKER, PRETRAINED_MARKER)
+WRITTEN_BY = "edge-rnn-zoo"  # the ``written_by`` of every marker and lock file the zoo writes
 # Written into a directory just before `swap_in` moves it aside: only a ``.<name>.old`` with
 # this tag (and a marker) is the zoo's, to be restored or deleted by `recover_swap`.
 ASIDE_TAG = ".zoo-aside"
@@ -68,10 +77,14 @@ def write_bytes_atomic(path: Path, data: bytes, label: str | None = None) -> Non
     path = Path(path)
     label = label or path.name
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError:  # a full disk: the half-written temporary file goes, the old file stays
+        tmp.unlink(missing_ok=True)
+        raise
     crash_point(f"{label}: written, not renamed")
     os.replace(tmp, path)
     crash_point(f"{label}: renamed")
@@ -112,7 +125,7 @@ def write_marker(folder: Path, marker: str) -> None:
     """
     from zoo import __version__
 
-    write_json_atomic(Path(folder) / marker, {"written_by": "edge-rnn-zoo",
+    write_json_atomic(Path(folder) / marker, {"written_by": WRITTEN_BY,
                                               "version": __version__}, label=marker)
 
 
@@ -142,12 +155,12 @@ def _empty_dir(folder: Path) -> bool:
 
 
 def remove_owned(folder: Path) -> bool:
-    """Delete ``folder`` if the zoo owns it (or it is an empty shell); True when it is gone.
-    Anything else is left as it is."""
+    """Delete ``folder`` if the zoo owns it (it holds a marker); True when it is gone. Anything
+    else, an empty folder included (a user may have made it), is left as it is."""
     folder = Path(folder)
     if not os.path.lexists(folder):
         return True
-    if owned(folder) or _empty_shell(folder):
+    if owned(folder):
         shutil.rmtree(folder)
         return True
     return False
@@ -224,7 +237,7 @@ def exclusive(folder: Path, what: str = "run directory"):
 
     path = lock_path(folder)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock(path, folder)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -234,13 +247,68 @@ def exclusive(folder: Path, what: str = "run directory"):
             raise DirectoryInUseError(
                 f"{what} {folder} is in use by {_holder(fd)}; wait for it to finish or choose "
                 f"another --out (lock file {path})") from None
-        info = {"pid": os.getpid(), "host": socket.gethostname(),
+        if not _zoo_lock_content(os.pread(fd, 1 << 16, 0)):  # read only once we hold it
+            raise StorageError(_foreign_lock_message(path, folder))
+        info = {"written_by": WRITTEN_BY, "pid": os.getpid(), "host": socket.gethostname(),
                 "since": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+def _open_lock(path: Path, folder: Path) -> int:
+    """A descriptor on the lock file, created if missing; a directory, symlink or other
+    non-file of the user's under that name is a StorageError (nothing opened or changed)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as err:
+        if err.errno in (errno.EISDIR, errno.ELOOP, errno.ENXIO, errno.ENOTDIR):
+            raise StorageError(_foreign_lock_message(path, folder)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StorageError(_foreign_lock_message(path, folder))
+    return fd
+
+
+# The keys of a lock file from before the ``written_by`` marker (read as the zoo's as well).
+_LEGACY_LOCK_KEYS = {"pid", "host", "since", "command"}
+
+
+def _zoo_lock_content(data: bytes) -> bool:
+    """Whether a lock file's bytes are the zoo's: empty (just made, or a kill between truncating
+    and writing it), or its JSON with the marker (or the four keys it had before the marker)."""
+    if not data.strip():
+        return True
+    try:
+        info = json.loads(data.decode())
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(info, dict) and (info.get("written_by") == WRITTEN_BY
+                                       or set(info) == _LEGACY_LOCK_KEYS)
+
+
+def is_zoo_lock(path: Path) -> bool:
+    """Whether ``path`` is a lock file the zoo wrote: ``.<name>.lock``, a regular file with its
+    marker (or empty)."""
+    path = Path(path)
+    if not (path.name.startswith(".") and path.name.endswith(".lock")) \
+            or path.is_symlink() or not path.is_file():
+        return False
+    try:
+        return _zoo_lock_content(path.read_bytes())
+    except OSError:
+        return False
+
+
+def _foreign_lock_message(path: Path, folder: Path) -> str:
+    return (f"{path} exists and is not a lock file of the zoo's (no \"written_by\": "
+            f"\"{WRITTEN_BY}\"); the zoo needs that name to lock {folder}: move it away "
+            "(nothing was changed)")
 
 
 # ----------------------------------------------------------------------------- staging
@@ -256,13 +324,25 @@ def staging_path(folder: Path, kind: str = "new") -> Path:
 def make_staging(folder: Path, kind: str, marker: str) -> Path:
     """A new, empty staging directory ``.<name>.<kind>`` beside ``folder``, marked as the
     zoo's from the start (so a kill leaves something `remove_owned` may clear). One the zoo
-    left there is replaced; a user's folder of that name raises StorageError, untouched."""
+    left there is replaced; a user's folder of that name (an empty one included) raises
+    StorageError, untouched.
+
+    The directory appears under its name with its marker already whole: it is made as
+    ``.<name>.making-PID`` (a name `remove_stale_partials` sweeps once that pid is gone),
+    marked, then renamed, so no kill leaves an unmarked folder under a name a user might use.
+    """
     stage = staging_path(folder, kind)
     if not remove_owned(stage):
         raise StorageError(foreign_message(stage))
-    stage.parent.mkdir(parents=True, exist_ok=True)
-    stage.mkdir()
-    write_marker(stage, marker)
+    remove_stale_partials(folder, ("making-",))  # ours included: a staging the zoo left
+    making = staging_path(folder, f"making-{os.getpid()}")
+    if os.path.lexists(making):  # a user's folder, by chance named with this pid
+        raise StorageError(foreign_message(making))
+    making.parent.mkdir(parents=True, exist_ok=True)
+    making.mkdir()
+    write_marker(making, marker)
+    crash_point("staging: marked, not renamed")
+    os.rename(making, stage)
     return stage
 
 
@@ -276,18 +356,27 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def remove_stale_partials(folder: Path, prefix: str = "partial-") -> list[Path]:
-    """Delete the ``.<name>.<prefix>PID`` staging directories of ``folder`` that a killed
-    process left (its pid no longer runs, or it is ours), if the zoo owns them. Call it holding
+# The per-process staging names, ``.<name>.<prefix>PID``: the exporter's and every writer's
+# through `replacing` (``partial-``), `make_staging`'s (``making-``) and the C export's before
+# it used `replacing` (``c-partial-``, still swept).
+STAGING_PREFIXES = ("partial-", "making-", "c-partial-")
+
+
+def remove_stale_partials(folder: Path, prefixes: tuple = STAGING_PREFIXES) -> list[Path]:
+    """Delete the ``.<name>.<prefix>PID`` staging directories of ``folder`` (`STAGING_PREFIXES`)
+    that a killed process left (its pid no longer runs, or it is ours), if the zoo owns them (or,
+    pid-named, they are a shell it was killed in before its marker was whole). Call it holding
     ``folder``'s lock. Returns what was removed."""
     folder = Path(folder)
     removed = []
-    for stage in folder.parent.glob(f".{folder.name}.{prefix}*"):
-        pid = stage.name.rsplit(prefix, 1)[-1]
-        if not pid.isdigit() or (int(pid) != os.getpid() and _pid_alive(int(pid))):
-            continue
-        if (owned(stage) or _empty_shell(stage)) and remove_owned(stage):
-            removed.append(stage)
+    for prefix in prefixes:
+        for stage in folder.parent.glob(f".{folder.name}.{prefix}*"):
+            pid = stage.name[len(f".{folder.name}.{prefix}"):]
+            if not pid.isdigit() or (int(pid) != os.getpid() and _pid_alive(int(pid))):
+                continue
+            if owned(stage) or _empty_shell(stage):
+                shutil.rmtree(stage)
+                removed.append(stage)
     return removed
 
 
@@ -350,3 +439,132 @@ def swap_in(new: Path, folder: Path, marker: str | None = None) -> None:
     os.rename(new, folder)  # over an empty directory, if one is there: atomic as well
     crash_point("swap: new directory in place")
     shutil.rmtree(aside, ignore_errors=True)
+
+
+def missing_message(folder: Path) -> str | None:
+    """For a reader that finds ``folder`` missing: how to repair an interrupted swap, when the
+    previous directory waits aside (``.<name>.old`` with the zoo's tag), else None."""
+    folder = Path(folder)
+    aside = _aside(folder)
+    if os.path.lexists(folder) or not _is_our_aside(aside):
+        return None
+    return (f"{folder} is missing because replacing it was interrupted (killed); the previous "
+            f"directory is kept in {aside}. The next zoo command that writes {folder} puts it "
+            f"back, or do it now: mv {aside} {folder}")
+
+
+# ----------------------------------------------------------------------------- replacing
+
+
+def check_out(out: Path, marker: str, overwrite: bool, *, writer: str, what: str,
+              error: type = StorageError, ours=None, keep=None, option: str = "--out",
+              foreign: str | None = None) -> None:
+    """Refuse an ``out`` that may not be written, from what is on disk (reads only: run before
+    the lock, so a refused ``out`` gets no lock file, and again holding it).
+
+    Args:
+        out: the (real) target directory.
+        marker: the marker that makes an existing ``out`` the zoo's.
+        overwrite: whether a non-empty ``out`` may be replaced.
+        writer: the command, for messages (``"zoo export"``).
+        what: what ``out`` is, for messages (``"export directory"``).
+        error: the StorageError subclass raised.
+        ours: ``ours(out)``: whether the zoo may replace it (default: it holds ``marker``).
+        keep: ``keep(out)``, called for a non-empty ``out`` without ``overwrite`` (raising if
+            it cannot be continued); None: refused as existing.
+        option: the option that named ``out``, for messages.
+        foreign: the message for a non-empty ``out`` the zoo may not replace (default: says
+            that ``--overwrite`` replaces only the zoo's own ``what``).
+    """
+    out = Path(out)
+    if os.path.lexists(out) and not out.is_dir():
+        raise error(f"{option} {out} is a file, not a directory; choose another {option}")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if not overwrite:
+        if keep is None:
+            raise error(f"{out} already exists; choose another {option} or pass --overwrite")
+        keep(out)
+        return
+    if not (ours(out) if ours else owned(out, marker)):
+        raise error(foreign or f"{out} was not written by `{writer}` (no {marker} marker); "
+                    f"--overwrite replaces only the zoo's own {what}s. Choose another "
+                    f"{option}, or move it away yourself.")
+    check_swap_free(out)
+
+
+class Replacement:
+    """What `replacing` yields: the locked ``target``, a staging directory on demand
+    (`stage`), and the swap (`swap_in`)."""
+
+    def __init__(self, target: Path, marker: str):
+        self.target, self.marker = Path(target), marker
+        self.staging: Path | None = None
+
+    def stage(self) -> Path:
+        """A new, marked, empty ``.<name>.partial-PID`` beside the target: swept by the next
+        writer once this process is gone, removed at once when the ``with`` block fails."""
+        self.staging = make_staging(self.target, f"partial-{os.getpid()}", self.marker)
+        return self.staging
+
+    def swap_in(self, new: Path | None = None) -> None:
+        """Replace the target by ``new`` (default: `stage`'s directory), old one deleted last."""
+        swap_in(Path(new) if new else self.staging, self.target, self.marker)
+
+    def discard(self) -> None:
+        """Remove the staging directory, if it is still there (the block failed)."""
+        if self.staging is not None and os.path.lexists(self.staging):
+            remove_owned(self.staging)
+
+
+@contextmanager
+def replacing(target: Path, marker: str, what: str = "export directory", check=None):
+    """The one way a writer replaces (or creates) the directory ``target``.
+
+    Before the lock, ``check(target)`` (if given) refuses what may not be written, from what is
+    on disk, so a refused target gets no lock file. Then, holding ``target``'s lock: an
+    interrupted swap is finished or undone (`recover_swap`), ``check`` runs again, the staging
+    that killed processes left is swept (`remove_stale_partials`), and the block gets a
+    `Replacement`. A failing block removes the staging it made; a full disk in it is one
+    StorageError naming the path (the files written before stay as they were).
+
+    Example:
+
+    ```python
+    with replacing(out, EXPORT_MARKER, check=check) as replacement:
+        stage = replacement.stage()
+        ...  # write the new directory into stage
+        replacement.swap_in()
+    ```
+    """
+    target = Path(target)
+    if check is not None:
+        check(target)
+    with disk_full_is_one_line(target, what), exclusive(target, what):
+        recover_swap(target)
+        if check is not None:
+            check(target)
+        remove_stale_partials(target)
+        replacement = Replacement(target, marker)
+        try:
+            yield replacement
+        except BaseException:
+            replacement.discard()
+            raise
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+@contextmanager
+def disk_full_is_one_line(target: Path, what: str = "directory"):
+    """A full disk (ENOSPC, or a quota) in the block becomes StorageError naming the file."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno not in DISK_FULL:
+            raise
+        where = f" writing {err.filename}" if err.filename else ""
+        raise StorageError(f"no space left on the device{where} ({what} {target}); free some "
+                           "space and run the same command again (the files written before "
+                           "stay as they were)") from None

@@ -20,6 +20,7 @@ only once it has finished.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -60,7 +61,8 @@ class WorkDir:
 
 
 def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> WorkDir:
-    """Where to train and what to resume (`WorkDir`). Call it holding the lock.
+    """Where to train and what to resume (`WorkDir`). Call it inside `storage.replacing`
+    (which holds the lock, repaired an interrupted swap and ran `check_out`).
 
     The work directory is ``run_dir`` itself, or with ``overwrite`` a staging directory beside
     it that replaces ``run_dir`` only once the new run has finished (`storage.swap_in`). The
@@ -69,8 +71,6 @@ def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> Work
     zoo's marker (``.zoo-run``), and the zoo's hidden names are used only when free or its own.
     """
     run_dir = Path(run_dir)
-    storage.recover_swap(run_dir)
-    check_out(run_dir, overwrite)
     if not run_dir.exists() or not any(run_dir.iterdir()):
         found_empty = run_dir.is_dir()
         return WorkDir(_fresh(run_dir), created=True, found_empty=found_empty)
@@ -348,16 +348,28 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
                          f"{config.model_options}: {err}") from None
     init_weights = warm_start_weights(probe, config.init_from) if config.init_from else None
     del probe
-    with storage.exclusive(real):
+    refuse = functools.partial(check_out, overwrite=overwrite)
+    with storage.replacing(real, RUN_MARKER, "run directory", check=refuse) as replacement:
         work = prepare_run_dir(real, config, overwrite)
         metrics = _train_in_cleaning_up(work, config, task, init_weights, data_dir, verbose,
                                         print_fn)
         if work.path != real:
-            storage.swap_in(work.path, real, RUN_MARKER)
+            _keep_extras(real, print_fn)
+            replacement.swap_in(work.path)
     summary = ", ".join(cb.format_metric(k, v) for k, v in metrics["test"].items())
     print_fn(f"test: {summary}  ({metrics['parameters']:,} parameters, "
              f"{metrics['training_seconds']:.0f}s training) -> {run_dir}")
     return metrics
+
+
+def _keep_extras(run_dir: Path, print_fn) -> None:
+    """The exports (and anything else not the run's) in a run about to be replaced, moved
+    aside (`rundir.move_aside_extras`) and said where."""
+    moved = rundir.move_aside_extras(run_dir)
+    if moved:
+        aside, names = moved
+        print_fn(f"kept what {run_dir} held besides the run ({', '.join(names)}) in {aside}: "
+                 "exports there were made from the replaced model")
 
 
 def check_monitor(config: TrainConfig, task) -> None:

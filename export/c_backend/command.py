@@ -13,8 +13,8 @@ The result is one folder: the step export's files, the C project (`project.C_FIL
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -81,16 +81,14 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
     if match not in RUNTIMES:
         raise CExportError(f"--match {match!r}; valid: {', '.join(RUNTIMES)}")
     out = storage.real_target(Path(out) if out else source / DEFAULT_OUT_NAME)
-    _check_out(out, overwrite)
-    with storage.exclusive(out, "export directory"):
-        storage.recover_swap(out)
-        stage = storage.make_staging(out, f"c-partial-{os.getpid()}", MARKER)
+    refuse = functools.partial(check_out, overwrite=overwrite)
+    with storage.replacing(out, MARKER, check=refuse) as replacement:
+        stage = replacement.stage()
         try:
             summary = _build(source, stage, match, check, print_fn, step_options)
-            storage.swap_in(stage, out, MARKER)
-        except BaseException:
-            storage.remove_owned(stage)
-            raise
+        except CExportError as err:  # name the folder asked for, not the temporary one
+            raise CExportError(str(err).replace(str(stage), f"{out} (being built)")) from None
+        replacement.swap_in()
     print_fn(f"wrote {out}: zoo_model.c ({summary['const_bytes']} bytes of constants, state "
              f"{summary['state_bytes']} bytes), bit-exact target {match}")
     return summary
@@ -102,13 +100,16 @@ def _build(source: Path, stage: Path, match: str, check: bool, print_fn, step_op
         step_dir = find_step_export(source)
         made_here = step_dir is None
         if made_here:
-            from export.exporter import export_run
-
-            from export.exporter import AccuracyDropError
+            from export.exporter import AccuracyDropError, export_run
 
             step_dir = Path(tmp) / "step"
+
+            def said(*parts, **kwargs):  # its "wrote" line would name a temporary folder
+                if parts != (f"  wrote {step_dir}",):
+                    print_fn(*parts, **kwargs)
+
             try:
-                export_run(source, step_dir, quantize="int8", form="step", print_fn=print_fn,
+                export_run(source, step_dir, quantize="int8", form="step", print_fn=said,
                            **step_options)
             except AccuracyDropError as err:  # its folder is temporary: say how to keep one
                 raise AccuracyDropError(
@@ -155,17 +156,17 @@ def _given_export_windows(source: Path, step_dir: Path, step_options: dict):
     return x, why
 
 
-def _check_out(out: Path, overwrite: bool) -> None:
-    from export.exportdir import ExportDirectory
+def check_out(out: Path, overwrite: bool) -> None:
+    """Refuse a C ``out`` that may not be written (`training.storage.check_out`): an existing
+    folder is replaced only with ``overwrite`` and only when it is a C export the zoo wrote."""
+    from export.exportdir import MARKER
+    from training import storage
 
-    if out.exists() and not out.is_dir():
-        raise CExportError(f"--out {out} is a file, not a directory; choose another --out")
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise CExportError(f"{out} already exists; choose another --out or pass --overwrite")
-        if not ExportDirectory(out).has_marker() or not (out / "zoo_model.c").is_file():
-            raise CExportError(f"{out} is not a C export the zoo wrote; --overwrite replaces "
-                               "only those. Choose another --out.")
+    def is_c_export(folder: Path) -> bool:
+        return storage.owned(folder, MARKER) and (folder / "zoo_model.c").is_file()
+
+    storage.check_out(out, MARKER, overwrite, writer="zoo export --form c", what="C export",
+                      error=CExportError, ours=is_c_export)
 
 
 def check_c(c_dir: Path, match: str, print_fn=print, windows=None) -> dict:

@@ -76,9 +76,12 @@ def test_gru_c_from_a_run_directory_equals_tflite_micro(har_dir, tmp_path_factor
                       batch_size=64, lr=1e-2, clipnorm=1.0, seed=0),
           run, data_dir=har_dir, verbose=0, print_fn=quiet)
     out = tmp_path_factory.mktemp("c") / "gru-c"
+    lines = []
     summary = export_c(run, out, data_dir=har_dir, allow_drop=True, calibration_pairs=300,
-                       micro=False, print_fn=quiet)
+                       micro=False, print_fn=lambda *a, **k: lines.append(" ".join(map(str, a))))
     assert_bit_exact(summary["check"])
+    assert lines[-1].startswith(f"wrote {out}: zoo_model.c")
+    assert not [line for line in lines if ".partial-" in line or ".zoo-c-step-" in line]
     ops = json.loads((out / "model_card.json").read_text())["ops"]["step"]
     assert {"LOGISTIC", "TANH", "SPLIT", "STRIDED_SLICE"} <= set(ops)
 
@@ -152,7 +155,7 @@ def test_an_existing_folder_is_never_replaced_unless_it_is_a_zoo_c_export(sirnn_
     (mine / "notes.txt").write_text("keep me")
     with pytest.raises(CExportError, match="already exists"):
         export_c(export_dir, mine, print_fn=quiet)
-    with pytest.raises(CExportError, match="not a C export the zoo wrote"):
+    with pytest.raises(CExportError, match="not written by `zoo export --form c`"):
         export_c(export_dir, mine, overwrite=True, print_fn=quiet)
     assert (mine / "notes.txt").read_text() == "keep me"
 

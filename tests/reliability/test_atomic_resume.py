@@ -87,6 +87,7 @@ def test_kill_at_every_write_boundary_then_resume_gives_the_same_run(reference, 
     points = distinct_states(labels)
     assert [label for _, label in points] == [
         ".zoo-run: written, not renamed",  # the marker, in the directory not yet in place
+        "staging: marked, not renamed",  # .run.making-PID, then renamed .run.creating
         "run directory created", "config.yaml: written, not renamed",
         "normalization.json: written, not renamed",
         "checkpoint epoch-0001: written, not committed", "checkpoint epoch-0001: committed",

@@ -1,0 +1,164 @@
+"""Issues 31 and 32: every writer (``zoo export``, ``--form c``, ``zoo train --overwrite``, ``zoo
+ship``) replaces its directory through `training.storage.replacing`. A kill at each step of the
+replacement (the staging folder made, the old directory moved aside, the new one in place)
+leaves the old artifact whole, in place or aside where the next command puts it back, and the
+next command leaves no staging behind.
+
+The kill is injected: `training.storage.crash_point` raises at the chosen boundary (the last
+one of that name: a ship's own swap comes after its inner export's) and the cleanup a SIGKILL
+would not run (`Replacement.discard`) is switched off, so the staging stays as a kill leaves
+it. The kill's staging is named by this (live) pid, which the next command treats as dead:
+the same process runs it.
+"""
+
+from types import SimpleNamespace
+
+import pytest
+
+from training import storage
+
+# What the replacement is killed after: staging made (marked, before its rename), old
+# directory moved aside, new directory in place (old one not yet deleted).
+KILLS = ("staging: marked, not renamed", "swap: old directory moved aside",
+         "swap: new directory in place")
+# The zoo's own bookkeeping inside a directory (not part of what is compared).
+BOOKKEEPING = {storage.ASIDE_TAG, storage.PRETRAINED_MARKER}
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL (not an Exception: nothing under test catches it)."""
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name not in BOOKKEEPING}
+
+
+def _quiet(*args, **kwargs):
+    pass
+
+
+# ------------------------------------------------------------------------------- the writers
+def _export(target, env):
+    from export.exporter import export_run
+
+    export_run(env.run, target, overwrite=True, micro=False, data_dir=env.data,
+               print_fn=_quiet)
+    return "model_card.json"
+
+
+def _c_export(target, env):
+    from export.c_backend.command import export_c
+    from zoo.pretrained import verified_dir
+
+    export_c(verified_dir("sirnn.har2"), target, overwrite=True, print_fn=_quiet)
+    return "zoo_model.c"
+
+
+def _train(target, env):
+    from training.trainer import train
+
+    train(env.tiny_config(epochs=1), target, overwrite=True, print_fn=_quiet, verbose=0)
+    return "metrics.json"
+
+
+def _ship(target, env):
+    from experiments.ship import ship
+
+    ship(env.run, target.name, command="zoo train ... (test)", data_dir=env.data,
+         dest=target.parent)
+    return "card.json"
+
+
+WRITERS = {"export": _export, "c": _c_export, "train": _train, "ship": _ship}
+
+
+def _labels_of(write, target, env, monkeypatch):
+    labels = []
+    monkeypatch.setattr(storage, "crash_point", labels.append)
+    write(target, env)
+    monkeypatch.setattr(storage, "crash_point", lambda label: None)
+    return labels
+
+
+def _kill_at(monkeypatch, n):
+    seen = []
+
+    def point(label):
+        seen.append(label)
+        if len(seen) == n + 1:
+            raise Killed(label)
+
+    monkeypatch.setattr(storage, "crash_point", point)
+    monkeypatch.setattr(storage.Replacement, "discard", lambda self: None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_a_killed_replacement_keeps_the_old_artifact_and_leaves_no_staging(
+        writer, finished_har_run, shared_data, tiny_config, tmp_path, monkeypatch):
+    write = WRITERS[writer]
+    env = SimpleNamespace(run=finished_har_run, data=shared_data / "har", tiny_config=tiny_config)
+    target = tmp_path / ("lstm.har2" if writer == "ship" else "target")
+    aside = tmp_path / f".{target.name}.old"
+    done = write(target, env)  # the old artifact
+    labels = _labels_of(write, target, env, monkeypatch)  # a replacement's boundaries
+    for label in KILLS:
+        old = _snapshot(target)
+        with monkeypatch.context() as killing:
+            _kill_at(killing, len(labels) - 1 - labels[::-1].index(label))
+            with pytest.raises(Killed):
+                write(target, env)
+        # The old artifact whole: in place, or aside (then a reader is told the repair).
+        kept = [_snapshot(p) for p in (target, aside) if p.is_dir()]
+        assert old in kept, label
+        if not target.exists():
+            assert f"mv {aside} {target}" in storage.missing_message(target), label
+        else:
+            assert (target / done).is_file(), label
+        write(target, env)  # the next command: repairs, sweeps, replaces
+        assert (target / done).is_file(), label
+        hidden = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+        assert hidden == [f".{target.name}.lock"], (label, hidden)
+        assert storage.PRETRAINED_MARKER not in {p.name for p in target.iterdir()}
+
+
+# A real SIGKILL at a boundary, in a child process: no cleanup of any kind runs. The C export
+# of a shipped tag needs no TensorFlow, so the child starts in well under a second.
+_KILLED_C_EXPORT = """
+import os, signal, sys
+from training import storage
+from export.c_backend.command import export_c
+from zoo.pretrained import verified_dir
+
+def point(label):
+    if label == sys.argv[2]:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+storage.crash_point = point
+export_c(verified_dir("sirnn.har2"), sys.argv[1], overwrite=True, print_fn=lambda *a: None)
+"""
+
+
+@pytest.mark.parametrize("label", KILLS)
+def test_a_sigkilled_c_export_keeps_the_old_one_and_the_next_leaves_no_staging(label, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    target = tmp_path / "c"
+    env = SimpleNamespace(run=None, data=None, tiny_config=None)
+    _c_export(target, env)
+    (target / "zoo_model.c").write_text("/* the old export, marked so it can be told apart */\n")
+    old = _snapshot(target)
+    child = subprocess.run([sys.executable, "-c", _KILLED_C_EXPORT, str(target), label],
+                           env={**os.environ, "PYTHONPATH": os.getcwd()}, capture_output=True)
+    assert child.returncode == -signal.SIGKILL, child.stderr.decode()
+    aside = tmp_path / ".c.old"
+    assert old in [_snapshot(p) for p in (target, aside) if p.is_dir()]
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert left != [".c.lock"]  # the kill left its staging or the aside copy
+    _c_export(target, env)
+    assert (target / "zoo_model.c").read_text() != "/* the old export, marked so it can be told apart */\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".c.lock", "c"]
