@@ -157,9 +157,9 @@ class StreamReference:
 def input_map(export_dir: Path) -> InputMap:
     """The export's `InputMap`: its normalization and its step model's input quantization."""
     export_dir = Path(export_dir)
-    card = json.loads((export_dir / "model_card.json").read_text())
-    norm = json.loads((export_dir / card.get("normalization", "normalization.json")).read_text())
-    graph = read_graph((export_dir / card["files"]["step"]).read_bytes())
-    x = graph.tensor(graph.inputs[card["step_io"]["x"]])
+    card = read_card(str(export_dir))
+    norm = json.loads((export_dir / (card.normalization or "normalization.json")).read_text())
+    graph = read_graph((export_dir / card.files["step"]).read_bytes())
+    x = graph.tensor(graph.inputs[card.step_io["x"]])
     return InputMap.fit(norm["mean"], norm["std"], float(x.scale), int(x.zero_point))
 
