@@ -191,9 +191,13 @@ class IRNNCell(ZooCell):
             self.alpha_raw = self.add_weight(shape=(), name="alpha_raw",
                                              initializer=initializers.Constant(raw))
         if self.qat:
-            self.quant_points = qat.QuantPoints(
-                self, self._qat_point_names(), fixed={"h": (0.0, self.state_clip)},
-                weights=self.qat_weights)
+            fixed = {"h": (0.0, self.state_clip)}
+            if self.g0 == "previous" and self.state_sign == 1:
+                # v_1 = h + h exactly: on twice the state's range it is the state's integers at
+                # twice the scale, so the int8 ADD is the identity (the C backend emits nothing).
+                fixed["v0"] = (0.0, 2.0 * self.state_clip)
+            self.quant_points = qat.QuantPoints(self, self._qat_point_names(), fixed=fixed,
+                                                weights=self.qat_weights)
 
     def _qat_point_names(self):
         names = ["x", "h", "drive"]
@@ -394,7 +398,7 @@ class IRNN(CellRNN):
             premultiply, use_bias, kernel_initializer, recurrent_initializer, bias_initializer,
             kernel_regularizer, recurrent_regularizer, bias_regularizer, kernel_constraint,
             recurrent_constraint, bias_constraint, eta_constraint, eta_parametrization,
-            state_clip, state_quant_bits: as in `IRNNCell`.
+            state_clip, state_quant_bits, qat, qat_weights: as in `IRNNCell`.
         return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
         **kwargs: `keras.layers.Layer` arguments (``name``, ``dtype``).
 

@@ -61,6 +61,7 @@ def lower(graph: Graph, tflite: bytes, runtime: str = "tflite-micro") -> Plan:
         else:
             kernels.append(_kernel(graph, tflite, position, op, runtime))
     kernels = fuse_tables(graph, kernels)
+    kernels = identity_tables_as_views(kernels, views)
     return Plan(graph, kernels, views, [op.kind for op in graph.ops])
 
 
@@ -188,6 +189,20 @@ def _strided_slice(graph: Graph, op: Op) -> View:
         raise UnsupportedGraph(f"STRIDED_SLICE of {t.shape} [{lo}:{hi}] is not contiguous")
     inner = int(np.prod(t.shape[sliced[0] + 1:])) if sliced else 1
     return View(op.outputs[0], t.index, lo[sliced[0]] * inner if sliced else 0)
+
+
+def identity_tables_as_views(kernels: list[Kernel], views: dict[int, View]) -> list[Kernel]:
+    """A table that maps every int8 to itself is no code: its output becomes a view of its
+    input (e.g. a QAT step's ``v = h + h`` whose range is exactly twice the state's, the same
+    integers at twice the scale). ``views`` gains them; the other kernels are returned."""
+    identity = np.arange(-128, 128)
+    kept = []
+    for k in kernels:
+        if k.kind == "table" and np.array_equal(k.params["table"].astype(np.int64), identity):
+            views[k.out] = View(k.out, k.inputs[0], 0)
+            continue
+        kept.append(k)
+    return kept
 
 
 # ------------------------------------------------------------------------------ table fusion
