@@ -164,10 +164,10 @@ def _train_in_process(trial: dict, env: dict) -> None:
         try:
             train_or_reuse(TrainConfig.from_dict(trial["config"]), trial["run_dir"],
                            data_dir=trial["data_dir"], print_fn=print_fn)
+            record_result(trial)
         except BaseException:
             traceback.print_exc(file=log)
             raise
-    record_result(trial)
 
 
 def run_processes(trials: list[dict], *, max_concurrent: int, threads: int = 1,
