@@ -6,6 +6,7 @@ from keras import initializers, ops
 
 from zoo import activations
 from zoo.layers import CellRNN, ZooCell, next_state, previous_state
+from zoo.qat import QuantPoints, check_qat
 from zoo.registry import register_model
 
 PAPER = ("Kusupati et al., FastGRNN: A Fast, Accurate, Stable and Tiny Kilobyte Sized Gated "
@@ -185,6 +186,13 @@ class FastGRNNCell(FastCellBase):
             U (each factor when low-rank) and each of b_z, b_h.
         kernel_constraint, recurrent_constraint, bias_constraint: optional constraints of the same
             weights.
+        qat: ``None`` (default) or ``"int8"``: quantization-aware training of the whole step
+            (`zoo.qat`): the input, the state, every product and sum, the gate and the candidate
+            are fake-quantized at the ranges the int8 step model will use (the sigmoid's and
+            tanh's at TFLite's fixed output grids, 1/256 and 1/128), the weights at the
+            converter's per-tensor int8 grid; the int8 export takes those ranges.
+        qat_weights: with ``qat``, fake-quantize the weights too (default True; the export's
+            copy sets it False, since the converter rounds the weights itself).
 
     Call arguments:
         inputs: ``(batch, d)``, the input x_t.
@@ -212,7 +220,7 @@ class FastGRNNCell(FastCellBase):
                  update_bias_initializer=None, use_bias=True, bias_initializer=None,
                  kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
                  kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
-                 **kwargs):
+                 qat=None, qat_weights=True, **kwargs):
         super().__init__(
             units, w_rank=w_rank, u_rank=u_rank, use_bias=use_bias,
             kernel_initializer=kernel_initializer or _normal_01(),
@@ -229,6 +237,9 @@ class FastGRNNCell(FastCellBase):
             gate_bias_initializer or self.bias_initializer)
         self.update_bias_initializer = initializers.get(
             update_bias_initializer or self.bias_initializer)
+        self.qat = check_qat(qat)
+        self.qat_weights = bool(qat_weights)
+        self.quant_points = None
 
     def build(self, input_shape):
         super().build(input_shape)
@@ -242,9 +253,57 @@ class FastGRNNCell(FastCellBase):
                                         initializer=initializers.Constant(self.zeta_init))
         self.nu_raw = self.add_weight(shape=(), name="nu_raw",
                                       initializer=initializers.Constant(self.nu_init))
+        if self.qat:
+            self.quant_points = QuantPoints(self, self._qat_point_names(),
+                                                fixed=self._qat_fixed(), weights=self.qat_weights)
+
+    def _qat_point_names(self):
+        chain = lambda name, rank: [f"{name}0"] + ([f"{name}1"] if rank is not None else [])
+        gates = ["gate_pre", "update_pre"] if self.use_bias else []
+        return (["x", "h"] + chain("wx", self.w_rank) + chain("uh", self.u_rank)
+                + ["pre"] + gates + ["z", "zh", "one_minus_z", "zeta_part", "coef", "cand",
+                                     "prod"])
+
+    def _qat_fixed(self):
+        # TFLite's int8 LOGISTIC and TANH write fixed grids: [0, 255/256] and [-1, 127/128].
+        fixed = {}
+        if getattr(self.gate_activation, "__name__", "") == "sigmoid":
+            fixed["z"] = (0.0, 255.0 / 256.0)
+        if getattr(self.update_activation, "__name__", "") == "tanh":
+            fixed["cand"] = (-1.0, 127.0 / 128.0)
+        return fixed
+
+    def _call_qat(self, inputs, h_prev, states, training):
+        """The step as the int8 step model computes it, every tensor fake-quantized
+        (`zoo.qat`); the same equations as `call`."""
+        q = self.quant_points
+        x, h_u = self.dropped(inputs, h_prev, training)
+        x, h = q.apply("x", x), q.apply("h", h_prev)
+        h_u = h if h_u is h_prev else q.apply("h", h_u)
+        pre = q.apply("pre", self._chain_qat(x, self.kernels, "wx")
+                      + self._chain_qat(h_u, self.recurrent_kernels, "uh"))
+        gate_pre, update_pre = pre, pre
+        if self.use_bias:
+            gate_pre = q.apply("gate_pre", pre + self.gate_bias)
+            update_pre = q.apply("update_pre", pre + self.update_bias)
+        z = q.apply("z", self.gate_activation(gate_pre))
+        cand = q.apply("cand", self.update_activation(update_pre))
+        zeta, nu = ops.sigmoid(self.zeta_raw), ops.sigmoid(self.nu_raw)
+        coef = q.apply("zeta_part", zeta * q.apply("one_minus_z", 1.0 - z))
+        coef = q.apply("coef", coef + nu)
+        h_new = q.apply("h", q.apply("prod", coef * cand) + q.apply("zh", z * h))
+        return h_new, next_state(h_new, states)
+
+    def _chain_qat(self, x, matrices, name):
+        q = self.quant_points
+        for i, m in enumerate(matrices):
+            x = q.apply(f"{name}{i}", ops.matmul(x, q.weight(m)))
+        return x
 
     def call(self, inputs, states, training=False):
         h_prev = previous_state(states)
+        if self.quant_points is not None:
+            return self._call_qat(inputs, h_prev, states, training)
         pre = self.pre_activation(*self.dropped(inputs, h_prev, training))
         gate_pre, update_pre = pre, pre
         if self.use_bias:
@@ -263,6 +322,8 @@ class FastGRNNCell(FastCellBase):
             "gate_bias_initializer": initializers.serialize(self.gate_bias_initializer),
             "update_bias_initializer": initializers.serialize(self.update_bias_initializer),
         }
+        if self.qat:  # only when set, so the configs of float models are unchanged
+            config.update(qat=self.qat, qat_weights=self.qat_weights)
         return {**super().get_config(), **config}
 
 
@@ -310,7 +371,7 @@ class FastGRNN(CellRNN):
             kernel_initializer, recurrent_initializer, gate_bias_initializer,
             update_bias_initializer, use_bias, bias_initializer, kernel_regularizer,
             recurrent_regularizer, bias_regularizer, kernel_constraint, recurrent_constraint,
-            bias_constraint: as in `FastGRNNCell`.
+            bias_constraint, qat, qat_weights: as in `FastGRNNCell`.
         return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
         **kwargs: `keras.layers.Layer` arguments (``name``, ``dtype``).
 
