@@ -427,8 +427,8 @@ def _train_in(run_dir: Path, config: TrainConfig, task, checkpoint, init_weights
     callbacks, stateful = _callbacks(run, config, model, history, checkpoint, initial_epoch,
                                      steps_per_epoch, has_val=len(arrays.x_val) > 0,
                                      keras_bar=bool(verbose), print_fn=print_fn)
-    callbacks = _qat_range_tracking(model, arrays.x_train, config.seed, initial_epoch,
-                                    print_fn) + callbacks
+    callbacks = qat.tracking_callbacks(model, arrays.x_train, config.seed,
+                                       fresh=initial_epoch == 0, print_fn=print_fn) + callbacks
     start = time.perf_counter()
     _fit(model, config, arrays, callbacks, stateful, checkpoint, initial_epoch, steps_per_epoch,
          verbose, augmenter(config, task, data.normalization))
@@ -442,19 +442,6 @@ def _train_in(run_dir: Path, config: TrainConfig, task, checkpoint, init_weights
     metrics = _final_metrics(config, model, arrays, history, stateful, train_seconds, data)
     _write_final(run_dir, model, history, metrics)
     return metrics
-
-
-def _qat_range_tracking(model, x_train, seed: int, initial_epoch: int, print_fn) -> list:
-    """For a model trained with QAT (`zoo.qat`): its ranges set from training sequences before
-    a fresh run's first epoch, and the callback that tracks them every epoch; else nothing."""
-    if not qat.qat_cells(model):
-        return []
-    sample = qat.tracking_sample(x_train, seed)
-    if initial_epoch == 0:
-        qat.track_ranges(model, sample)
-        print_fn(f"qat: ranges of {len(qat.qat_cells(model))} cell(s) set from "
-                 f"{len(sample)} training sequences; tracked every epoch")
-    return [qat.RangeTracking(sample)]
 
 
 def _normalised(data) -> _Arrays:

@@ -38,7 +38,8 @@ import numpy as np
 from keras import ops
 
 __all__ = ["QAT_MODES", "check_qat", "QuantPoints", "quantize_weight", "observing",
-           "observed_ranges", "track_ranges", "RangeTracking", "tracking_sample", "qat_cells"]
+           "observed_ranges", "track_ranges", "RangeTracking", "tracking_sample", "qat_cells",
+           "tracking_callbacks"]
 
 QAT_MODES = ("int8",)
 BITS = 8
@@ -197,3 +198,19 @@ def tracking_sample(x: np.ndarray, seed: int, size: int = 128) -> np.ndarray:
     with ``seed``), the same on every resume."""
     idx = np.random.default_rng(seed).choice(len(x), size=min(size, len(x)), replace=False)
     return np.asarray(x[np.sort(idx)], np.float32)
+
+
+def tracking_callbacks(model: keras.Model, x_train: np.ndarray, seed: int, *, fresh: bool,
+                       print_fn=print) -> list:
+    """For a model trained with QAT: its ranges set from training sequences before a ``fresh``
+    run's first epoch, and the `RangeTracking` callback that tracks them every epoch (a resumed
+    run keeps its checkpoint's ranges); for any other model, nothing."""
+    cells = qat_cells(model)
+    if not cells:
+        return []
+    sample = tracking_sample(x_train, seed)
+    if fresh:
+        track_ranges(model, sample)
+        print_fn(f"qat: ranges of {len(cells)} cell(s) set from {len(sample)} training "
+                 "sequences; tracked every epoch")
+    return [RangeTracking(sample)]
