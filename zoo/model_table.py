@@ -32,7 +32,7 @@ MODELS: dict[str, dict[str, str]] = {'antisymmetric': {'description': 'Antisymme
  'fastgrnn': {'description': 'FastGRNN: gated FastRNN sharing W, U between gate and update (Eq. 6)',
               'options': "units=80, gate_activation='sigmoid', update_activation='tanh', "
                          'zeta_init=1, nu_init=-4, w_rank=None, u_rank=None, use_bias=True, '
-                         'dropout=0, recurrent_dropout=0, seed=None',
+                         'qat=None, qat_weights=True, dropout=0, recurrent_dropout=0, seed=None',
               'paper': 'Kusupati et al., FastGRNN: A Fast, Accurate, Stable and Tiny Kilobyte '
                        'Sized Gated Recurrent Neural Network, NeurIPS 2018'},
  'fastrnn': {'description': 'FastRNN: residual tanh RNN, h = alpha h~ + beta h (Eq. 2)',
@@ -55,8 +55,8 @@ MODELS: dict[str, dict[str, str]] = {'antisymmetric': {'description': 'Antisymme
           'options': 'units=80, k=1, alpha=1, trainable_alpha=False, eta_init=0.01, '
                      "eta_timesteps=None, g0='previous', state_sign=1, activation='relu', rank=16, "
                      "premultiply=True, use_bias=True, eta_parametrization='sigmoid', "
-                     'state_clip=None, state_quant_bits=None, dropout=0, recurrent_dropout=0, '
-                     'seed=None',
+                     'state_clip=None, state_quant_bits=None, qat=None, qat_weights=True, '
+                     'dropout=0, recurrent_dropout=0, seed=None',
           'paper': 'Kag, Zhang & Saligrama, RNNs incrementally evolving on an equilibrium '
                    'manifold, ICLR 2020'},
  'lstm': {'description': 'Keras LSTM baseline',
@@ -72,8 +72,8 @@ MODELS: dict[str, dict[str, str]] = {'antisymmetric': {'description': 'Antisymme
            'options': 'units=80, alpha=1, trainable_alpha=False, eta_init=0.01, '
                       "eta_timesteps=None, g0='previous', state_sign=1, activation='relu', "
                       "rank=16, premultiply=True, use_bias=True, eta_parametrization='sigmoid', "
-                      'state_clip=None, state_quant_bits=None, dropout=0, recurrent_dropout=0, '
-                      'seed=None',
+                      'state_clip=None, state_quant_bits=None, qat=None, qat_weights=True, '
+                      'dropout=0, recurrent_dropout=0, seed=None',
            'paper': 'Kag, Zhang & Saligrama, RNNs incrementally evolving on an equilibrium '
                     'manifold, ICLR 2020'},
  'stablernn': {'description': 'StableRNN: tanh RNN projected onto ||W||_2 <= lambda after every '
