@@ -83,17 +83,54 @@ STATE_RULES = {
 }
 
 
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _number(v) -> bool:  # NaN and infinity too: a diverged epoch's loss, Keras's initial best
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# The early-stopping state a resume restores (`callbacks.ResumableEarlyStopping.load_state`);
+# stopped_epoch may be missing (checkpoints from before it was kept).
+EARLY_STOPPING_RULES = {
+    "wait": (_count, "an integer >= 0"),
+    "best": (lambda v: v is None or _number(v), "a number (or null)"),
+    "best_epoch": (_count, "an integer >= 0"),
+}
+
+
 def check_state(state, path):
-    """A checkpoint's ``state.json`` (as read) holds ``epochs_done``, one history row per epoch
-    done and the callbacks' states; returns it. Raises `ArtifactError` naming the file and the field."""
+    """A checkpoint's ``state.json`` (as read) holds ``epochs_done``, one history row of numbers
+    per epoch done and the callbacks' states (the early-stopping counters checked); returns it.
+    Raises `ArtifactError` naming the file and the field."""
+    if not isinstance(state, dict):
+        raise ArtifactError(f"{path}: not a checkpoint state (a JSON {type(state).__name__}, "
+                            "expected an object)")
     for field, (accepts, valid) in STATE_RULES.items():
         if field not in state:
             raise ArtifactError(f"{path}: missing field {field!r} ({valid})")
         if not accepts(state[field]):
             raise _field_error(path, field, state[field], valid)
+    if not isinstance(state.get("stopped", False), bool):
+        raise _field_error(path, "stopped", state["stopped"], "true or false")
     if len(state["history"]) != state["epochs_done"]:
         raise ArtifactError(f"{path}: history has {len(state['history'])} rows for "
                             f"epochs_done {state['epochs_done']}; valid: one row per epoch")
+    for i, row in enumerate(state["history"]):
+        for key, value in row.items():
+            if not _number(value):
+                raise _field_error(path, f"history[{i}].{key}", value, "a number")
+    early = state["callbacks"].get("early_stopping")
+    if early is not None:
+        rules = {**EARLY_STOPPING_RULES, **({"stopped_epoch": EARLY_STOPPING_RULES["wait"]}
+                                            if "stopped_epoch" in early else {})}
+        for field, (accepts, valid) in rules.items():
+            if field not in early:
+                raise ArtifactError(f"{path}: missing field callbacks.early_stopping.{field} "
+                                    f"({valid})")
+            if not accepts(early[field]):
+                raise _field_error(path, f"callbacks.early_stopping.{field}", early[field], valid)
     return state
 
 

@@ -103,13 +103,35 @@ def _resume_error(config, out):
     return message
 
 
-@pytest.mark.parametrize("change, field", [({"epochs_done": "x"}, "epochs_done"),
-                                           ({"history": None}, "history")])
+def _early_stopping(**fields):
+    return lambda state: state["callbacks"]["early_stopping"].update(fields)
+
+
+def _drop_early_stopping(field):
+    return lambda state: state["callbacks"]["early_stopping"].pop(field)
+
+
+def _history_value(value):
+    return lambda state: state["history"][0].update(loss=value)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"epochs_done": "x"}, "epochs_done"), ({"history": None}, "history"),
+    ({"stopped": "yes"}, "stopped"),
+    (_early_stopping(wait="x"), "wait"), (_early_stopping(wait=-1), "wait"),
+    (_early_stopping(best="low"), "best"), (_early_stopping(best_epoch=1.5), "best_epoch"),
+    (_early_stopping(stopped_epoch=None), "stopped_epoch"),
+    (_drop_early_stopping("wait"), "wait"), (_history_value("abc"), "loss"),
+    (_history_value([1]), "loss")])
 def test_state_json_edited(unfinished, change, field):
+    """Each field a resume reads, damaged: one line naming the file and the field (the callbacks'
+    fields and the history's values were a KeyError or TypeError traceback)."""
     config, out, checkpoint = unfinished
     path = checkpoint / "state.json"
     state = json.loads(path.read_text())
-    for key, value in change.items():
+    if callable(change):
+        change(state)
+    for key, value in (change.items() if isinstance(change, dict) else ()):
         if value is None:
             state.pop(key)
         else:
