@@ -158,14 +158,16 @@ def load_arrays(path, what="array file"):
 
 # ---------------------------------------------------------------------- normalization.json
 def load_normalization(path, features=None):
-    """The `Normalization` in ``path``: ``mean`` and ``std`` equal-length lists of finite
-    numbers, every ``std > 0`` (the zoo writes them floored: a zero or negative one is an edit,
-    and replacing it silently would change every prediction), and ``features`` of them when
-    given (what the model takes)."""
+    """The `Normalization` in ``path``: ``mean`` and ``std`` equal-length lists of numbers finite
+    in float32 (what the model computes in), every ``std > 0`` and at least the floor the zoo
+    writes (`STD_FLOOR`: a smaller one is an edit, which `Normalization` would silently replace by
+    1, changing every prediction; 1e-300 passed ``> 0`` and was 0 in float32), and ``features``
+    of them when given (what the model takes)."""
     from training.tasks import Normalization
+    from training.tasks.base import STD_FLOOR
 
     data = read_json(path, "normalization file")
-    valid = "equal-length lists of finite numbers, every std > 0"
+    valid = f"equal-length lists of finite float32 numbers, every std > 0 and >= {STD_FLOOR:g}"
     for key in ("mean", "std"):
         values = data.get(key)
         if not isinstance(values, list) or not all(
@@ -173,16 +175,21 @@ def load_normalization(path, features=None):
             raise ArtifactError(f"{path}: {key} must be a list of numbers ({valid}), got "
                                 f"{str(values)[:60]}")
     mean, std = np.asarray(data["mean"], np.float64), np.asarray(data["std"], np.float64)
-    if mean.shape != std.shape or not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
+    if mean.shape != std.shape:
         raise ArtifactError(f"{path}: mean has {mean.size} values and std {std.size}; valid: "
                             f"{valid}")
-    bad = np.flatnonzero(std <= 0)
-    if bad.size:
-        raise ArtifactError(f"{path}: std[{int(bad[0])}] is {std[bad[0]]:g}; valid: {valid}")
+    with np.errstate(over="ignore"):
+        mean32, std32 = mean.astype(np.float32), std.astype(np.float32)
+    for key, values in (("mean", mean32), ("std", std32)):
+        bad = np.flatnonzero(~np.isfinite(values) if key == "mean"
+                             else ~(np.isfinite(values) & (values >= STD_FLOOR)))
+        if bad.size:
+            shown = (mean if key == "mean" else std)[bad[0]]
+            raise ArtifactError(f"{path}: {key}[{int(bad[0])}] is {shown:g}; valid: {valid}")
     if features is not None and mean.size != features:
         raise ArtifactError(f"{path}: {mean.size} features, but the model takes {features}; "
                             "the file does not belong to this run")
-    return Normalization(mean.astype(np.float32), std.astype(np.float32))
+    return Normalization(mean32, std32)
 
 
 # ---------------------------------------------------------------------------- model.keras

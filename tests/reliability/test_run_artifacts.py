@@ -58,14 +58,25 @@ def test_eval_refuses_a_bad_metrics_json_like_export(run, capsys, text):
 
 
 # ------------------------------------------------------------------------- normalization.json
-@pytest.mark.parametrize("std0", [-0.5, 0.0])
+@pytest.mark.parametrize("std0", [-0.5, 0.0, 1e-300, 1e-7, 1e39])
 def test_normalization_std_not_positive(run, capsys, std0):
+    """Refused as float32 sees it: 1e-300 passed ``std > 0`` in float64 and was 0 in float32 (then
+    silently floored to 1, as 1e-7 was); 1e39 is infinite in float32."""
     path = run / "normalization.json"
     data = json.loads(path.read_text())
     data["std"][0] = std0
     path.write_text(json.dumps(data))
     err = _error(capsys, "eval", str(run))
-    assert str(path) in err and "std[0]" in err and "std > 0" in err
+    assert str(path) in err and f"std[0] is {std0:g}" in err and "std > 0" in err
+
+
+def test_normalization_mean_beyond_float32(run, capsys):
+    path = run / "normalization.json"
+    data = json.loads(path.read_text())
+    data["mean"][2] = 1e39
+    path.write_text(json.dumps(data))
+    err = _error(capsys, "eval", str(run))
+    assert str(path) in err and "mean[2] is 1e+39" in err and "float32" in err
 
 
 def test_normalization_with_other_features(run, capsys):
