@@ -132,10 +132,12 @@ def _check_resources(args) -> None:
                          "(<= 1) or a whole number of GPUs")
 
 
-def check_folds(task: str, config: dict, folds: int, data_dir, dry_run: bool, print_fn=print):
-    """``folds`` against the training subjects the data holds (fold k holds out nobody when k is
+def check_folds(args, config: dict, print_fn=print) -> None:
+    """``--folds`` against the training subjects the data holds (fold k holds out nobody when k is
     past the last subject, so each such trial would fail on Ray). Loads the data once (its
-    cache); a dry run does not download, and says so when the data is not there."""
+    cache). A dry run does not download, and a cluster's workers may see data this machine does
+    not: either says so and goes on when the data is not here (a --data-dir typed for a dry run
+    must exist)."""
     from training.data.errors import DataNotFoundError
     from training.data.paths import OFFLINE_ENV
     from training.tasks import get_task
@@ -143,14 +145,14 @@ def check_folds(task: str, config: dict, folds: int, data_dir, dry_run: bool, pr
     options = {k: v for k, v in config["task_options"].items()
                if k not in ("val_subjects", "val_fraction")}
     saved = os.environ.get(OFFLINE_ENV)
-    if dry_run:
+    if args.dry_run:
         os.environ[OFFLINE_ENV] = "1"
     try:
-        data = get_task(task, **{**options, "val_fold": [0, folds]}).load(data_dir)
+        data = get_task(args.task, **{**options, "val_fold": [0, args.folds]}).load(args.data_dir)
     except DataNotFoundError as err:
-        if not dry_run or data_dir is not None:  # a --data-dir typed but not there: an error
+        if not (args.address or (args.dry_run and args.data_dir is None)):
             raise
-        print_fn(f"--folds {folds} not checked against the data: {str(err).split('. ')[0]}")
+        print_fn(f"--folds {args.folds} not checked against the data: {str(err).split('. ')[0]}")
         return
     finally:
         if saved is None:
@@ -158,8 +160,8 @@ def check_folds(task: str, config: dict, folds: int, data_dir, dry_run: bool, pr
         else:
             os.environ[OFFLINE_ENV] = saved
     subjects = sorted(data.info["train_subjects"] + data.info["val_subjects"])
-    if folds > len(subjects):
-        raise ValueError(f"--folds {folds}: the training data ({data.source}) holds "
+    if args.folds > len(subjects):
+        raise ValueError(f"--folds {args.folds}: the training data ({data.source}) holds "
                          f"{len(subjects)} subjects {subjects}; at most {len(subjects)} folds "
                          "(each fold holds out at least one subject)")
 
@@ -180,7 +182,7 @@ def plan(args, print_fn=print) -> list[dict]:
         overrides["model_options"] = dict(args.option)
     base = trials.base_config(args.task, args.model, args.recipe, overrides)
     variants = dict(args.variant) or {"base": {}}
-    check_folds(args.task, base, args.folds, args.data_dir, args.dry_run, print_fn)
+    check_folds(args, base, print_fn)
     return trials.cv_trials(args.task, args.label or args.model, base, variants, args.folds,
                             args.out, args.data_dir)
 

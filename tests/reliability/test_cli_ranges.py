@@ -193,6 +193,16 @@ def test_sweep_folds_beyond_the_subjects_are_refused(shared_data, capsys):
     assert len(lines) == 4 and lines[-1].endswith("fold3")
 
 
+def test_sweep_dry_run_without_the_data_says_the_folds_went_unchecked(tmp_path, capsys):
+    """A dry run downloads nothing (the session's data root is empty and offline): it says the
+    folds were not checked; a --data-dir that does not exist is an error, as in training."""
+    assert main([*SWEEP, "--folds", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("--folds 1000 not checked against the data: ") and "fold999" in out
+    _one_line(capsys, [*SWEEP, "--data-dir", str(tmp_path / "missing")],
+              ["--data-dir", "missing", "no such file or folder"])
+
+
 def test_sweep_epochs_zero_is_not_the_recipes(capsys):
     """`--epochs 0` planned the recipe's epoch count without a word."""
     with pytest.raises(SystemExit) as exc:
