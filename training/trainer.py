@@ -407,6 +407,9 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
         keras.mixed_precision.set_global_policy("mixed_float16")
     run = rundir.RunDirectory(run_dir)
     data = job.task.load(job.data_dir, seed=config.seed)
+    if not len(data.train):  # model.fit on no batch at all waits for ever
+        raise ValueError(f"task {config.task}: the training split of {data.source} is empty; "
+                         "nothing to train on")
     arrays = _normalised(data)
     _write_settings(run, config, job.task, data)
     start = _start(run, job, checkpoint,

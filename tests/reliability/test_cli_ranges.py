@@ -151,6 +151,50 @@ def test_model_option_out_of_range_is_refused_before_training(extra, words, tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+TASK_OPTIONS = [
+    (["--task", "adding", "--task-option", "n_train=1000000000000"],
+     ["task adding", "n_train, n_val, n_test and timesteps", "1,000,000,002,000 sequences",
+      "at most 4 GiB"]),
+    (["--task", "copy", "--task-option", "timesteps=1000000000"],
+     ["task copy", "1,000,000,020 x 10", "at most 4 GiB"]),
+    (["--task", "parity", "--task-option", "n_train=100000000"],
+     ["task parity", "n_train, n_val, n_test and max_length"]),
+    (["--task", "adding", "--task-option", "n_train=0"], ["option n_train", ">= 1", "got 0"]),
+    (["--task", "tomita1", "--task-option", "n_train=0"], ["option n_train", ">= 1", "got 0"]),
+]
+
+
+@pytest.mark.parametrize("extra,words", TASK_OPTIONS, ids=[" ".join(e) for e, _ in TASK_OPTIONS])
+def test_generated_task_that_cannot_be_made_or_trained_is_refused(extra, words, tmp_path,
+                                                                   capsys):
+    """A generated task is made in memory: n_train=10**12 was a MemoryError traceback (1.4 PiB);
+    n_train=0 trained on no batch, and model.fit waited for ever."""
+    argv = ["train", "--model", "lstm", "--units", "3", "--recipe", "none", "--epochs", "1",
+            *extra, "--out", str(tmp_path / "run")]
+    _one_line(capsys, argv, words)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_empty_training_split_is_refused_not_waited_on(tiny_config, tmp_path, monkeypatch):
+    """Whatever the task: no training sequence is one line, and the new run directory goes."""
+    from training.tasks import synthetic
+    from training.tasks.base import Split
+    from training.trainer import train
+
+    real_load = synthetic.Adding._load
+
+    def no_training_sequence(self, data_dir, *, seed):
+        data = real_load(self, data_dir, seed=seed)
+        data.train = Split(data.train.x[:0], data.train.y[:0])
+        return data
+
+    monkeypatch.setattr(synthetic.Adding, "_load", no_training_sequence)
+    with pytest.raises(ValueError, match=r"task adding: the training split of generated .* is "
+                                         r"empty; nothing to train on"):
+        train(tiny_config(), tmp_path / "run", print_fn=lambda *a, **k: None, verbose=0)
+    assert not (tmp_path / "run").exists()  # (its lock file stays, as after any run)
+
+
 SWEEP = ["sweep", "cv", "--task", "har2", "--model", "sirnn", "--dry-run"]
 SWEEP_CASES = [
     (["--set", "lr=nan"], ["lr (--set lr=...)", "'nan'", "a number > 0"]),
