@@ -168,7 +168,8 @@ TASK_OPTIONS = [
 def test_generated_task_that_cannot_be_made_or_trained_is_refused(extra, words, tmp_path,
                                                                    capsys):
     """A generated task is made in memory: n_train=10**12 was a MemoryError traceback (1.4 PiB);
-    n_train=0 trained on no batch, and model.fit waited for ever."""
+    n_train=0 reached model.fit with no batch (Keras's "empty generator" after the data was
+    made, or with a huge --epochs a generator looping through empty epochs for ever)."""
     argv = ["train", "--model", "lstm", "--units", "3", "--recipe", "none", "--epochs", "1",
             *extra, "--out", str(tmp_path / "run")]
     _one_line(capsys, argv, words)
