@@ -163,15 +163,18 @@ def check_settings(settings: dict[str, Any], flag: str = "--set") -> None:
                          f"{', '.join(sorted(fields))}")
     for name, value in settings.items():
         _check_setting(name, value, f"{flag} {name}=...")
-    check_option_ranges(settings.get("model_options", {}))
+    if isinstance(settings.get("model_options"), dict):
+        check_option_ranges(settings["model_options"], f"{flag} model_options:")
 
 
-def check_option_ranges(options: dict[str, Any], flag: str = "--option") -> None:
+def check_option_ranges(options: dict[str, Any], flag: str | None = None) -> None:
     """The model options that have a range whatever the model (`_NUMERIC_OPTIONS`), checked
-    without Keras: ValueError naming the option and what is valid."""
+    without Keras: ValueError naming the option (as ``flag KEY=...``; by default as `zoo train`
+    takes it) and what is valid."""
     for key, value in options.items():
         if key in _NUMERIC_OPTIONS and not _NUMERIC_OPTIONS[key][0](value):
-            where = _OPTION_FLAGS.get(key) or f"{flag} {key}=..."
+            where = (_OPTION_FLAGS.get(key) or f"--option {key}=...") if flag is None \
+                else f"{flag} {key}=..."
             raise ValueError(f"invalid model option {key} ({where}): {value!r}; "
                              f"valid: {_NUMERIC_OPTIONS[key][1]}")
 
