@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from training.flags import int_in
-from training.rundir import check_run_dir_argument
+from training.rundir import check_no_dangling_link, check_run_dir_argument
 
 
 def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +23,11 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int_in(0), default=0, help="subsampling seed")
 
 
-check_analyze = check_run_dir_argument
+def check_analyze(args) -> None:
+    """A finished run, and an --out that is not through a dangling symlink (before Keras)."""
+    if args.out:
+        check_no_dangling_link(Path(args.out))
+    check_run_dir_argument(args)
 
 
 def run_analyze(args) -> int:

@@ -100,9 +100,12 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_sweep(args) -> None:
     """The usage checks that need neither Keras nor Ray (the dispatcher runs them first): the
-    ranges the parser cannot see alone, the --set names and values, the --option ranges."""
+    ranges the parser cannot see alone, the --set names and values, the --option ranges, an
+    --out through a dangling symlink."""
     from training.config import check_option_ranges, check_settings
+    from training.rundir import check_no_dangling_link
 
+    check_no_dangling_link(Path(args.out))
     if args.table == "cv":
         names = [n for n, _ in args.variant]
         if len(set(names)) != len(names):

@@ -257,7 +257,8 @@ def test_sweep_epochs_zero_is_not_the_recipes(capsys):
     assert exc.value.code == 2 and "'0': expected an integer >= 1" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", [TRAIN, ["export", "RUN"]], ids=["train", "export"])
+@pytest.mark.parametrize("command", [TRAIN, ["export", "RUN"], ["analyze", "RUN"], SWEEP[:-1]],
+                         ids=["train", "export", "analyze", "sweep"])
 def test_out_through_a_dangling_symlink_is_refused(command, tmp_path, capsys):
     """The symlink's target and its parents were created, somewhere the user never named."""
     link = tmp_path / "link"
