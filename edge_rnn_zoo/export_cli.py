@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from training.rundir import check_run_dir_argument
+from training.rundir import check_no_dangling_link, check_run_dir_argument
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,10 +50,12 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_export(args) -> None:
     """The usage check before Keras loads: a finished run, or for --form c an int8 step export
-    (or a folder holding one, such as a shipped tag's)."""
-    if args.form == "c":
-        from pathlib import Path
+    (or a folder holding one, such as a shipped tag's); an --out through a dangling symlink."""
+    from pathlib import Path
 
+    if args.out:
+        check_no_dangling_link(Path(args.out))
+    if args.form == "c":
         from export.c_backend.command import find_step_export
 
         if find_step_export(Path(args.run_dir)) is not None:

@@ -5,31 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
-import yaml
-
+from training.flags import key_value, strict_float, strict_int
 from training.rundir import check_run_dir_argument
-
-_INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|nan)", re.I)
-
-
-def strict_int(text: str) -> int:
-    """An integer flag value: digits only (Python's ``int`` also takes ``1_000`` and spaces)."""
-    if not _INT.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
-    return int(text)
-
-
-def strict_float(text: str) -> float:
-    """A number flag value: decimal or exponent notation (no ``1_000``)."""
-    if not _FLOAT.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
-    return float(text)
-
 
 # Flags that map one to one onto TrainConfig fields (flag -> field); None means "not given".
 _TRAIN_FLAGS = {
@@ -42,28 +22,14 @@ _TRAIN_FLAGS = {
 _MODEL_FLAGS = {"units": strict_int, "k": strict_int, "rank": strict_int}
 
 
-def _key_value(text: str):
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    key, value = text.split("=", 1)
-    try:
-        parsed = yaml.safe_load(value)  # YAML typing: 3 -> int, 0.1 -> float, none -> None
-    except yaml.YAMLError as err:
-        raise argparse.ArgumentTypeError(f"{text!r}: the value is not valid YAML ({err})")
-    if isinstance(parsed, (int, float)) and not isinstance(parsed, bool) and "_" in value:
-        # YAML 1.1 reads 1_000 as 1000; a typo there should not silently become a number.
-        raise argparse.ArgumentTypeError(f"{text!r}: write numbers without '_' separators")
-    return key.strip(), parsed
-
-
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, help="a task name (see `zoo list tasks`)")
     parser.add_argument("--model", required=True, help="a model name (see `zoo list models`)")
     for flag, kind in _MODEL_FLAGS.items():
         parser.add_argument(f"--{flag}", type=kind, help=f"model option {flag}")
-    parser.add_argument("--option", type=_key_value, action="append", default=[],
+    parser.add_argument("--option", type=key_value, action="append", default=[],
                         metavar="KEY=VALUE", help="any other model option, e.g. --option alpha=0.5")
-    parser.add_argument("--task-option", type=_key_value, action="append", default=[],
+    parser.add_argument("--task-option", type=key_value, action="append", default=[],
                         metavar="KEY=VALUE", help="a task option, e.g. --task-option timesteps=200")
     for flag, kind in _TRAIN_FLAGS.items():
         parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind)

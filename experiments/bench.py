@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from training.config import MAX_UNITS
+from training.flags import int_in, number_in
 from training.rundir import RunDirectory
 
 # label -> (registry name, model options). Zoo cells at the papers' hidden size 80; the iRNN
@@ -40,14 +42,15 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
                                                            "simple_rnn:80"],
                         help="Keras baselines as NAME:UNITS,UNITS (the size sweep finds the "
                              "smallest LSTM/GRU within 1 point)")
-    parser.add_argument("--units", type=int, default=80, help="hidden size of the zoo cells")
+    parser.add_argument("--units", type=int_in(1, MAX_UNITS), default=80,
+                        help="hidden size of the zoo cells")
     parser.add_argument("--modes", nargs="+", default=["none", "int8"],
                         choices=["none", "fp16", "dynamic", "int16x8", "int8"])
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=1e-2)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--runs", type=int, default=30, help="timed sequences per artifact")
+    parser.add_argument("--epochs", type=int_in(1), default=30)
+    parser.add_argument("--batch-size", type=int_in(1), default=64)
+    parser.add_argument("--lr", type=number_in(0, low_open=True), default=1e-2)
+    parser.add_argument("--seed", type=int_in(0), default=0)
+    parser.add_argument("--runs", type=int_in(1), default=30, help="timed sequences per artifact")
     parser.add_argument("--tflm", help="a TFLite Micro build (include/, lib/): also time each "
                                        "step export's C++ loop (export/device_build.py)")
 

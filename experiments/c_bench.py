@@ -23,6 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from training.config import MAX_UNITS
+from training.flags import int_in, program_name
+
 # label -> (registry name, model options); as experiments.device_latency / `zoo bench` train them.
 CELLS = {
     "sirnn": None, "gru": None,  # the shipped HAR-2 models
@@ -250,7 +253,8 @@ def shipped_agreement(data_root: Path, print_fn=print) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.c_bench", description=__doc__,
+    parser = argparse.ArgumentParser(prog=program_name("experiments.c_bench"),
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", help="the HAR data (folder or archive); needed for timing")
     parser.add_argument("--tflm", help="a host TFLite Micro (e.g. ../shared/tflm); needed for "
@@ -258,9 +262,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="bench/c-har2", help="where runs and exports are kept")
     parser.add_argument("--cells", default=",".join(CELLS),
                         help=f"comma-separated, of: {', '.join(CELLS)}")
-    parser.add_argument("--epochs", type=int, default=2, help="training of the non-shipped cells")
-    parser.add_argument("--reps", type=int, default=200, help="windows per timing pass")
-    parser.add_argument("--lstm-units", type=int, default=32, help="0: no LSTM reference")
+    parser.add_argument("--epochs", type=int_in(1), default=2,
+                        help="training of the non-shipped cells")
+    parser.add_argument("--reps", type=int_in(1), default=200, help="windows per timing pass")
+    parser.add_argument("--lstm-units", type=int_in(0, MAX_UNITS), default=32,
+                        help="0: no LSTM reference")
     parser.add_argument("--agreement", action="store_true",
                         help="instead of timing: the bit-exactness table of the exports in OUT "
                              "(logits / final state identical, windows) against TFLite Micro, "

@@ -26,6 +26,8 @@ import numpy as np
 
 from export import device_bench, device_build, device_runtime
 from export.exportdir import ExportDirectory
+from training.config import MAX_UNITS
+from training.flags import int_in, number_in, program_name
 
 __all__ = ["measure", "main"]
 
@@ -167,8 +169,8 @@ def table_lines(rows: list[dict]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.device_latency", description=__doc__
-                                     .split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=program_name("experiments.device_latency"),
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", default="har2")
     parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")
     parser.add_argument("--tflm", required=True, help="TFLite Micro build (include/, lib/)")
@@ -177,13 +179,14 @@ def main(argv=None) -> int:
                         help=f"step models (default: {' '.join(STEP_MODELS)})")
     parser.add_argument("--modes", nargs="+", default=["int8", "none"],
                         choices=["int8", "int16x8", "none"])
-    parser.add_argument("--units", type=int, default=80, help="hidden size of every step model")
-    parser.add_argument("--lstm-units", type=int, default=32,
+    parser.add_argument("--units", type=int_in(1, MAX_UNITS), default=80,
+                        help="hidden size of every step model")
+    parser.add_argument("--lstm-units", type=int_in(0, MAX_UNITS), default=32,
                         help="the stock float LSTM sequence model for reference (0: none)")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--lr", type=float, default=1e-2)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--reps", type=int, default=200, help="timed windows per loop")
+    parser.add_argument("--epochs", type=int_in(1), default=3)
+    parser.add_argument("--lr", type=number_in(0, low_open=True), default=1e-2)
+    parser.add_argument("--seed", type=int_in(0), default=0)
+    parser.add_argument("--reps", type=int_in(1), default=200, help="timed windows per loop")
     args = parser.parse_args(argv)
     try:
         measure(args)

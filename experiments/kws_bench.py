@@ -28,6 +28,7 @@ import numpy as np
 from export import device_bench, device_runtime
 from export.card import card_markdown
 from export.exportdir import NORMALIZATION_FILE, ExportDirectory
+from training.flags import int_in
 from training.rundir import RunDirectory
 
 FRAMES = 99
@@ -193,8 +194,8 @@ def _parser() -> argparse.ArgumentParser:
                         "replace an earlier one's)")
     p.add_argument("--out", default="bench/kws")
     p.add_argument("--plot", default=None, help="write the Pareto plot (png) here")
-    p.add_argument("--runs", type=int, default=200, help="timed invokes per runtime")
-    p.add_argument("--jobs", type=int, default=3, help="exports in parallel processes")
+    p.add_argument("--runs", type=int_in(1), default=200, help="timed invokes per runtime")
+    p.add_argument("--jobs", type=int_in(1), default=3, help="exports in parallel processes")
     p.add_argument("--all-seeds", action="store_true",
                    help="export every run (seed); by default only the first run of each model "
                         "is exported, and the float column still covers every run")

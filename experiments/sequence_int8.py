@@ -20,6 +20,7 @@ import numpy as np
 from export.flatbuffer import read_model, write_model
 from export.sequence_int8 import (OUT_NAME, Built, build_from_export, build_sequence,
                                   identity_exact, op_names, requantize_exact, requantize_ops)
+from training.flags import int_in, program_name
 
 __all__ = ["load_test_split", "loop_logits", "SequenceRunner", "compare", "interleaved_latency",
            "lstm_reference", "available_runtimes", "smallest_arena_or_none", "build_and_check",
@@ -306,7 +307,7 @@ def _lstm_arena(ref, runtime):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.sequence_int8",
+    parser = argparse.ArgumentParser(prog=program_name("experiments.sequence_int8"),
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("export_dir", help="a `zoo export --form step --quantize int8` folder")
     parser.add_argument("--out", help=f"the model to write (default EXPORT_DIR/{OUT_NAME})")
@@ -317,7 +318,8 @@ def main(argv=None) -> int:
                              "int8 one, in the same runtimes and run (repeatable)")
     parser.add_argument("--keep-identity-ops", action="store_true",
                         help="copy every op of the step, also int8 clamps that change no value")
-    parser.add_argument("--reps", type=int, default=200, help="timed windows per model (0: none)")
+    parser.add_argument("--reps", type=int_in(0), default=200,
+                        help="timed windows per model (0: none)")
     parser.add_argument("--json", help="also write the report here")
     args = parser.parse_args(argv)
     from export.device_runtime import BenchError

@@ -31,6 +31,8 @@ import os
 import sys
 from pathlib import Path
 
+from training.flags import int_in, key_value, number_in, program_name
+
 
 def _json_pair(text: str) -> tuple[str, dict]:
     """``NAME=JSON`` (a variant: TrainConfig overrides) -> (name, dict)."""
@@ -46,28 +48,20 @@ def _json_pair(text: str) -> tuple[str, dict]:
     return name, overrides
 
 
-def _option(text: str) -> tuple[str, object]:
-    """``KEY=VALUE`` with a YAML-typed value (3 -> int, 0.1 -> float, null -> None)."""
-    import yaml
-
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key, yaml.safe_load(value)
-
-
 def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Ray")
     g.add_argument("--address", help="join this Ray cluster ('auto' or HOST:PORT) instead of "
                    "starting an embedded local one")
-    g.add_argument("--num-cpus", type=int, help="CPUs the embedded Ray may use (default: all)")
-    g.add_argument("--num-gpus", type=int, help="GPUs the embedded Ray may use (default: all)")
-    g.add_argument("--cpus-per-trial", type=float, default=1,
+    g.add_argument("--num-cpus", type=int_in(1),
+                   help="CPUs the embedded Ray may use (default: all)")
+    g.add_argument("--num-gpus", type=int_in(0),
+                   help="GPUs the embedded Ray may use (default: all)")
+    g.add_argument("--cpus-per-trial", type=number_in(0, low_open=True), default=1,
                    help="CPUs each trial reserves; it trains with that many threads (default 1)")
-    g.add_argument("--gpus-per-trial", type=float, default=0,
+    g.add_argument("--gpus-per-trial", type=number_in(0), default=0,
                    help="GPUs each trial reserves, e.g. 0.25 for four trials per GPU (default 0)")
-    g.add_argument("--max-concurrent", type=int, help="at most this many trials at once")
-    g.add_argument("--retries", type=int, default=0, help="retries of a failed trial")
+    g.add_argument("--max-concurrent", type=int_in(1), help="at most this many trials at once")
+    g.add_argument("--retries", type=int_in(0), default=0, help="retries of a failed trial")
     g.add_argument("--engine", choices=("ray", "processes"), default="ray",
                    help="ray (default): Ray Tune, local or a cluster; processes: plain local "
                    "worker processes, --max-concurrent at a time (no Ray needed)")
@@ -88,11 +82,12 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     cv.add_argument("--label", help="the model's name in the tables (default: --model)")
     cv.add_argument("--recipe", help="recipe YAML (default: the shipped <task>-<model>.yaml)")
     cv.add_argument("--data-dir", help="dataset folder or archive")
-    cv.add_argument("--folds", type=int, default=5, help="subject folds (default 5)")
-    cv.add_argument("--epochs", type=int, help="epochs of every run (default: the recipe's)")
-    cv.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+    cv.add_argument("--folds", type=int_in(2), default=5,
+                    help="subject folds (default 5; at most the training subjects)")
+    cv.add_argument("--epochs", type=int_in(1), help="epochs of every run (default: the recipe's)")
+    cv.add_argument("--option", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                     help="a model option for every trial, e.g. --option units=8")
-    cv.add_argument("--set", type=_option, action="append", default=[], metavar="KEY=VALUE",
+    cv.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                     help="a training setting for every trial, e.g. --set lr=0.003")
     cv.add_argument("--variant", type=_json_pair, action="append", default=[],
                     metavar="NAME=JSON", help="a variant: TrainConfig overrides as JSON, e.g. "
@@ -110,18 +105,79 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_sweep(args) -> None:
+    """The usage checks that need neither Keras nor Ray (the dispatcher runs them first): the
+    ranges the parser cannot see alone, the --set names and values, the --option ranges, an
+    --out through a dangling symlink."""
+    from training.config import check_option_ranges, check_settings
+    from training.rundir import check_no_dangling_link
+
+    check_no_dangling_link(Path(args.out))
     if args.table == "cv":
-        if args.folds < 2:
-            raise ValueError(f"--folds {args.folds}: at least 2")
         names = [n for n, _ in args.variant]
         if len(set(names)) != len(names):
             raise ValueError(f"--variant names must differ: {names}")
-    if args.cpus_per_trial <= 0 or args.gpus_per_trial < 0:
-        raise ValueError("--cpus-per-trial must be > 0 and --gpus-per-trial >= 0")
+        check_settings(dict(args.set), "--set")
+        check_option_ranges(dict(args.option), "--option")
+        for name, overrides in args.variant:
+            check_settings(overrides, f"--variant {name}:")
+    _check_resources(args)
 
 
-def plan(args) -> list[dict]:
-    """The sweep's trials (see `experiments.trials`)."""
+def _check_resources(args) -> None:
+    """A trial that asks for more than the embedded Ray has never starts: Tune waits for it for
+    ever. Refused here instead (a cluster's size is not known before joining it)."""
+    if args.address:
+        return
+    cpus = args.num_cpus or os.cpu_count() or 1
+    if args.cpus_per_trial > cpus:
+        where = f"--num-cpus {args.num_cpus}" if args.num_cpus else f"this machine's {cpus} CPUs"
+        raise ValueError(f"--cpus-per-trial {args.cpus_per_trial:g} is more than {where}: no "
+                         "trial could ever start")
+    if args.num_gpus is not None and args.gpus_per_trial > args.num_gpus:
+        raise ValueError(f"--gpus-per-trial {args.gpus_per_trial:g} is more than --num-gpus "
+                         f"{args.num_gpus}: no trial could ever start")
+    if args.gpus_per_trial > 1 and args.gpus_per_trial != int(args.gpus_per_trial):
+        raise ValueError(f"--gpus-per-trial {args.gpus_per_trial:g}: a fraction of one GPU "
+                         "(<= 1) or a whole number of GPUs")
+
+
+def check_folds(args, config: dict, print_fn=print) -> None:
+    """``--folds`` against the training subjects the data holds (fold k holds out nobody when k is
+    past the last subject, so each such trial would fail on Ray). Loads the data once (its
+    cache). A dry run does not download, and a cluster's workers may see data this machine does
+    not: either says so and goes on when the data is not here (a --data-dir typed for a dry run
+    must exist)."""
+    from training.data.errors import DataNotFoundError
+    from training.data.paths import OFFLINE_ENV
+    from training.tasks import get_task
+
+    options = {k: v for k, v in config["task_options"].items()
+               if k not in ("val_subjects", "val_fraction")}
+    saved = os.environ.get(OFFLINE_ENV)
+    if args.dry_run:
+        os.environ[OFFLINE_ENV] = "1"
+    try:
+        data = get_task(args.task, **{**options, "val_fold": [0, args.folds]}).load(args.data_dir)
+    except DataNotFoundError as err:
+        if not (args.address or (args.dry_run and args.data_dir is None)):
+            raise
+        print_fn(f"--folds {args.folds} not checked against the data: {str(err).split('. ')[0]}")
+        return
+    finally:
+        if saved is None:
+            os.environ.pop(OFFLINE_ENV, None)
+        else:
+            os.environ[OFFLINE_ENV] = saved
+    subjects = sorted(data.info["train_subjects"] + data.info["val_subjects"])
+    if args.folds > len(subjects):
+        raise ValueError(f"--folds {args.folds}: the training data ({data.source}) holds "
+                         f"{len(subjects)} subjects {subjects}; at most {len(subjects)} folds "
+                         "(each fold holds out at least one subject)")
+
+
+def plan(args, print_fn=print) -> list[dict]:
+    """The sweep's trials (see `experiments.trials`); ValueError for settings that no trial
+    could train with, before Ray starts."""
     from experiments import trials
 
     backend = args.backend or os.environ.get("KERAS_BACKEND", "tensorflow")
@@ -129,12 +185,13 @@ def plan(args) -> list[dict]:
         args.backend = backend
         return trials.realscale_trials(args)
     overrides = {"backend": backend, **dict(args.set)}
-    if args.epochs:
+    if args.epochs is not None:
         overrides["epochs"] = args.epochs
     if args.option:
         overrides["model_options"] = dict(args.option)
     base = trials.base_config(args.task, args.model, args.recipe, overrides)
     variants = dict(args.variant) or {"base": {}}
+    check_folds(args, base, print_fn)
     return trials.cv_trials(args.task, args.label or args.model, base, variants, args.folds,
                             args.out, args.data_dir, results_dir(args))
 
@@ -216,7 +273,11 @@ def run_final(todo: list[dict], rows: list[dict], args, print_fn=print) -> int:
 
 
 def run_sweep(args, print_fn=print) -> int:
-    todo = plan(args)
+    try:
+        todo = plan(args, print_fn)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"zoo sweep {args.table}: error: {err}", file=sys.stderr)
+        return 2
     if args.dry_run:
         for t in todo:
             print_fn(f"{t['task']} / {t['label']} / {t['variant']} / fold {t['fold']} -> "
@@ -239,7 +300,7 @@ def run_sweep(args, print_fn=print) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.sweep",
+    parser = argparse.ArgumentParser(prog=program_name("experiments.sweep"),
                                      description=__doc__.split("\n")[0])
     add_sweep_arguments(parser)
     args = parser.parse_args(argv)

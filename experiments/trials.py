@@ -58,11 +58,15 @@ def merge(base: dict, overrides: dict) -> dict:
 
 def base_config(task: str, model: str, recipe: str | None, overrides: dict) -> dict:
     """The resolved settings every trial of a study starts from: defaults < recipe (the shipped
-    ``<task>-<model>.yaml`` unless ``recipe`` says otherwise) < ``overrides``."""
-    from training.config import resolve
+    ``<task>-<model>.yaml`` unless ``recipe`` says otherwise) < ``overrides``. ValueError for
+    an invalid setting or an unknown model option, before any trial is planned."""
+    from training.config import TrainConfig, resolve
+    from zoo.registry import check_options
 
-    config = resolve(task, model, recipe, {}).to_dict()
-    return merge(config, overrides)
+    config = merge(resolve(task, model, recipe, {}).to_dict(), overrides)
+    TrainConfig.from_dict(config)
+    check_options(model, config["model_options"])
+    return config
 
 
 def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], folds: int,

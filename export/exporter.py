@@ -34,7 +34,7 @@ from export import device_runtime
 from export.card import card_markdown, on_sequences, versus_float
 from export.card_schema import FORMS, ModelCard
 from export.exportdir import MARKER, ExportDirectory
-from export.quantize import CALIBRATED, MODES
+from export.quantize import CALIBRATED, MODES, accuracy_drop_advice
 from training import rundir, storage
 
 __all__ = ["export_run", "ExportOptions", "ExportDirError", "AccuracyDropError", "FORMS"]
@@ -445,8 +445,9 @@ def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path) -> Non
         f"{opts.quantize} {opts.form} model: test accuracy {100 * acc['tflite']:.2f}% is "
         f"{acc['drop_points']:.2f} points below the Keras float model's "
         f"{100 * acc['keras_float']:.2f}% (allowed: {opts.max_drop} points; {out} is "
-        f"unchanged and {kept}). Pass --allow-drop to accept it, or try int16x8, or retrain "
-        "with the integer-friendly options (docs/export.md).")
+        f"unchanged and {kept}). Pass --allow-drop to accept it, or "
+        f"{accuracy_drop_advice(opts.quantize)}retrain with the integer-friendly options "
+        "(docs/export.md).")
 
 
 def check_out(out: Path, overwrite: bool) -> None:

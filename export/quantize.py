@@ -120,6 +120,20 @@ def convert_saved_model(saved_model_dir, mode: str, calibration=None, *,
     return converter.convert()
 
 
+# What to try when a mode's export loses too much accuracy: the next mode with more precision
+# (never the mode that just failed).
+_MORE_PRECISE = {"int8": "--quantize int16x8 (16-bit activations)",
+                 "int16x8": "--quantize dynamic or fp16 (float activations)",
+                 "dynamic": "--quantize fp16 (float16 weights)",
+                 "fp16": "--quantize none (float32)"}
+
+
+def accuracy_drop_advice(mode: str) -> str:
+    """``"try --quantize ..., or "`` for an export in ``mode`` that lost too much accuracy, or
+    ``""`` when no mode is more precise."""
+    return f"try {_MORE_PRECISE[mode]}, or " if mode in _MORE_PRECISE else ""
+
+
 def _alternative(mode: str, form: str, unroll: bool) -> str:
     if form == "sequence" and not unroll:
         return ("--form step (the small path: a step model has no WHILE loop) or --unroll "

@@ -83,17 +83,54 @@ STATE_RULES = {
 }
 
 
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _number(v) -> bool:  # NaN and infinity too: a diverged epoch's loss, Keras's initial best
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# The early-stopping state a resume restores (`callbacks.ResumableEarlyStopping.load_state`);
+# stopped_epoch may be missing (checkpoints from before it was kept).
+EARLY_STOPPING_RULES = {
+    "wait": (_count, "an integer >= 0"),
+    "best": (lambda v: v is None or _number(v), "a number (or null)"),
+    "best_epoch": (_count, "an integer >= 0"),
+}
+
+
 def check_state(state, path):
-    """A checkpoint's ``state.json`` (as read) holds ``epochs_done``, one history row per epoch
-    done and the callbacks' states; returns it. Raises `ArtifactError` naming the file and the field."""
+    """A checkpoint's ``state.json`` (as read) holds ``epochs_done``, one history row of numbers
+    per epoch done and the callbacks' states (the early-stopping counters checked); returns it.
+    Raises `ArtifactError` naming the file and the field."""
+    if not isinstance(state, dict):
+        raise ArtifactError(f"{path}: not a checkpoint state (a JSON {type(state).__name__}, "
+                            "expected an object)")
     for field, (accepts, valid) in STATE_RULES.items():
         if field not in state:
             raise ArtifactError(f"{path}: missing field {field!r} ({valid})")
         if not accepts(state[field]):
             raise _field_error(path, field, state[field], valid)
+    if not isinstance(state.get("stopped", False), bool):
+        raise _field_error(path, "stopped", state["stopped"], "true or false")
     if len(state["history"]) != state["epochs_done"]:
         raise ArtifactError(f"{path}: history has {len(state['history'])} rows for "
                             f"epochs_done {state['epochs_done']}; valid: one row per epoch")
+    for i, row in enumerate(state["history"]):
+        for key, value in row.items():
+            if not _number(value):
+                raise _field_error(path, f"history[{i}].{key}", value, "a number")
+    early = state["callbacks"].get("early_stopping")
+    if early is not None:
+        rules = {**EARLY_STOPPING_RULES, **({"stopped_epoch": EARLY_STOPPING_RULES["wait"]}
+                                            if "stopped_epoch" in early else {})}
+        for field, (accepts, valid) in rules.items():
+            if field not in early:
+                raise ArtifactError(f"{path}: missing field callbacks.early_stopping.{field} "
+                                    f"({valid})")
+            if not accepts(early[field]):
+                raise _field_error(path, f"callbacks.early_stopping.{field}", early[field], valid)
     return state
 
 
@@ -121,14 +158,16 @@ def load_arrays(path, what="array file"):
 
 # ---------------------------------------------------------------------- normalization.json
 def load_normalization(path, features=None):
-    """The `Normalization` in ``path``: ``mean`` and ``std`` equal-length lists of finite
-    numbers, every ``std > 0`` (the zoo writes them floored: a zero or negative one is an edit,
-    and replacing it silently would change every prediction), and ``features`` of them when
-    given (what the model takes)."""
+    """The `Normalization` in ``path``: ``mean`` and ``std`` equal-length lists of numbers finite
+    in float32 (what the model computes in), every ``std > 0`` and at least the floor the zoo
+    writes (`STD_FLOOR`: a smaller one is an edit, which `Normalization` would silently replace by
+    1, changing every prediction; 1e-300 passed ``> 0`` and was 0 in float32), and ``features``
+    of them when given (what the model takes)."""
     from training.tasks import Normalization
+    from training.tasks.base import STD_FLOOR
 
     data = read_json(path, "normalization file")
-    valid = "equal-length lists of finite numbers, every std > 0"
+    valid = f"equal-length lists of finite float32 numbers, every std > 0 and >= {STD_FLOOR:g}"
     for key in ("mean", "std"):
         values = data.get(key)
         if not isinstance(values, list) or not all(
@@ -136,17 +175,21 @@ def load_normalization(path, features=None):
             raise ArtifactError(f"{path}: {key} must be a list of numbers ({valid}), got "
                                 f"{str(values)[:60]}")
     mean, std = np.asarray(data["mean"], np.float64), np.asarray(data["std"], np.float64)
-    if mean.shape != std.shape or not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
+    if mean.shape != std.shape:
         raise ArtifactError(f"{path}: mean has {mean.size} values and std {std.size}; valid: "
                             f"{valid}")
-    bad = np.flatnonzero(std.astype(np.float32) <= 0)  # what the models divide by: float32
-    if bad.size:
-        raise ArtifactError(f"{path}: std[{int(bad[0])}] is {std[bad[0]]:g} (as float32: "
-                            f"{np.float32(std[bad[0]]):g}); valid: {valid}")
+    with np.errstate(over="ignore"):
+        mean32, std32 = mean.astype(np.float32), std.astype(np.float32)
+    for key, values in (("mean", mean32), ("std", std32)):
+        bad = np.flatnonzero(~np.isfinite(values) if key == "mean"
+                             else ~(np.isfinite(values) & (values >= STD_FLOOR)))
+        if bad.size:
+            shown = (mean if key == "mean" else std)[bad[0]]
+            raise ArtifactError(f"{path}: {key}[{int(bad[0])}] is {shown:g}; valid: {valid}")
     if features is not None and mean.size != features:
         raise ArtifactError(f"{path}: {mean.size} features, but the model takes {features}; "
                             "the file does not belong to this run")
-    return Normalization(mean.astype(np.float32), std.astype(np.float32))
+    return Normalization(mean32, std32)
 
 
 # ---------------------------------------------------------------------------- model.keras

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -164,8 +165,34 @@ def _fsync_tree(folder: Path) -> None:
                 os.close(fd)
 
 
-def latest_checkpoint(run_dir: Path) -> tuple[Path, dict] | None:
-    """The newest committed checkpoint of ``run_dir`` and its ``state.json``, or None."""
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+    """A committed checkpoint: its ``folder`` (``checkpoints/epoch-NNNN``, holding the model
+    and the callbacks' files) and its ``state.json``, as `check_state` passed it."""
+
+    folder: Path
+    state: dict
+
+    @property
+    def epochs_done(self) -> int:
+        return self.state["epochs_done"]
+
+    @property
+    def history(self) -> list[dict]:
+        return self.state["history"]
+
+    @property
+    def callback_states(self) -> dict[str, dict]:
+        return self.state["callbacks"]
+
+    @property
+    def stopped(self) -> bool:
+        """Whether training had stopped (early stopping) when the checkpoint was committed."""
+        return bool(self.state.get("stopped"))
+
+
+def latest_checkpoint(run_dir: Path) -> Checkpoint | None:
+    """The newest committed checkpoint of ``run_dir``, or None."""
     root = Path(run_dir) / CHECKPOINTS
     committed = sorted(p for p in root.glob("epoch-[0-9][0-9][0-9][0-9]") if p.is_dir()) \
         if root.is_dir() else []
@@ -173,7 +200,7 @@ def latest_checkpoint(run_dir: Path) -> tuple[Path, dict] | None:
         return None
     folder = committed[-1]
     path = folder / "state.json"
-    return folder, check_state(storage.read_json(path, "checkpoint state"), path)
+    return Checkpoint(folder, check_state(storage.read_json(path, "checkpoint state"), path))
 
 
 def write_history_csv(history: list[dict], path: Path) -> None:

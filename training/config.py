@@ -111,21 +111,34 @@ _RULES = {  # field -> (accepts, what is valid)
     "recipe": (lambda v: v is None or isinstance(v, str), "a recipe path"),
 }
 
-# Model options whose registry default is None, so their type cannot be read off the default.
-_NUMERIC_OPTIONS = {"state_clip": (lambda v: _is_number(v) and v > 0, "a number > 0"),
-                    "state_quant_bits": (lambda v: _is_int(v) and 2 <= v <= 16,
-                                         "an integer in 2..16"),
-                    "eta_timesteps": (lambda v: _is_int(v) and v >= 1, "an integer >= 1")}
+# Model options with a range (whichever model has them), and those whose registry default is
+# None, so their type cannot be read off the default. The zoo's models are for microcontrollers
+# (the largest recipe has 128 units): 4,096 LSTM units are already 256 MB of weights, and a
+# billion was an out-of-memory traceback, after the data had loaded.
+MAX_UNITS = 4096
+_NUMERIC_OPTIONS = {
+    "units": (lambda v: _is_int(v) and 1 <= v <= MAX_UNITS, f"an integer in 1..{MAX_UNITS}"),
+    "rank": (lambda v: _is_int(v) and 1 <= v <= MAX_UNITS, f"an integer in 1..{MAX_UNITS}"),
+    "w_rank": (lambda v: v is None or (_is_int(v) and 1 <= v <= MAX_UNITS),
+               f"an integer in 1..{MAX_UNITS} (or unset: full rank)"),
+    "u_rank": (lambda v: v is None or (_is_int(v) and 1 <= v <= MAX_UNITS),
+               f"an integer in 1..{MAX_UNITS} (or unset: full rank)"),
+    "k": (lambda v: _is_int(v) and 1 <= v <= 100, "an integer in 1..100"),
+    "dropout": (lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
+    "recurrent_dropout": (lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
+    "state_clip": (lambda v: v is None or (_is_number(v) and v > 0), "a number > 0"),
+    "state_quant_bits": (lambda v: v is None or (_is_int(v) and 2 <= v <= 16),
+                         "an integer in 2..16"),
+    "eta_timesteps": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer >= 1")}
+# Model options with their own `zoo train` flag (the others: --option KEY=VALUE).
+_OPTION_FLAGS = {"units": "--units", "k": "--k", "rank": "--rank"}
 
 
 def validate(config: "TrainConfig") -> None:
     """Raise ValueError naming the first invalid setting (recipe key and flag) and what is
     valid; model options are checked against the types of the registry's defaults."""
-    for name, (accepts, valid) in _RULES.items():
-        value = getattr(config, name)
-        if not accepts(value):
-            flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
-            raise ValueError(f"invalid {name} ({flag}): {value!r}; valid: {valid}")
+    for name in _RULES:
+        _check_setting(name, getattr(config, name), _FLAGS.get(name, "--" + name.replace("_", "-")))
     _validate_model_options(config.model, config.model_options)
     if config.augment is not None:
         from training.augment import check_options
@@ -133,19 +146,49 @@ def validate(config: "TrainConfig") -> None:
         check_options(config.augment)
 
 
+def _check_setting(name: str, value, flag: str) -> None:
+    accepts, valid = _RULES[name]
+    if not accepts(value):
+        raise ValueError(f"invalid {name} ({flag}): {value!r}; valid: {valid}")
+
+
+def check_settings(settings: dict[str, Any], flag: str = "--set") -> None:
+    """The checks of `validate` that need no Keras, on some settings only (``zoo sweep --set``,
+    before Ray and Keras start): unknown names and values out of range raise ValueError naming
+    ``flag KEY=...`` and what is valid; model options' names and ranges where known."""
+    fields = [f.name for f in dataclasses.fields(TrainConfig)]
+    unknown = sorted(set(settings) - set(fields))
+    if unknown:
+        raise ValueError(f"{flag}: unknown training setting(s) {', '.join(unknown)}; valid: "
+                         f"{', '.join(sorted(fields))}")
+    for name, value in settings.items():
+        _check_setting(name, value, f"{flag} {name}=...")
+    if isinstance(settings.get("model_options"), dict):
+        check_option_ranges(settings["model_options"], f"{flag} model_options:")
+
+
+def check_option_ranges(options: dict[str, Any], flag: str | None = None) -> None:
+    """The model options that have a range whatever the model (`_NUMERIC_OPTIONS`), checked
+    without Keras: ValueError naming the option (as ``flag KEY=...``; by default as `zoo train`
+    takes it) and what is valid."""
+    for key, value in options.items():
+        if key in _NUMERIC_OPTIONS and not _NUMERIC_OPTIONS[key][0](value):
+            where = (_OPTION_FLAGS.get(key) or f"--option {key}=...") if flag is None \
+                else f"{flag} {key}=..."
+            raise ValueError(f"invalid model option {key} ({where}): {value!r}; "
+                             f"valid: {_NUMERIC_OPTIONS[key][1]}")
+
+
 def _validate_model_options(model: str, options: dict) -> None:
     import zoo
 
+    check_option_ranges(options)
     try:
         defaults = zoo.get_model_entry(model).options()
     except ValueError:
         return  # an unknown model is reported, with the valid names, where it is looked up
     for key, value in options.items():
-        if key in _NUMERIC_OPTIONS:
-            accepts, valid = _NUMERIC_OPTIONS[key]
-            if value is None or accepts(value):
-                continue
-        elif key not in defaults or defaults[key] is None:
+        if key in _NUMERIC_OPTIONS or key not in defaults or defaults[key] is None:
             continue
         elif isinstance(defaults[key], bool):
             valid = "true or false"

@@ -146,6 +146,7 @@ def check_out_argument(out, overwrite: bool) -> None:
     answers in one line, in well under a second instead of after TensorFlow's import."""
     from training.storage import real_target
 
+    check_no_dangling_link(Path(out))
     try:
         check_out(real_target(Path(out)), overwrite)
     except StorageError as err:
@@ -175,3 +176,13 @@ def move_aside_extras(run_dir: Path) -> tuple[Path, list[str]] | None:
         os.rename(run_dir / name, aside / name)
         storage.crash_point(f"before-overwrite: {name} moved")
     return aside, extras
+
+
+def check_no_dangling_link(out: Path, option: str = "--out") -> None:
+    """ValueError when ``out`` or a folder above it is a symlink to nothing: following it would
+    create the link's target and its parents, somewhere the user never named."""
+    for path in (out, *out.parents):
+        if path.is_symlink() and not path.exists():
+            raise ValueError(f"{option} {out}: {path} is a symlink to {os.readlink(path)}, which "
+                             f"does not exist; create that folder yourself, or choose another "
+                             f"{option}")

@@ -28,6 +28,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 import keras
 import numpy as np
@@ -39,6 +40,7 @@ from training import callbacks as cb
 from zoo.layers import recurrent_layers
 from training import rundir, storage
 from training.artifacts import check_run_config, load_keras_model
+from training.warm_start import warm_start_weights
 from training.config import TrainConfig
 from training.rundir import RunDirError  # noqa: F401  (re-exported)
 from training.rundir import check_out  # re-exported; no Keras needed there
@@ -50,12 +52,12 @@ FINAL_FILES = rundir.RunDirectory.FINAL_FILES
 @dataclasses.dataclass(frozen=True)
 class WorkDir:
     """Where `prepare_run_dir` says to train: ``path`` (the run directory or its staging twin),
-    the checkpoint to resume (folder, state) or None, whether this call ``created`` the
+    the checkpoint to resume (`callbacks.Checkpoint`) or None, whether this call ``created`` the
     directory (then a failure before any epoch is committed undoes that) and whether an empty
     folder was there before (``found_empty``: the undo leaves it empty, not gone)."""
 
     path: Path
-    checkpoint: tuple[Path, dict] | None = None
+    checkpoint: cb.Checkpoint | None = None
     created: bool = False
     found_empty: bool = False
 
@@ -86,8 +88,8 @@ def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> Work
 def _check_epochs(run_dir: Path, config: TrainConfig, checkpoint) -> None:
     """A run cannot be resumed to fewer epochs than it has trained: its config would say one
     budget and its metrics and history another."""
-    done = checkpoint[1].get("epochs_done") if checkpoint else None
-    if isinstance(done, int) and done > config.epochs:
+    done = checkpoint.epochs_done if checkpoint else None
+    if done is not None and done > config.epochs:
         raise RunDirError(f"{run_dir} holds an unfinished run that has already trained {done} "
                           f"epochs; --epochs {config.epochs} is fewer. Resume it with --epochs "
                           f"{done} or more, choose another --out, or pass --overwrite to start "
@@ -111,8 +113,7 @@ def _staging(run_dir: Path, config: TrainConfig) -> WorkDir:
     if storage.owned(stage, RUN_MARKER) and not rundir.RunDirectory(stage).is_finished() \
             and _same_settings(stage, config, refuse=False):
         checkpoint = cb.latest_checkpoint(stage)
-        done = checkpoint[1].get("epochs_done") if checkpoint else None
-        if not (isinstance(done, int) and done > config.epochs):
+        if not (checkpoint and checkpoint.epochs_done > config.epochs):
             return WorkDir(stage, checkpoint)
     if not storage.remove_owned(stage):
         raise RunDirError(storage.foreign_message(stage))
@@ -194,44 +195,6 @@ def build_model(config: TrainConfig, task) -> keras.Model:
     loss, metrics = loss_and_metrics(task.kind)
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
     return model
-
-
-def warm_start_weights(model: keras.Model, run_dir) -> list:
-    """The trained weights of the run in ``run_dir`` (``init_from``), checked to fit ``model``."""
-    path = rundir.RunDirectory(run_dir).model
-    if not path.is_file():
-        raise FileNotFoundError(f"init_from: {path} does not exist (a finished `zoo train` run "
-                                "directory holds model.keras)")
-    source = load_keras_model(path, role=" (--init-from)")
-    ours, theirs = model.weights, source.weights
-    if qat.qat_cells(model) and not qat.qat_cells(source):
-        # A float run fine-tuned with QAT: its weights, and the QAT ranges this model starts
-        # with (set from the data before the first epoch).
-        kept = [w for w in ours if not w.path.endswith("qat_ranges")]
-        return _with_ranges_of(model, _checked_weights(kept, theirs, run_dir))
-    return _checked_weights(ours, theirs, run_dir)
-
-
-def _with_ranges_of(model: keras.Model, weights: list) -> list:
-    """``weights`` (every weight of ``model`` but its QAT ranges, in order) with the ranges
-    ``model`` holds now put back in their places."""
-    it = iter(weights)
-    return [keras.ops.convert_to_numpy(w) if w.path.endswith("qat_ranges") else next(it)
-            for w in model.weights]
-
-
-def _checked_weights(ours: list, theirs: list, run_dir) -> list:
-    """The values of ``theirs`` after checking they match ``ours`` one for one."""
-    mismatch = [(a.path, tuple(a.shape), b.path, tuple(b.shape))
-                for a, b in zip(ours, theirs) if tuple(a.shape) != tuple(b.shape)]
-    if len(ours) != len(theirs) or mismatch:
-        detail = (f"first mismatch: ours {mismatch[0][0]} {mismatch[0][1]} vs theirs "
-                  f"{mismatch[0][2]} {mismatch[0][3]}" if mismatch else
-                  f"{len(ours)} weights here vs {len(theirs)} there")
-        raise ValueError(f"init_from {run_dir}: its weights do not match this model's "
-                         f"({detail}); the same model and shape options are needed "
-                         "(state_clip, state_quant_bits and constraints may differ)")
-    return [keras.ops.convert_to_numpy(w) for w in theirs]
 
 
 def recurrent_cell(model: keras.Model):
@@ -351,8 +314,8 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     refuse = functools.partial(check_out, overwrite=overwrite)
     with storage.replacing(real, RUN_MARKER, "run directory", check=refuse) as replacement:
         work = prepare_run_dir(real, config, overwrite)
-        metrics = _train_in_cleaning_up(work, config, task, init_weights, data_dir, verbose,
-                                        print_fn)
+        metrics = _train_in_cleaning_up(work, _Job(config, task, init_weights, data_dir, verbose,
+                                                   print_fn))
         if work.path != real:
             _keep_extras(real, print_fn)
             replacement.swap_in(work.path)
@@ -381,14 +344,36 @@ def check_monitor(config: TrainConfig, task) -> None:
                          f"valid: {', '.join(valid)}")
 
 
-def _train_in_cleaning_up(work: WorkDir, config: TrainConfig, task, init_weights, data_dir,
-                          verbose, print_fn) -> dict:
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """What one `train` call trains and how it reports, handed down its stages whole."""
+
+    config: TrainConfig
+    task: Any
+    init_weights: list | None
+    data_dir: Any
+    verbose: int | None
+    print_fn: Callable
+
+
+@dataclasses.dataclass
+class _Start:
+    """Where the fit starts: the model, the epochs already done and their history (from
+    ``checkpoint``, or none for a fresh run), and the batches of one epoch."""
+
+    model: keras.Model
+    initial_epoch: int
+    history: list
+    checkpoint: cb.Checkpoint | None
+    steps_per_epoch: int
+
+
+def _train_in_cleaning_up(work: WorkDir, job: _Job) -> dict:
     """`_train_in`; when it fails (bad data, a model that cannot be built) in a directory this
     call created, before any epoch was committed, the directory goes again: it holds nothing
     worth keeping, and left behind it would refuse a corrected command as an unfinished run."""
     try:
-        return _train_in(work.path, config, task, work.checkpoint, init_weights, data_dir,
-                         verbose, print_fn)
+        return _train_in(work.path, job, work.checkpoint)
     except Exception:
         if work.created and cb.latest_checkpoint(work.path) is None:
             storage.remove_owned(work.path)
@@ -408,38 +393,39 @@ class _Arrays:
     y_test: np.ndarray
 
 
-def _train_in(run_dir: Path, config: TrainConfig, task, checkpoint, init_weights, data_dir,
-              verbose, print_fn) -> dict:
+def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dict:
     """Train into ``run_dir`` (the directory or its staging twin): the run's stages in order."""
+    config, print_fn = job.config, job.print_fn
     keras.utils.set_random_seed(config.seed)
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
     run = rundir.RunDirectory(run_dir)
-    data = task.load(data_dir, seed=config.seed)
+    data = job.task.load(job.data_dir, seed=config.seed)
+    if not len(data.train):  # model.fit on no batch at all waits for ever
+        raise ValueError(f"task {config.task}: the training split of {data.source} is empty; "
+                         "nothing to train on")
     arrays = _normalised(data)
-    _write_settings(run, config, task, data)
-    model, initial_epoch, history = _model_and_history(run, config, task, checkpoint,
-                                                        init_weights, print_fn)
+    _write_settings(run, config, job.task, data)
+    start = _start(run, job, checkpoint,
+                   steps_per_epoch=int(np.ceil(len(arrays.x_train) / config.batch_size)))
+    model, history = start.model, start.history
     print_fn(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
              f"{len(arrays.x_train)} train / {len(arrays.x_val)} val / {len(arrays.x_test)} "
              f"test sequences, backend {keras.backend.backend()}")
-    steps_per_epoch = int(np.ceil(len(arrays.x_train) / config.batch_size))
-    callbacks, stateful = _callbacks(run, config, model, history, checkpoint, initial_epoch,
-                                     steps_per_epoch, has_val=len(arrays.x_val) > 0,
-                                     keras_bar=bool(verbose), print_fn=print_fn)
+    callbacks, stateful = _callbacks(run, job, start, has_val=len(arrays.x_val) > 0)
     callbacks = qat.tracking_callbacks(model, arrays.x_train, config.seed,
-                                       fresh=initial_epoch == 0, print_fn=print_fn) + callbacks
-    start = time.perf_counter()
-    _fit(model, config, arrays, callbacks, stateful, checkpoint, initial_epoch, steps_per_epoch,
-         verbose, augmenter(config, task, data.normalization))
-    train_seconds = time.perf_counter() - start + sum(
-        row.get("seconds", 0.0) for row in history[:initial_epoch])
+                                       fresh=start.initial_epoch == 0,
+                                       print_fn=job.print_fn) + callbacks
+    clock = time.perf_counter()
+    _fit(start, job, arrays, callbacks, stateful, augmenter(config, job.task, data.normalization))
+    train_seconds = time.perf_counter() - clock + sum(
+        row.get("seconds", 0.0) for row in history[:start.initial_epoch])
     _check_trained(run, model, history)
     if "early_stopping" in stateful:
         said = stateful["early_stopping"].summary(config.epochs, len(history))
         if said:
             print_fn(said)
-    metrics = _final_metrics(config, model, arrays, history, stateful, train_seconds, data)
+    metrics = _final_metrics(config, start, arrays, stateful, train_seconds, data)
     _write_final(run_dir, model, history, metrics)
     return metrics
 
@@ -459,38 +445,40 @@ def _write_settings(run: rundir.RunDirectory, config: TrainConfig, task, data) -
                              json.dumps(data.normalization.to_dict(), indent=1))
 
 
-def _model_and_history(run: rundir.RunDirectory, config: TrainConfig, task, checkpoint,
-                       init_weights, print_fn) -> tuple[keras.Model, int, list]:
+def _start(run: rundir.RunDirectory, job: _Job, checkpoint: cb.Checkpoint | None,
+           steps_per_epoch: int) -> _Start:
     """The model to train, the epoch to start from and the history so far: a fresh (or
     warm-started) model, or the newest committed checkpoint of an unfinished run."""
+    config = job.config
     with distribution_scope(config):
         if checkpoint:
             model = load_keras_model(
-                checkpoint[0] / run.model.name,
+                checkpoint.folder / run.model.name,
                 role=f"; {run.root} cannot be resumed from this checkpoint: start it afresh "
                      "with --overwrite (the run is replaced only once the new one finishes), "
                      "or choose another --out")
-            initial_epoch = checkpoint[1]["epochs_done"]
-            print_fn(f"resuming {run.root} after epoch {initial_epoch}/{config.epochs}")
-            return model, initial_epoch, checkpoint[1]["history"]
-        model = build_model(config, task)
-        if init_weights is not None:
-            model.set_weights(init_weights)
-            print_fn(f"initialised from {config.init_from}")
-        return model, 0, []
+            job.print_fn(f"resuming {run.root} after epoch {checkpoint.epochs_done}/"
+                         f"{config.epochs}")
+            return _Start(model, checkpoint.epochs_done, checkpoint.history, checkpoint,
+                          steps_per_epoch)
+        model = build_model(config, job.task)
+        if job.init_weights is not None:
+            model.set_weights(job.init_weights)
+            job.print_fn(f"initialised from {config.init_from}")
+        return _Start(model, 0, [], None, steps_per_epoch)
 
 
-def _callbacks(run: rundir.RunDirectory, config: TrainConfig, model, history, checkpoint,
-               initial_epoch: int, steps_per_epoch: int, *, has_val: bool, keras_bar: bool,
-               print_fn) -> tuple[list, dict]:
+def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start,
+               has_val: bool) -> tuple[list, dict]:
     """The run's callbacks, and those whose state a checkpoint keeps (restored on resume).
-    Progress is one line per epoch from `EpochProgress`, or Keras's own bar (``keras_bar``),
+    Progress is one line per epoch from `EpochProgress`, or Keras's own bar (``job.verbose``),
     never both."""
+    config, initial_epoch, steps_per_epoch = job.config, start.initial_epoch, start.steps_per_epoch
     stateful = {}
     # A diverged run (NaN loss) stops; early stopping then restores its best epoch.
     callbacks = [keras.callbacks.TerminateOnNaN()]
-    if not keras_bar:
-        callbacks.append(cb.EpochProgress(config.epochs, initial_epoch, print_fn=print_fn))
+    if not job.verbose:
+        callbacks.append(cb.EpochProgress(config.epochs, initial_epoch, print_fn=job.print_fn))
     if config.lr_decay_epochs:
         # Keyed on the epoch index, so a resumed run picks up the same rate.
         callbacks.insert(0, keras.callbacks.LearningRateScheduler(
@@ -500,19 +488,20 @@ def _callbacks(run: rundir.RunDirectory, config: TrainConfig, model, history, ch
             monitor=config.monitor, patience=config.early_stopping_patience)
     if config.sparsity_w is not None or config.sparsity_u is not None:
         stateful["hard_thresholding"] = cb.HardThresholding(
-            recurrent_cell(model), config.sparsity_w or 1.0, config.sparsity_u or 1.0,
+            recurrent_cell(start.model), config.sparsity_w or 1.0, config.sparsity_u or 1.0,
             total_batches=config.epochs * steps_per_epoch,
             initial_batch=initial_epoch * steps_per_epoch)
     callbacks += list(stateful.values())
-    if checkpoint:
-        for name, state in checkpoint[1]["callbacks"].items():
+    if start.checkpoint:
+        for name, state in start.checkpoint.callback_states.items():
             if name in stateful and hasattr(stateful[name], "load_state"):
-                stateful[name].load_state(state, checkpoint[0])
+                stateful[name].load_state(state, start.checkpoint.folder)
     if _can_write_tensorboard():
         callbacks.append(keras.callbacks.TensorBoard(log_dir=str(run.tensorboard)))
     else:
-        print_fn("no TensorBoard logs: Keras writes them with TensorFlow, which is not installed")
-    callbacks.append(cb.RunCheckpoint(run.root, history, stateful))
+        job.print_fn("no TensorBoard logs: Keras writes them with TensorFlow, which is not "
+                     "installed")
+    callbacks.append(cb.RunCheckpoint(run.root, start.history, stateful))
     return callbacks, stateful
 
 
@@ -527,21 +516,23 @@ def _can_write_tensorboard() -> bool:
         return False
 
 
-def _fit(model, config: TrainConfig, arrays: _Arrays, callbacks, stateful, checkpoint,
-         initial_epoch: int, steps_per_epoch: int, verbose, transform=None) -> None:
-    stopped = bool(checkpoint and checkpoint[1].get("stopped"))
-    if initial_epoch < config.epochs and not stopped:
+def _fit(start: _Start, job: _Job, arrays: _Arrays, callbacks, stateful,
+         transform=None) -> None:
+    config = job.config
+    stopped = bool(start.checkpoint and start.checkpoint.stopped)
+    if start.initial_epoch < config.epochs and not stopped:
         has_val = len(arrays.x_val) > 0
-        model.fit(epoch_batches(arrays.x_train, arrays.y_train, config.batch_size, config.seed,
-                                initial_epoch, config.epochs, transform),
-                  steps_per_epoch=steps_per_epoch, epochs=config.epochs,
-                  initial_epoch=initial_epoch, shuffle=False,
-                  validation_data=(arrays.x_val, arrays.y_val) if has_val else None,
-                  callbacks=callbacks, verbose=1 if verbose else 0)
+        start.model.fit(
+            epoch_batches(arrays.x_train, arrays.y_train, config.batch_size, config.seed,
+                          start.initial_epoch, config.epochs, transform),
+            steps_per_epoch=start.steps_per_epoch, epochs=config.epochs,
+            initial_epoch=start.initial_epoch, shuffle=False,
+            validation_data=(arrays.x_val, arrays.y_val) if has_val else None,
+            callbacks=callbacks, verbose=1 if job.verbose else 0)
     elif "early_stopping" in stateful and stateful["early_stopping"].resumed_best_weights:
         # Killed after the last epoch's checkpoint but before the run was written: finish it
         # the way EarlyStopping.on_train_end would have (restore the best epoch).
-        model.set_weights(stateful["early_stopping"].resumed_best_weights)
+        start.model.set_weights(stateful["early_stopping"].resumed_best_weights)
 
 
 def _check_trained(run: rundir.RunDirectory, model, history: list) -> None:
@@ -554,9 +545,10 @@ def _check_trained(run: rundir.RunDirectory, model, history: list) -> None:
                          f"--clipnorm. Nothing was saved as finished in {run.root}.")
 
 
-def _final_metrics(config: TrainConfig, model, arrays: _Arrays, history, stateful,
+def _final_metrics(config: TrainConfig, start: _Start, arrays: _Arrays, stateful,
                    train_seconds: float, data) -> dict:
     """``metrics.json``: the test split is scored here, once, at the end of the run."""
+    model, history = start.model, start.history
     test = model.evaluate(arrays.x_test, arrays.y_test, batch_size=max(config.batch_size, 256),
                           verbose=0, return_dict=True)
     return {

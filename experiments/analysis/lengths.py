@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from training.flags import int_in
+
 
 def length_accuracy(run_dir, n: int = 1000) -> dict:
     """``{"model", "task", "L", "test_length", "acc_L", "acc_test", "parameters"}`` of a run.
@@ -45,7 +47,8 @@ def length_accuracy(run_dir, n: int = 1000) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("run_dirs", nargs="+", help="runs on regular-language tasks")
-    parser.add_argument("--n", type=int, default=1000, help="strings per length (default 1000)")
+    parser.add_argument("--n", type=int_in(1), default=1000,
+                        help="strings per length (default 1000)")
     args = parser.parse_args(argv)
     print("| task | model | parameters | L | acc. at L (%) | test length | acc. at test length (%) |")
     print("|---|---|---|---|---|---|---|")

@@ -15,6 +15,9 @@ import argparse
 import csv
 from pathlib import Path
 
+from training.config import MAX_UNITS
+from training.flags import int_in, number_in
+
 # name -> model options; hidden size 80 everywhere (004 Table 5 for HAR-2).
 MODELS = {
     "irnn K=1": ("irnn", {"k": 1}),
@@ -44,14 +47,14 @@ def main(argv=None) -> int:
     parser.add_argument("--tasks", nargs="+", default=["har2", "dsa19"])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--data-root", required=True, help="folder holding har/ and dsa19/")
-    parser.add_argument("--units", type=int, default=80)
-    parser.add_argument("--epochs", type=int, default=60)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=1e-2)
-    parser.add_argument("--patience", type=int, default=15)
-    parser.add_argument("--clipnorm", type=float, default=1.0,
+    parser.add_argument("--units", type=int_in(1, MAX_UNITS), default=80)
+    parser.add_argument("--epochs", type=int_in(1), default=60)
+    parser.add_argument("--batch-size", type=int_in(1), default=64)
+    parser.add_argument("--lr", type=number_in(0, low_open=True), default=1e-2)
+    parser.add_argument("--patience", type=int_in(0), default=15)
+    parser.add_argument("--clipnorm", type=number_in(0, low_open=True), default=1.0,
                         help="gradient-norm clipping, the same for every model")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int_in(0), default=0)
     parser.add_argument("--out", default="bench/accuracy")
     args = parser.parse_args(argv)
 

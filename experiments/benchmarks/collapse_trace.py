@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from training.flags import int_in, number_in
+
 
 def _options(pairs: list[str]) -> dict:
     out = {}
@@ -34,10 +36,10 @@ def main(argv=None) -> int:
     parser.add_argument("--task", default="har2")
     parser.add_argument("--model", default="sirnn")
     parser.add_argument("--data-dir", required=True)
-    parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--lr", type=float, default=1e-2)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=int_in(1), default=20)
+    parser.add_argument("--lr", type=number_in(0, low_open=True), default=1e-2)
+    parser.add_argument("--batch-size", type=int_in(1), default=64)
+    parser.add_argument("--seed", type=int_in(0), default=0)
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", required=True, help="folder for the per-epoch models")
     args = parser.parse_args(argv)

@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from training.flags import int_in, number_in
 from training.rundir import RunDirectory
 
 TASK = "google12_testset"
@@ -84,12 +85,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data-dir", required=True)
     p.add_argument("--out", default="runs/kws")
-    p.add_argument("--epochs", type=int, default=40)
-    p.add_argument("--patience", type=int, default=10)
-    p.add_argument("--lrs", type=float, nargs="+", default=[1e-3, 3e-3])
-    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--epochs", type=int_in(1), default=40)
+    p.add_argument("--patience", type=int_in(0), default=10)
+    p.add_argument("--lrs", type=number_in(0, low_open=True), nargs="+", default=[1e-3, 3e-3])
+    p.add_argument("--seeds", type=int_in(1), default=3)
     p.add_argument("--models", nargs="+", default=list(MODELS))
-    p.add_argument("--jobs", type=int, default=6)
+    p.add_argument("--jobs", type=int_in(1), default=6)
     p.add_argument("--no-train", action="store_true",
                    help="train nothing: write the selection from the runs already finished")
     p.add_argument("--selection", default="selection.json",

@@ -29,6 +29,8 @@ import json
 import statistics
 from pathlib import Path
 
+from training.config import MAX_UNITS
+from training.flags import int_in, number_in
 from training.rundir import RunDirectory
 
 # label -> (model, model options). Hidden 80 everywhere (004 Table 5); the iRNN family with the
@@ -211,15 +213,15 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dsa", help="DSA-19 folder or zip")
     parser.add_argument("--tasks", nargs="+", default=["har2", "dsa19"], choices=list(TRAIN_SUBJECTS))
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--units", type=int, default=80)
-    parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--lr", type=float, default=1e-2)
-    parser.add_argument("--lr-decay-epochs", type=int, default=20,
+    parser.add_argument("--seeds", type=int_in(1), default=3)
+    parser.add_argument("--units", type=int_in(1, MAX_UNITS), default=80)
+    parser.add_argument("--epochs", type=int_in(1), default=40)
+    parser.add_argument("--batch-size", type=int_in(1), default=128)
+    parser.add_argument("--lr", type=number_in(0, low_open=True), default=1e-2)
+    parser.add_argument("--lr-decay-epochs", type=int_in(1), default=20,
                         help="learning rate x0.1 every this many epochs")
-    parser.add_argument("--patience", type=int, default=15)
-    parser.add_argument("--clipnorm", type=float, default=1.0)
+    parser.add_argument("--patience", type=int_in(0), default=15)
+    parser.add_argument("--clipnorm", type=number_in(0, low_open=True), default=1.0)
     parser.add_argument("--out", default="bench/realscale")
 
 

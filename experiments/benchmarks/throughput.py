@@ -23,6 +23,9 @@ import sys
 import tempfile
 import time
 
+from training.config import MAX_UNITS
+from training.flags import int_in
+
 
 def measure(args) -> dict:
     """{"device": ..., "rows": [{"model", "parameters", "seq_per_s"}]} for this process's device."""
@@ -99,10 +102,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--task", default="har2")
     parser.add_argument("--data-dir", required=True)
-    parser.add_argument("--units", type=int, default=80)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--units", type=int_in(1, MAX_UNITS), default=80)
+    parser.add_argument("--batch-size", type=int_in(1), default=128)
+    parser.add_argument("--steps", type=int_in(1), default=10)
+    parser.add_argument("--repeats", type=int_in(1), default=3)
     parser.add_argument("--models", nargs="+")
     parser.add_argument("--json", help="also write the measurement here")
     parser.add_argument("--compare-cpu", action="store_true",

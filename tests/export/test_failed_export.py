@@ -22,3 +22,27 @@ def test_a_failed_export_is_kept_and_headed_failed(har_run, har_dir, tmp_path,
     export = ExportDirectory(tmp_path / "failed.failed")
     assert json.loads(export.card.read_text())["accuracy"]["passed"] is False
     assert export.card_markdown.read_text().splitlines()[0].startswith("# FAILED: ")
+
+
+@pytest.mark.slow
+def test_a_failed_int16x8_export_does_not_advise_int16x8(har_run, har_dir, tmp_path,
+                                                         failing_accuracy_check):
+    """The advice names a more precise mode than the one that failed: a failed int16x8 export
+    said "or try int16x8"."""
+    from export.exporter import AccuracyDropError, export_run
+
+    with pytest.raises(AccuracyDropError) as err:
+        export_run(har_run, tmp_path / "out", quantize="int16x8", form="step", data_dir=har_dir,
+                   micro=False, print_fn=lambda *a, **k: None)
+    message = str(err.value)
+    assert message.startswith("int16x8 step model") and "try int16x8" not in message
+    assert "try --quantize dynamic or fp16 (float activations)" in message
+
+
+def test_the_advice_is_always_a_more_precise_mode():
+    from export.quantize import MODES, accuracy_drop_advice
+
+    assert accuracy_drop_advice("int8") == "try --quantize int16x8 (16-bit activations), or "
+    assert accuracy_drop_advice("none") == ""
+    for mode in MODES:
+        assert f" {mode} " not in accuracy_drop_advice(mode) + " "

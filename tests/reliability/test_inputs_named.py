@@ -92,6 +92,58 @@ def test_har_value_beyond_float32_names_file_and_line(shared_data, tmp_path):
     assert str(path) in message and "line 3, column 5" in message and "float32" in message
 
 
+def _har_with_value(shared_data, tmp_path, value):
+    folder = tmp_path / "UCI HAR Dataset"
+    shutil.copytree(shared_data / "har" / "UCI HAR Dataset", folder)
+    path = folder / "train" / "Inertial Signals" / "body_acc_x_train.txt"
+    lines = path.read_text().split("\n")
+    fields = lines[2].split()
+    fields[4] = value
+    lines[2] = " ".join(fields)
+    path.write_text("\n".join(lines))
+    return folder, path
+
+
+def test_har_value_that_would_flatten_its_channel_names_file_and_line(shared_data, tmp_path):
+    """3e38 is inside float32's range, so it was read; then the z-score normalisation, fitted on
+    it, mapped every other value of the channel to one float32 number (checked here with the
+    zoo's own `Normalization`, on the unmodified file's values): a silently zeroed channel."""
+    import numpy as np
+
+    from training.data.textio import parse_table
+    from training.tasks import Normalization
+
+    original = shared_data / "har" / "UCI HAR Dataset" / "train" / "Inertial Signals"
+    table = parse_table(original / "body_acc_x_train.txt", 128)
+    assert len(np.unique(table[:, 4])) > 100  # a channel that carries information
+    table[2, 4] = 3e38
+    x = table.reshape(len(table), 128, 1)
+    flat = Normalization.fit(x).apply(x)[:, :, 0].reshape(-1)
+    others = np.delete(flat, 2 * 128 + 4)
+    assert len(np.unique(others)) == 1  # what training would have seen
+
+    folder, path = _har_with_value(shared_data, tmp_path, "3e38")
+    with pytest.raises(DataError) as err:
+        get_task("har2").load(folder)
+    message = str(err.value)
+    assert str(path) in message and "line 3, column 5" in message and "'3e38'" in message
+    assert "dominates its column" in message
+
+
+def test_heavy_tailed_column_is_kept(tmp_path):
+    """The check is no outlier filter: a Cauchy column (heavy tails, std/MAD in the tens) and a
+    mostly-constant one with rare events are read as they are."""
+    import numpy as np
+
+    from training.data.textio import parse_table
+
+    rng = np.random.default_rng(0)
+    table = np.stack([rng.standard_cauchy(5000), np.where(rng.random(5000) < 0.01, 5.0, 0.0)], 1)
+    path = tmp_path / "t.txt"
+    path.write_text("\n".join(f"{a:.17g} {b:.17g}" for a, b in table) + "\n")
+    np.testing.assert_array_equal(parse_table(path, 2), table)
+
+
 # ---------------------------------------------------------------------------------- recipe
 def test_recipe_for_another_model_names_it(tmp_path, capsys, shared_data):
     recipe = tmp_path / "r.yaml"

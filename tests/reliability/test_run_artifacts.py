@@ -58,14 +58,25 @@ def test_eval_refuses_a_bad_metrics_json_like_export(run, capsys, text):
 
 
 # ------------------------------------------------------------------------- normalization.json
-@pytest.mark.parametrize("std0", [-0.5, 0.0])
+@pytest.mark.parametrize("std0", [-0.5, 0.0, 1e-300, 1e-7, 1e39])
 def test_normalization_std_not_positive(run, capsys, std0):
+    """Refused as float32 sees it: 1e-300 passed ``std > 0`` in float64 and was 0 in float32 (then
+    silently floored to 1, as 1e-7 was); 1e39 is infinite in float32."""
     path = run / "normalization.json"
     data = json.loads(path.read_text())
     data["std"][0] = std0
     path.write_text(json.dumps(data))
     err = _error(capsys, "eval", str(run))
-    assert str(path) in err and "std[0]" in err and "std > 0" in err
+    assert str(path) in err and f"std[0] is {std0:g}" in err and "std > 0" in err
+
+
+def test_normalization_mean_beyond_float32(run, capsys):
+    path = run / "normalization.json"
+    data = json.loads(path.read_text())
+    data["mean"][2] = 1e39
+    path.write_text(json.dumps(data))
+    err = _error(capsys, "eval", str(run))
+    assert str(path) in err and "mean[2] is 1e+39" in err and "float32" in err
 
 
 def test_normalization_with_other_features(run, capsys):
@@ -103,13 +114,35 @@ def _resume_error(config, out):
     return message
 
 
-@pytest.mark.parametrize("change, field", [({"epochs_done": "x"}, "epochs_done"),
-                                           ({"history": None}, "history")])
+def _early_stopping(**fields):
+    return lambda state: state["callbacks"]["early_stopping"].update(fields)
+
+
+def _drop_early_stopping(field):
+    return lambda state: state["callbacks"]["early_stopping"].pop(field)
+
+
+def _history_value(value):
+    return lambda state: state["history"][0].update(loss=value)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"epochs_done": "x"}, "epochs_done"), ({"history": None}, "history"),
+    ({"stopped": "yes"}, "stopped"),
+    (_early_stopping(wait="x"), "wait"), (_early_stopping(wait=-1), "wait"),
+    (_early_stopping(best="low"), "best"), (_early_stopping(best_epoch=1.5), "best_epoch"),
+    (_early_stopping(stopped_epoch=None), "stopped_epoch"),
+    (_drop_early_stopping("wait"), "wait"), (_history_value("abc"), "loss"),
+    (_history_value([1]), "loss")])
 def test_state_json_edited(unfinished, change, field):
+    """Each field a resume reads, damaged: one line naming the file and the field (the callbacks'
+    fields and the history's values were a KeyError or TypeError traceback)."""
     config, out, checkpoint = unfinished
     path = checkpoint / "state.json"
     state = json.loads(path.read_text())
-    for key, value in change.items():
+    if callable(change):
+        change(state)
+    for key, value in (change.items() if isinstance(change, dict) else ()):
         if value is None:
             state.pop(key)
         else:

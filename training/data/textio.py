@@ -41,8 +41,8 @@ def parse_table(path: Path, ncols: int, *, delimiter: str | None = None,
 
     Raises:
         DataError: empty line, wrong column count, a value that is not a number, NaN/inf or
-            beyond float32's range, or a wrong row count; the message names file, line and
-            column.
+            beyond float32's range, one that dominates its column (`dominating_value`), or a
+            wrong row count; the message names file, line and column.
     """
     lines = _lines(path, data)
     if not lines:
@@ -73,12 +73,42 @@ def parse_table(path: Path, ncols: int, *, delimiter: str | None = None,
         raise DataError(f"{path}: line {k // ncols + 1}, column {k % ncols + 1}: value "
                         f"{tokens[k].strip()!r} {what} ({bad.size} such values in the file)")
     table = values.reshape(len(lines), ncols)
+    hit = dominating_value(table)
+    if hit is not None:
+        row, col, std, mad = hit
+        value = tokens[row * ncols + col].strip()
+        raise DataError(f"{path}: line {row + 1}, column {col + 1}: value {value!r} dominates "
+                        f"its column (std {std:.3g}, over {OUTLIER_RATIO:g} times the column's "
+                        f"median deviation {mad:.3g}): normalising would flatten every other "
+                        "value of the column to one; a corrupt or sentinel value?")
     if nrows is not None and table.shape[0] != nrows:
         why = ("truncated file?" if table.shape[0] < nrows else
                f"{table.shape[0] - nrows} extra line(s) after line {nrows}: a damaged or "
                "concatenated file?")
         raise DataError(f"{path}: expected {nrows} lines, found {table.shape[0]} ({why})")
     return table
+
+
+# A column whose standard deviation is over this many times its median absolute deviation is
+# a few extreme values and nothing else, as far as z-score normalisation (training.tasks'
+# Normalization) goes: every other value, divided by that std, becomes one float32 constant (a
+# 3e38 in a HAR file silently zeroed its channel). Heavy-tailed sensor columns stay below ~100.
+OUTLIER_RATIO = 1e6
+
+
+def dominating_value(table: np.ndarray):
+    """``(row, column, std, mad)`` of the most extreme value of the first column of ``table``
+    whose std is over `OUTLIER_RATIO` times its median absolute deviation, or None. A column
+    whose deviation median is 0 (mostly one value, e.g. a switch) is not judged."""
+    median = np.median(table, axis=0)
+    deviation = np.abs(table - median)
+    mad = np.median(deviation, axis=0)
+    std = table.std(axis=0)
+    bad = np.flatnonzero((mad > 0) & (std > OUTLIER_RATIO * mad))
+    if not bad.size:
+        return None
+    col = int(bad[0])
+    return int(np.argmax(deviation[:, col])), col, float(std[col]), float(mad[col])
 
 
 def _locate_bad_token(path: Path, tokens: list[str], ncols: int) -> None:

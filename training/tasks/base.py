@@ -278,6 +278,24 @@ def check_fold(name: str, value) -> list | None:
     return [int(value[0]), int(value[1])]
 
 
+# A generated task's splits are made in memory at load: inputs beyond this many bytes (float32,
+# all splits) are a typo, not a dataset (n_train=10**12 asked numpy for 1.4 PiB: a MemoryError
+# traceback). The defaults use 19 MB (adding) and 105 MB (copy).
+MAX_GENERATED_BYTES = 4 * 2**30
+
+
+def check_generated_size(task: "Task", sequences: int, options: str) -> None:
+    """ValueError naming ``options`` when ``sequences`` inputs of ``task.input_shape`` (float32)
+    exceed `MAX_GENERATED_BYTES`."""
+    steps, features = task.input_shape
+    size = 4 * sequences * steps * features
+    if size > MAX_GENERATED_BYTES:
+        raise ValueError(f"task {task.name}: options {options} ask for {sequences:,} sequences of "
+                         f"{steps:,} x {features} float32 values ({size / 2**30:,.1f} GiB); a "
+                         f"generated task is made in memory, at most "
+                         f"{MAX_GENERATED_BYTES / 2**30:g} GiB: lower them")
+
+
 def check_fraction(name: str, value) -> None:
     if not isinstance(value, (int, float)) or not 0 <= value < 1:
         raise ValueError(f"option {name} must be a number in [0, 1), got {value!r}")

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.tasks.base import Normalization, Split, Task, TaskData, register_task
+from training.tasks.base import (Normalization, Split, Task, TaskData, check_generated_size,
+                                 register_task)
 
 PAD = 2
 
@@ -133,9 +134,9 @@ class RegularLanguage(Task):
     def _validate(self):
         o = self._options
         for key in ("max_length", "min_length", "n_train", "n_val", "n_test"):
-            if not isinstance(o[key], int) or o[key] < (1 if "length" in key else 0):
-                raise ValueError(f"option {key} must be an integer >= "
-                                 f"{1 if 'length' in key else 0}, got {o[key]!r}")
+            low = 1 if key in ("max_length", "min_length", "n_train") else 0
+            if not isinstance(o[key], int) or o[key] < low:
+                raise ValueError(f"option {key} must be an integer >= {low}, got {o[key]!r}")
         if o["min_length"] > o["max_length"]:
             raise ValueError(f"option min_length={o['min_length']} exceeds "
                              f"max_length={o['max_length']}")
@@ -144,6 +145,8 @@ class RegularLanguage(Task):
         if not isinstance(o["test_length"], int) or not 1 <= o["test_length"] <= 1000:
             raise ValueError(f"option test_length must be an integer in 1..1000, got "
                              f"{o['test_length']!r}")
+        check_generated_size(self, o["n_train"] + o["n_val"] + o["n_test"],
+                             "n_train, n_val, n_test and max_length")
 
     @property
     def input_shape(self):

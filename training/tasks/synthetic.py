@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.tasks.base import Normalization, Split, Task, TaskData, register_task
+from training.tasks.base import (Normalization, Split, Task, TaskData, check_generated_size,
+                                 register_task)
 
 BLANK, DELIMITER, DATA_SYMBOLS, COPY_LEN = 8, 9, 8, 10
 
@@ -54,8 +55,11 @@ class _Synthetic(Task):
         if not isinstance(o["timesteps"], int) or o["timesteps"] < 2:
             raise ValueError(f"option timesteps must be an integer >= 2, got {o['timesteps']!r}")
         for k in ("n_train", "n_val", "n_test"):
-            if not isinstance(o[k], int) or o[k] < 0:
-                raise ValueError(f"option {k} must be a non-negative integer, got {o[k]!r}")
+            low = 1 if k == "n_train" else 0  # no training sequence: model.fit waited for ever
+            if not isinstance(o[k], int) or o[k] < low:
+                raise ValueError(f"option {k} must be an integer >= {low}, got {o[k]!r}")
+        check_generated_size(self, o["n_train"] + o["n_val"] + o["n_test"],
+                             "n_train, n_val, n_test and timesteps")
 
     def _batch(self, rng, n):  # pragma: no cover - abstract
         raise NotImplementedError
