@@ -61,6 +61,8 @@ BENCHMARKS = {
     "sequence-int8": ("experiments.sequence_int8", "the one-invoke int8 sequence model checked "
                                                    "and timed"),
     "lengths": ("experiments.analysis.lengths", "length generalisation on the regular languages"),
+    "fold-int8": ("experiments.fold_int8", "each CV fold's int8 step model against its Keras "
+                                          "model on the fold's validation subjects"),
 }
 # `zoo device NAME ...`
 DEVICE = {
