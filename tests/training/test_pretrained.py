@@ -48,8 +48,11 @@ def test_pretrained_model_reproduces_its_card_on_real_test_windows(tag, shared_d
     logits = model.predict(test.x.astype("float32"), batch_size=256, verbose=0)
     assert logits.shape == (len(test.y), cfg.num_classes)
     accuracy = 100 * float(np.mean(logits.argmax(-1) == test.y))
-    # One window is 0.14 (HAR-2) / 0.26 (DSA-19) points; float reduction order may flip one.
-    assert accuracy == pytest.approx(cfg.metrics["test_accuracy_visible"], abs=100 / len(test.y))
+    # One window is 0.14 (HAR-2) / 0.26 (DSA-19) points; float reduction order may flip one (and
+    # a QAT model trained on JAX rounds a tie differently under TensorFlow's FakeQuant kernel:
+    # sirnn.har2, 97.29 % on JAX, 97.15 % here, one window). The card rounds to 0.01 points.
+    assert accuracy == pytest.approx(cfg.metrics["test_accuracy_visible"],
+                                     abs=100 / len(test.y) + 0.005)
 
 
 @pytest.mark.parametrize("tag", zoo.list_pretrained())
