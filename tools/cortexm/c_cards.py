@@ -1,4 +1,5 @@
-# c_cards.py [--write]: the C backend's figures for every shipped int8 step tag, measured here:
+# c_cards.py [--write] [TAG ...]: the C backend's figures for every shipped int8 step tag (or the
+# TAGs named), measured here:
 # `zoo export models/pretrained/TAG --form c`, the Cortex-M4 firmware cost (make sizes: -Os,
 # smallest program running the model once minus an empty one; RAM = state + the deepest stack
 # frame chain from -fstack-usage) and instructions per step under qemu-arm (-O2, measure.py's
@@ -44,6 +45,11 @@ def measure(tag, work):
             "measured_by": "python tools/cortexm/c_cards.py (arm-none-eabi-gcc 12.2, qemu-arm 7.2)"}
 
 tags = sorted(t for t in os.listdir(PRE) if os.path.isdir(os.path.join(PRE, t, "export-step-int8")))
+named = [a for a in sys.argv[1:] if not a.startswith("--")]
+unknown = sorted(set(named) - set(tags))
+if unknown:
+    sys.exit(f"c_cards.py: no shipped int8 step tag {unknown}; valid: {', '.join(tags)}")
+tags = named or tags
 with tempfile.TemporaryDirectory() as work:
     print("| tag | C constants (B) | Cortex-M4 flash, -Os (B) | RAM (B) | instructions / step, -O2 |")
     print("|---|---|---|---|---|")

@@ -265,15 +265,34 @@ ZOO_INLINE void zoo_fc_s8(const int8_t *x, int n_in, int stride, int n_out, cons
 #endif
 }
 
-/* The same with one multiplier and shift per output channel (per-channel weights). */
+/* The same with one multiplier and shift per output channel (per-channel weights, as the
+ * converter stores a QAT graph's): the same dot products, each row rescaled by its own. */
 ZOO_INLINE void zoo_fc_s8_pc(const int8_t *x, int n_in, int stride, int n_out, const int8_t *w,
                              const int32_t *bias, const int32_t *multiplier, const int8_t *shift,
                              int32_t out_zp, int32_t lo, int32_t hi, int8_t *y) {
-  int o;
-  for (o = 0; o < n_out; ++o) {
+  int o = 0;
+#if defined(ZOO_USE_ARM_DSP)
+  uint32_t pairs[ZOO_MAX_FC_IN / 2]; /* stride <= ZOO_MAX_FC_IN, a multiple of 4 */
+  zoo_expand_s8(x, n_in, stride, pairs);
+  const int n4 = n_out - n_out % 4;
+  for (; o < n4; o += 4) {
+    int32_t acc[4];
+    int r;
+    zoo_dot4_dsp(pairs, w + o * stride, stride, bias + o, acc);
+    for (r = 0; r < 4; ++r)
+      y[o + r] = zoo_clamp_s8(zoo_mbqm_fc(acc[r], multiplier[o + r], shift[o + r]) + out_zp,
+                              lo, hi);
+  }
+  for (o = n4; o < n_out; ++o) { /* the n_out % 4 rows left */
+    const int32_t acc = zoo_dot1_dsp(pairs, w + o * stride, stride, bias[o]);
+    y[o] = zoo_clamp_s8(zoo_mbqm_fc(acc, multiplier[o], shift[o]) + out_zp, lo, hi);
+  }
+#else
+  for (; o < n_out; ++o) {
     const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in) + bias[o];
     y[o] = zoo_clamp_s8(zoo_mbqm_fc(acc, multiplier[o], shift[o]) + out_zp, lo, hi);
   }
+#endif
 }
 
 /* An ADD / SUB input v (= offset + int8 value) shifted left by 20 and rescaled. The
