@@ -5,8 +5,6 @@ LiteRT computes what the Keras QAT model computes, window by window.
 
 A tiny QAT SiRNN (16 units, rank 4, premultiply) trained 2 epochs on the shared HAR subset."""
 
-import json
-
 import keras
 import numpy as np
 import pytest
@@ -177,4 +175,3 @@ def test_keras_qat_model_and_int8_step_loop_agree_per_window(qat_export):
     # The final states lie on the same grid and differ by the integer kernels' rounding only.
     np.testing.assert_allclose(keras_states * 255, np.round(keras_states * 255), atol=1e-3)
     assert card["accuracy"]["argmax_agreement"] == pytest.approx(agreement)  # the exporter's own
-    json.dumps(card)  # the card is plain data

@@ -264,7 +264,7 @@ def test_qat_step_equals_numpy_reference(rank, premultiply):
     assert np.mean(deviation < 1e-3) >= 0.999, f"equal: {np.mean(deviation < 1e-3):.4f}"
 
 
-def test_qat_step_is_not_the_float_step():
+def test_qat_state_is_on_its_grid_and_the_oracle_quantizes_every_point():
     """The oracle tells the quantized step from the float one (else the test above proves
     nothing): the float equations without the fake quantization miss the grid."""
     model, cell = qat_model(16, True, units=32)
