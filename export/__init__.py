@@ -1,3 +1,12 @@
+"""Layer 3 of the zoo: from a finished run to what runs on a device.
+
+It owns the TFLite conversion and quantization (`convert`, `quantize`), the streaming step models
+(`step`), the export directory and its card (`exportdir`, `card`, `card_schema`), the one
+streaming runtime every checker uses (`device_runtime`; `device_bench.py` is its standalone
+script for a device), the TFLite Micro C++ (`device_sources`, `device_build`) and the bare-metal
+int8 C backend (`c_backend`). `exporter.export_run` is the entry point of ``zoo export``.
+"""
+
 # Importing any part of the package keeps TensorFlow's native start-up lines off stderr, as
 # ``import zoo`` does (`zoo.quiet`): scripts run as ``python -m`` print only what they mean to.
 from zoo import quiet as _quiet
