@@ -124,7 +124,7 @@ def test_an_export_that_fails_its_accuracy_check_does_not_replace_a_good_one(
 
 def test_the_lock_is_on_the_real_directory_not_the_name_given(tmp_path, shared_data, capsys):
     real = tmp_path / "runs" / "sym4"
-    real.parent.mkdir()
+    real.mkdir(parents=True)  # an existing, empty folder (a link to nothing is refused first)
     alias = tmp_path / "alias4"
     alias.symlink_to(real, target_is_directory=True)
     with storage.exclusive(real):  # another `zoo train --out runs/sym4` is running
@@ -132,7 +132,7 @@ def test_the_lock_is_on_the_real_directory_not_the_name_given(tmp_path, shared_d
         assert main(args) == 2
     err = capsys.readouterr().err
     assert "is in use by pid" in err and str(real) in err
-    assert alias.is_symlink() and not real.exists()
+    assert alias.is_symlink() and not any(real.iterdir())
 
 
 def test_resuming_with_fewer_epochs_than_trained_is_refused(tmp_path, tiny_config, monkeypatch):
