@@ -19,17 +19,21 @@ REPO = Path(__file__).resolve().parents[2]
 # The tags the zoo promises (README): the best HAR-2 and DSA-19 model and the best Keras baseline;
 # for keyword spotting the best int8 model (DS-CNN), the best zoo cell (SiRNN), the best Keras
 # step baseline (GRU) and the earlier FastGRNN.
+# sirnn.har2_qat: generation 2 of the HAR-2 SiRNN (rotation + QAT, docs/qat.md). A tag is
+# MODEL.NAME (timm's model.tag); its card names the task.
 SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19", "gru.google12_testset",
-           "sirnn.google12_testset", "dscnn.google12_testset", "fastgrnn.google12_testset"}
+           "sirnn.google12_testset", "dscnn.google12_testset", "fastgrnn.google12_testset",
+           "sirnn.har2_qat"}
 DATA = {"har2": "har", "dsa19": "dsa19",
         "google12_testset": "archives/speech_commands_test_set_v0.02_part_A.tar.gz"}
 
 
 def test_the_promised_models_are_shipped():
     assert SHIPPED <= set(zoo.list_pretrained())
-    assert {t.split(".")[1] for t in zoo.list_pretrained()} == {"har2", "dsa19", "google12_testset"}
+    task = lambda t: zoo.get_pretrained_cfg(t).task
+    assert {task(t) for t in zoo.list_pretrained()} == {"har2", "dsa19", "google12_testset"}
     baselines = [t for t in zoo.list_pretrained() if t.split(".")[0] in ("lstm", "gru")]
-    assert {t.split(".")[1] for t in baselines} == {"har2", "dsa19", "google12_testset"}
+    assert {task(t) for t in baselines} == {"har2", "dsa19", "google12_testset"}
 
 
 @pytest.mark.slow
@@ -41,8 +45,9 @@ def test_pretrained_model_reproduces_its_card_on_real_test_windows(tag, shared_d
     from training.tasks import get_task
 
     cfg = zoo.get_pretrained_cfg(tag)
-    model_name, task_name = tag.split(".")
-    model = zoo.create_model(model_name, pretrained=task_name)
+    model_name, name = tag.split(".")
+    task_name = cfg.task
+    model = zoo.create_model(model_name, pretrained=name)
     test = get_task(task_name).load(shared_data / DATA[task_name]).test
     assert tuple(test.x.shape[1:]) == tuple(cfg.input_shape)
     logits = model.predict(test.x.astype("float32"), batch_size=256, verbose=0)
