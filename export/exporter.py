@@ -285,7 +285,7 @@ def write_artifacts(export: ExportDirectory, run: _Run, converted: _Converted,
         run_dir=str(run.run_dir.resolve()), parameters=int(run.model.count_params()),
         data={"source": run.data_source, "train": len(run.x_train), "test": len(run.x_test),
               "calibration": converted.calibration},
-        weights=weight_granularity(run.model, opts),
+        weights="per-tensor" if opts.per_tensor else "per-channel",
         bytes={name: len(b) for name, b in models.items()},
         total_bytes=sum(len(b) for b in models.values()), ops=converted.ops)
     if opts.form == "step":
@@ -400,17 +400,6 @@ def write_c_sources(export: ExportDirectory, card: ModelCard, run: _Run, convert
             step_ops=ops["step"], head_ops=ops["head"]))
     elif opts.micro_runs_it:
         card.c_sources = export.write_sources(c_array_sources({"model": models["model"]}))
-
-
-def weight_granularity(model, opts: ExportOptions) -> str:
-    """How the integer model's weights are quantized: as asked (``per_tensor``), except that the
-    converter quantizes a QAT graph's (FakeQuant activations) per channel whatever it is asked,
-    which is what `zoo.qat` trains for."""
-    from export.step import is_qat
-
-    if opts.calibrated and is_qat(model):
-        return "per-channel"
-    return "per-tensor" if opts.per_tensor else "per-channel"
 
 
 def finish(export: ExportDirectory, card: ModelCard, t_start: float) -> None:

@@ -24,12 +24,11 @@ previous ranges by an exponential moving average; `RangeTracking` does that at t
 epoch. Observing runs the cell step by step in eager mode, outside the compiled training loop, so
 it works on every backend (a variable cannot be assigned from inside a JAX scan).
 
-Weights are fake-quantized as the converter quantizes them: symmetric, 8 bits on the narrow range
-[-127, 127], per output channel (scale ``max|w_j| / 127`` per column of a Keras kernel): with
-FakeQuant activations in the graph the converter quantizes the weights per channel whatever its
-per-tensor setting says (measured: every FULLY_CONNECTED of a QAT step). The exported graph leaves
-that rounding to the converter (``weights=False`` in `QuantPoints`), which gives the same
-integers.
+Weights are fake-quantized as the zoo's export quantizes them: symmetric, per tensor, 8 bits on
+the narrow range [-127, 127] with scale ``max|w| / 127`` (a graph with FakeQuant activations needs
+the converter's dense-layer per-tensor switch as well, `export.quantize.set_integer_mode`). The
+exported graph leaves that rounding to the converter (``weights=False`` in `QuantPoints`), which
+gives the same integers.
 """
 
 from __future__ import annotations
@@ -59,17 +58,11 @@ def check_qat(qat) -> str | None:
 
 
 def quantize_weight(w):
-    """``w`` rounded to the symmetric int8 grid the TFLite converter stores it on, with a
-    straight-through gradient. A matrix is quantized per output channel (per column of a Keras
-    kernel: scale ``max_i |w[i, j]| / 127``), as the converter quantizes the weights of a graph
-    with FakeQuant activations (it then ignores the per-tensor setting); a scalar per tensor."""
-    if len(w.shape) < 2:
-        m = ops.stop_gradient(ops.maximum(ops.max(ops.abs(w)), 1e-12))
-        return keras.quantizers.fake_quant_with_min_max_vars(w, -m, m, num_bits=BITS,
-                                                             narrow_range=True)
-    m = ops.stop_gradient(ops.maximum(ops.max(ops.abs(w), axis=0), 1e-12))
+    """``w`` rounded to the symmetric per-tensor int8 grid the TFLite converter stores it on
+    (scale ``max|w| / 127``, narrow range), with a straight-through gradient."""
+    m = ops.stop_gradient(ops.maximum(ops.max(ops.abs(w)), 1e-12))
     return keras.quantizers.fake_quant_with_min_max_vars(w, -m, m, num_bits=BITS,
-                                                         narrow_range=True, axis=-1)
+                                                         narrow_range=True)
 
 
 class QuantPoints:
