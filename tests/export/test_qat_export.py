@@ -175,3 +175,21 @@ def test_keras_qat_model_and_int8_step_loop_agree_per_window(qat_export):
     # The final states lie on the same grid and differ by the integer kernels' rounding only.
     np.testing.assert_allclose(keras_states * 255, np.round(keras_states * 255), atol=1e-3)
     assert card["accuracy"]["argmax_agreement"] == pytest.approx(agreement)  # the exporter's own
+
+
+@pytest.mark.slow
+def test_weights_are_per_tensor_as_the_export_asks(qat_export):
+    """A FakeQuant graph takes another path through the converter, which quantizes
+    FULLY_CONNECTED weights per channel unless its dense-layer switch is set too: every weight of
+    the QAT step is one int8 scale, the one `zoo.qat.quantize_weight` trained with."""
+    import json
+
+    from ai_edge_litert.interpreter import Interpreter
+
+    _, out, _ = qat_export
+    weights = [t for t in Interpreter(str(out / "step.tflite")).get_tensor_details()
+               if len(t["shape"]) == 2 and t["shape"][0] > 1]
+    assert len(weights) >= 3  # W and the factors of U
+    for t in weights:
+        assert len(t["quantization_parameters"]["scales"]) == 1, t["name"]
+    assert json.loads((out / "model_card.json").read_text())["weights"] == "per-tensor"

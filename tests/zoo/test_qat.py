@@ -4,8 +4,7 @@
   ``fake_quant_with_min_max_vars``): the range nudged so that zero is a grid point, 256 levels,
   idempotent, straight-through gradient (1 inside the nudged range, 0 outside), written here in
   NumPy.
-- Weights against the converter's symmetric int8 rounding ``round(w / (max|w_j| / 127))``, per
-  output channel j of a matrix (per tensor for a vector).
+- Weights against the symmetric per-tensor int8 rounding ``round(w / (max|w| / 127))``.
 - The QAT SiRNN step against a NumPy re-implementation of the equations with the fake
   quantization at the documented points.
 - Range tracking against ``np.percentile`` of the data and the EMA formula; options and
@@ -67,11 +66,9 @@ def assert_same_levels(got, x, lo, hi):
 
 
 def int8_weight(w):
-    """The converter's symmetric int8 weight of a QAT graph: round(w / s) * s with, for a matrix,
-    one s = max_i |w[i, j]| / 127 per output channel (column j of a Keras kernel), for a vector or
-    scalar s = max|w| / 127."""
+    """The export's symmetric per-tensor int8 weight: round(w / s) * s, s = max|w| / 127."""
     w = np.asarray(w, np.float64)
-    scale = np.abs(w).max(axis=0) / 127 if w.ndim == 2 else np.abs(w).max() / 127
+    scale = np.abs(w).max() / 127
     return np.floor(w / scale + 0.5) * scale
 
 
@@ -181,7 +178,7 @@ def test_quant_points_apply_uses_the_points_range_and_passes_gradients_straight(
 
 
 @pytest.mark.parametrize("shape,scale", [((9, 16), 0.1), ((16, 4), 3.0), ((80,), 1e-3), ((1,), 0.2)])
-def test_quantize_weight_is_symmetric_int8_per_output_channel(shape, scale):
+def test_quantize_weight_is_symmetric_per_tensor_int8(shape, scale):
     w = np.random.default_rng(1).normal(scale=scale, size=shape).astype(np.float32)
     wt = tf.constant(w)
     with tf.GradientTape() as tape:
@@ -189,12 +186,11 @@ def test_quantize_weight_is_symmetric_int8_per_output_channel(shape, scale):
         got = qat.quantize_weight(wt)
         loss = tf.reduce_sum(got)
     got = got.numpy()
-    step = np.abs(w).max(axis=0) / 127 if w.ndim == 2 else np.abs(w).max() / 127
+    step = np.abs(w).max() / 127
     np.testing.assert_allclose(got, int8_weight(w), atol=1e-6 * np.abs(w).max(), rtol=0)
     ints = got / step
     np.testing.assert_allclose(ints, np.round(ints), atol=1e-3)
-    # The largest weight of each channel is +-127: narrow range, one scale per channel.
-    np.testing.assert_array_equal(np.abs(np.round(ints)).max(axis=0), 127)
+    assert np.abs(np.round(ints)).max() == 127  # the largest weight is +-127: narrow range
     # Straight through, including the largest weight (the scale is not differentiated).
     np.testing.assert_array_equal(tape.gradient(loss, wt).numpy(), np.ones(shape))
 
