@@ -61,6 +61,7 @@ BENCHMARKS = {
     "sequence-int8": ("experiments.sequence_int8", "the one-invoke int8 sequence model checked "
                                                    "and timed"),
     "lengths": ("experiments.analysis.lengths", "length generalisation on the regular languages"),
+    "frontier": ("experiments.frontier", "CV accuracy x Cortex-M4 cost of each graph: docs/frontier.md"),
 }
 # `zoo device NAME ...`
 DEVICE = {
