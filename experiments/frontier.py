@@ -37,6 +37,7 @@ RESULTS = HERE / "results" / "har2-campaign"
 GRAPH_OPTIONS = ("units", "rank", "premultiply", "qat", "state_clip", "w_rank", "u_rank")
 # The issue's device goal for a HAR-2 SiRNN-family model (drawn on the plot).
 GOAL_INSTRUCTIONS, GOAL_FLASH = 12_000, 6 * 1024
+TASK_NAMES = {"har2": "HAR-2", "dsa19": "DSA-19"}
 
 
 def graph_key(model: str, options: dict) -> tuple:
@@ -187,6 +188,7 @@ def frontier_plot(rows: list[dict], path: Path, title: str) -> int:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     points = plotted(rows)
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
@@ -198,16 +200,20 @@ def frontier_plot(rows: list[dict], path: Path, title: str) -> int:
             x, y = r["device"][key], statistics.mean(r["accuracy"])
             sd = statistics.stdev(r["accuracy"]) if len(r["accuracy"]) > 1 else 0.0
             color = "tab:blue" if r["device"].get("model") in ("sirnn", "irnn") else "tab:gray"
-            ax.errorbar(x, y, yerr=sd, fmt="o", color=color, ecolor=color, alpha=0.8, capsize=3)
+            marker = "s" if r["device"].get("model_options", {}).get("qat") else "o"
+            ax.errorbar(x, y, yerr=sd, fmt=marker, color=color, ecolor=color, alpha=0.8, capsize=3)
             ax.annotate(f"{r['graph']}\n{r['cv'].split(': ', 1)[-1]}", (x, y), fontsize=6,
                         xytext=(4, 2), textcoords="offset points")
         ax.axvline(goal, color="tab:green", linestyle="--", linewidth=1)
         ax.text(goal, ax.get_ylim()[0] if points else 0, " goal", color="tab:green", fontsize=7)
         ax.set_xscale("log")
+        for axis in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+            axis(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.tick_params(axis="x", which="minor", labelsize=6)
         ax.set_xlabel(xlabel)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("subject-CV validation accuracy % (mean ± sd over folds)")
-    fig.suptitle(f"{title}: upper left is better (blue: SiRNN family)")
+    fig.suptitle(f"{title}: upper left is better (blue: SiRNN family; squares: QAT)")
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -230,6 +236,8 @@ def device_table(device: dict[str, dict]) -> str:
         check = fig.get("c_check", {})
         exact = (f"{check['identical_logits']} / {check['identical_states']} of {check['windows']}"
                  if "windows" in check else check.get("skipped", "-"))
+        weights = fig["step_ops"].get("fc_weights")
+        ops += f" (FC weights {weights})" if weights else ""
         lines.append(f"| {key} | `{fig['source']}` | {fig['step_ops']['count']}: {ops} | "
                      f"{_int(fig['const_bytes'])} | {_int(fig.get('cortex_m4_head_instructions_O2'))} "
                      f"| {exact} | {'; '.join(f'`{c}`' for c in fig.get('commands', []))} |")
@@ -243,7 +251,7 @@ def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) 
                                      "no plot)\n\n")
     sources = ", ".join(f"`{_shown(p)}`" for p in args.results)
     return (
-        f"# The accuracy x device-cost frontier ({args.task.upper()})\n\n"
+        f"# The accuracy x device-cost frontier ({TASK_NAMES.get(args.task, args.task)})\n\n"
         "Issue 28 item 3. Subject-CV validation accuracy (at the CV epoch, mean ± sd over the "
         "folds done) against what the int8 C export of the same graph costs a Cortex-M4: "
         "instructions per step (`-O2`, qemu-arm + the instruction-count plugin), flash (`-Os`, "
@@ -286,7 +294,7 @@ def main(argv=None) -> int:
     rows = frontier_rows(device, cv_by_graph([r for r in args.results if r.is_dir()], args.task))
     for missing in (r for r in args.results if not r.is_dir()):
         print(f"note: {missing}: no such results folder (no CV accuracy from it yet)")
-    drawn = frontier_plot(rows, args.plot, f"{args.task.upper()} frontier")
+    drawn = frontier_plot(rows, args.plot, f"{TASK_NAMES.get(args.task, args.task)} frontier")
     args.doc.parent.mkdir(parents=True, exist_ok=True)
     args.doc.write_text(document(rows, device, toolchain, args.plot, args.doc, args))
     print(frontier_table(rows))

@@ -40,8 +40,13 @@ def step_ops(step_tflite):
     from export.flatbuffer import builtin_name, read_model
 
     model = read_model(Path(step_tflite).read_bytes())
-    ops = [builtin_name(model.operatorCodes[op.opcodeIndex]) for op in model.subgraphs[0].operators]
-    return {"count": len(ops), "histogram": {name: ops.count(name) for name in sorted(set(ops))}}
+    graph = model.subgraphs[0]
+    ops = [builtin_name(model.operatorCodes[op.opcodeIndex]) for op in graph.operators]
+    # per-channel FC weights take the C backend's one-row kernel, not the four-row DSP one
+    scales = {len(graph.tensors[op.inputs[1]].quantization.scale)
+              for op, name in zip(graph.operators, ops) if name == "FULLY_CONNECTED"}
+    return {"count": len(ops), "histogram": {name: ops.count(name) for name in sorted(set(ops))},
+            "fc_weights": "per-tensor" if scales <= {1} else "per-channel"}
 
 
 def keras_figures(source):
@@ -85,8 +90,13 @@ def measure(key, source, work):
     step, c_dir = (source if shipped else work / f"{key}-step"), work / f"{key}-c"
     try:  # a shipped tag: `--form c` takes its own step models
         if not shipped:
-            commands.append(zoo("export", source, "--quantize", "int8", "--form", "step",
-                                "--allow-drop", "--out", step, "--overwrite"))
+            args = ["export", source, "--quantize", "int8", "--form", "step", "--allow-drop",
+                    "--out", step, "--overwrite"]
+            try:
+                commands.append(zoo(*args))
+            except SystemExit as failed:  # e.g. its TFLite Micro stage crashed: without it
+                fig["step_export_failure"] = str(failed)[-300:]
+                commands.append(zoo(*args, "--no-micro"))
         commands.append(zoo("export", step, "--form", "c", "--out", c_dir, "--overwrite"))
     except SystemExit as refused:  # a graph the C backend does not take: say so, keep the MACs
         return {**fig, "c_export_error": str(refused)[-600:], "commands": commands}
