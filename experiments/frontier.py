@@ -121,9 +121,12 @@ def cv_by_graph(results_dirs: list[Path], task: str) -> list[dict]:
 
 def frontier_rows(device: dict[str, dict], cv: list[dict]) -> list[dict]:
     """One row per CV variant (with its graph's device figures, or none measured), then one per
-    device variant that no CV variant uses; sorted by instructions per step."""
-    by_graph = {graph_key(fig["model"], fig.get("model_options", {})): key
-                for key, fig in device.items()}
+    device variant that no CV variant uses; sorted by instructions per step. Where two device
+    variants share a graph (a shipped tag and a 1-epoch run of it), CV rows take the shipped one
+    and the other stays a row of its own."""
+    by_graph: dict[tuple, str] = {}  # one device variant per graph: a shipped tag first
+    for key, fig in sorted(device.items(), key=lambda item: (not item[1].get("shipped"), item[0])):
+        by_graph.setdefault(graph_key(fig["model"], fig.get("model_options", {})), key)
     used, rows = set(), []
     for r in cv:
         key = by_graph.get(r["graph"])
