@@ -205,7 +205,8 @@ def frontier_plot(rows: list[dict], path: Path, title: str) -> int:
             color = "tab:blue" if r["device"].get("model") in ("sirnn", "irnn") else "tab:gray"
             marker = "s" if r["device"].get("model_options", {}).get("qat") else "o"
             ax.errorbar(x, y, yerr=sd, fmt=marker, color=color, ecolor=color, alpha=0.8, capsize=3)
-            ax.annotate(f"{r['graph']}\n{r['cv'].split(': ', 1)[-1]}", (x, y), fontsize=6,
+            ax.annotate(f"{r['graph']}\n{r['cv'].split(': ', 1)[-1]} "
+                        f"({len(r['folds'])}/{r['planned']} folds)", (x, y), fontsize=6,
                         xytext=(4, 2), textcoords="offset points")
         ax.axvline(goal, color="tab:green", linestyle="--", linewidth=1)
         ax.text(goal, ax.get_ylim()[0] if points else 0, " goal", color="tab:green", fontsize=7)
@@ -274,7 +275,19 @@ def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) 
         f"Device JSON `{_shown(args.device)}`, toolchain: {toolchain.get('cc', '?')}; "
         f"{toolchain.get('qemu', '?')}; `{toolchain.get('cpu', '?')}`. Per variant, the step "
         "graph's ops and the C backend's export check:\n\n"
-        f"{device_table(device)}")
+        f"{device_table(device)}{_per_channel_note(device)}")
+
+
+def _per_channel_note(device: dict[str, dict]) -> str:
+    """Why some graphs cost more than their MACs say: per-channel FC weights."""
+    keys = [k for k, fig in sorted(device.items())
+            if fig.get("step_ops", {}).get("fc_weights") == "per-channel"]
+    if not keys:
+        return ""
+    return (f"\nPer-channel FULLY_CONNECTED weights in the int8 step model of {', '.join(keys)}: "
+            "the C backend runs those with its one-row kernel (`zoo_fc_s8_pc`, no four-row "
+            "SMLAD path), which is why they cost more instructions per MAC than the per-tensor "
+            "graphs.\n")
 
 
 def _shown(path) -> str:
