@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEVICE = HERE / "results" / "frontier" / "har2_device.json"
 RESULTS = HERE / "results" / "har2-campaign"
+INT8_RESULTS = HERE / "results" / "har2-campaign-int8"  # `zoo bench fold-int8` per-fold files
 # The options that change the exported step graph (and so its cost); the rest is training.
 GRAPH_OPTIONS = ("units", "rank", "premultiply", "qat", "state_clip", "w_rank", "u_rank")
 # The issue's device goal for a HAR-2 SiRNN-family model (drawn on the plot).
@@ -119,7 +120,21 @@ def cv_by_graph(results_dirs: list[Path], task: str) -> list[dict]:
     return rows
 
 
-def frontier_rows(device: dict[str, dict], cv: list[dict]) -> list[dict]:
+def int8_drops(results_dirs: list[Path], task: str) -> dict[tuple, list[float]]:
+    """(label, variant) -> each fold's int8 step model's drop below its Keras model on the fold's
+    validation subjects (points), from ``zoo bench fold-int8`` results files."""
+    drops: dict[tuple, list[float]] = {}
+    for results in results_dirs:
+        for path in sorted(Path(results).glob(f"{task}/*/*/fold*.json")):
+            data = json.loads(path.read_text())
+            if "drop" not in data:
+                raise ValueError(f"{path}: not a fold-int8 results file (no 'drop')")
+            drops.setdefault(path.parts[-3:-1], []).append(float(data["drop"]))
+    return drops
+
+
+def frontier_rows(device: dict[str, dict], cv: list[dict],
+                  drops: dict[tuple, list[float]] | None = None) -> list[dict]:
     """One row per CV variant (with its graph's device figures, or none measured), then one per
     device variant that no CV variant uses; sorted by instructions per step. Where two device
     variants share a graph (a shipped tag and a 1-epoch run of it), CV rows take the shipped one
@@ -135,13 +150,14 @@ def frontier_rows(device: dict[str, dict], cv: list[dict]) -> list[dict]:
         rows.append({"graph": r["describe"], "device_key": key, "device": device.get(key, {}),
                      "cv": f"{r['study']}: {r['label']} / {r['variant']}",
                      "accuracy": accuracy, "folds": r["folds"], "planned": r["planned"],
-                     "epoch": r["epoch"],
+                     "epoch": r["epoch"], "drops": (drops or {}).get((r["label"], r["variant"]), []),
                      "parameters": r["runs"][0]["parameters"] if r["runs"] else None})
     for key, fig in device.items():
         if key not in used:
             rows.append({"graph": describe(fig["model"], fig.get("model_options", {})),
                          "device_key": key, "device": fig, "cv": "-", "accuracy": [],
-                         "folds": [], "planned": 0, "epoch": None, "parameters": None})
+                         "folds": [], "planned": 0, "epoch": None, "parameters": None,
+                         "drops": []})
     inf = float("inf")
     return sorted(rows, key=lambda r: (r["device"].get("cortex_m4_instructions_per_step_O2") or inf,
                                        r["graph"], r["cv"]))
@@ -151,9 +167,12 @@ def _int(value) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-def int8_drop(fig: dict) -> str:
-    """The int8 step export's drop, known for a shipped tag (its export check on the visible
-    test subjects); a tiny run's drop says nothing about the trained model."""
+def int8_drop(fig: dict, drops: list[float]) -> str:
+    """The int8 step model's drop: per CV fold (mean ± sd, worst) where fold-int8 measured it,
+    else for a shipped tag its export check on the visible test subjects; a tiny run's drop
+    says nothing about a trained model."""
+    if drops:
+        return f"{mean_sd(drops)}, worst {max(drops):.2f} ({len(drops)} folds)"
     check = fig.get("export_check") or {}
     if not fig.get("shipped") or check.get("drop_points") is None:
         return "-"
@@ -174,7 +193,7 @@ def frontier_table(rows: list[dict]) -> str:
             f"| {r['graph']} | {r['device_key'] or '-'}{note} | {r['cv']} | {_int(params)} | "
             f"{_int(fig.get('macs_per_step'))} | {_int(fig.get('cortex_m4_instructions_per_step_O2'))} | "
             f"{_int(fig.get('cortex_m4_flash_bytes_Os'))} | {_int(fig.get('cortex_m4_ram_bytes'))} | "
-            f"{_int(ops)} | {mean_sd(r['accuracy'])} | {folds} | {int8_drop(fig)} |")
+            f"{_int(ops)} | {mean_sd(r['accuracy'])} | {folds} | {int8_drop(fig, r['drops'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -263,12 +282,15 @@ def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) 
         "([cortexm.md](cortexm.md), [c_backend.md](c_backend.md)). The zoo's point is the upper "
         f"left corner. Issue 28's goal for HAR-2: <= {GOAL_INSTRUCTIONS:,} instructions per step "
         f"and <= {GOAL_FLASH:,} B flash (dashed lines) at the accuracy of the `sirnn.har2` recipe.\n\n"
-        "A graph's cost does not depend on its training: each was measured on a 1-epoch run "
-        "of that graph on the HAR subset (`tools/cortexm/frontier_har2.sh`) or on the shipped "
-        "tag, and joined to every CV variant with the same graph (model, units, rank, "
-        "premultiply, QAT, state clip). Accuracy: the CV results files in "
+        "A graph's cost hardly depends on its training (only through its scales: compare a "
+        "shipped tag with the 1-epoch run of the same graph below): each was measured on a "
+        "1-epoch run of that graph on the HAR subset (`tools/cortexm/frontier_har2.sh`) or on "
+        "the shipped tag, and joined to every CV variant with the same graph (model, units, "
+        "rank, premultiply, QAT, state clip). Accuracy: the CV results files in "
         f"{sources}; a variant without them yet shows '-' and is not plotted. 'int8 drop' is "
-        "known only for the shipped tags (their export check on the visible test subjects).\n\n"
+        "per CV fold where `zoo bench fold-int8` measured it (the int8 step model below its "
+        "Keras model on the fold's validation subjects), else for a shipped tag (its export "
+        "check on the visible test subjects).\n\n"
         f"Regenerate (after the campaign, or new device figures): `zoo bench frontier`\n\n"
         f"{image}{frontier_table(rows)}\n"
         "## How each cost was measured\n\n"
@@ -301,13 +323,16 @@ def main(argv=None) -> int:
     p.add_argument("--device", type=Path, default=DEVICE, help=f"device JSON (default {_shown(DEVICE)})")
     p.add_argument("--results", type=Path, nargs="+", default=[RESULTS],
                    help=f"CV results folders (default {_shown(RESULTS)})")
+    p.add_argument("--int8-results", type=Path, nargs="*", default=[INT8_RESULTS],
+                   help=f"`zoo bench fold-int8` results folders (default {_shown(INT8_RESULTS)})")
     p.add_argument("--task", default="har2")
     p.add_argument("--doc", type=Path, default=REPO / "docs" / "frontier.md")
     p.add_argument("--plot", type=Path, default=REPO / "docs" / "img" / "frontier_har2.png")
     args = p.parse_args(argv)
     device = load_device(args.device)
     toolchain = json.loads(args.device.read_text()).get("toolchain", {})
-    rows = frontier_rows(device, cv_by_graph([r for r in args.results if r.is_dir()], args.task))
+    rows = frontier_rows(device, cv_by_graph([r for r in args.results if r.is_dir()], args.task),
+                         int8_drops([r for r in args.int8_results if r.is_dir()], args.task))
     for missing in (r for r in args.results if not r.is_dir()):
         print(f"note: {missing}: no such results folder (no CV accuracy from it yet)")
     drawn = frontier_plot(rows, args.plot, f"{TASK_NAMES.get(args.task, args.task)} frontier")

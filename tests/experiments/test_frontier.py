@@ -67,8 +67,16 @@ def test_the_table_gives_numpys_cv_figures_joined_to_each_graphs_cost(tmp_path, 
     _plant(results, "sirnn", "lean_rot15_qat",
            _config("sirnn", {**SIRNN, "premultiply": False, "qat": "int8"}, lr=0.001), lean)
     _plant(results, "gru", "base", _config("gru", {"units": 80}), 70 + RNG.random((2, 4)))
+    # `zoo bench fold-int8` files of two lean folds: their drop replaces any shipped figure
+    drops = [0.3, -0.1]
+    for fold, drop in enumerate(drops):
+        path = tmp_path / "int8" / "har2" / "sirnn" / "lean_rot15_qat" / f"fold{fold}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"windows": 10, "float": 90.0, "int8": 90.0 - drop,
+                                    "agreement": 99.0, "qat": True, "drop": drop}))
     doc, plot = tmp_path / "frontier.md", tmp_path / "img" / "frontier.png"
     assert frontier.main(["--device", str(device), "--results", str(results),
+                          "--int8-results", str(tmp_path / "int8"),
                           "--doc", str(doc), "--plot", str(plot)]) == 0
     table = capsys.readouterr().out
     rows = {line.split(" | ")[2]: line for line in table.splitlines() if line.startswith("| ")}
@@ -80,6 +88,9 @@ def test_the_table_gives_numpys_cv_figures_joined_to_each_graphs_cost(tmp_path, 
     assert f"| {lean_cell} | 3 / 5 |" in rows["results: sirnn / lean_rot15_qat"]
     assert "| lean_qat | " in rows["results: sirnn / lean_rot15_qat"]
     assert "| 15,000 | 7,000 |" in rows["results: sirnn / lean_rot15_qat"]
+    d = np.array(drops)
+    assert rows["results: sirnn / lean_rot15_qat"].endswith(
+        f"| {d.mean():.2f} ± {d.std(ddof=1):.2f}, worst {d.max():.2f} (2 folds) |")
     # a graph with CV results but no device figure, and a measured graph without CV results
     assert "| - | - | - | - | - |" in rows["results: gru / base"]
     alone = [line for line in table.splitlines() if " | - | 3,523 | " in line]
