@@ -295,7 +295,8 @@ def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) 
         f"{image}{frontier_table(rows)}\n"
         "## How each cost was measured\n\n"
         f"Device JSON `{_shown(args.device)}`, toolchain: {toolchain.get('cc', '?')}; "
-        f"{toolchain.get('qemu', '?')}; `{toolchain.get('cpu', '?')}`. Per variant, the step "
+        f"{toolchain.get('qemu', '?')}; `{toolchain.get('cpu', '?')}`"
+        f"{'; exports made by ' + toolchain['zoo_code'] if toolchain.get('zoo_code') else ''}. Per variant, the step "
         "graph's ops and the C backend's export check:\n\n"
         f"{device_table(device)}{_per_channel_note(device)}")
 

@@ -97,7 +97,7 @@ def measure(key, source, work):
             except SystemExit as failed:  # e.g. its TFLite Micro stage crashed: without it
                 fig["step_export_failure"] = str(failed)[-300:]
                 commands.append(zoo(*args, "--no-micro"))
-        commands.append(zoo("export", step, "--form", "c", "--out", c_dir, "--overwrite"))
+        commands.append(zoo("export", step, "--form", "c", "--allow-drop", "--out", c_dir, "--overwrite"))
     except SystemExit as refused:  # a graph the C backend does not take: say so, keep the MACs
         return {**fig, "c_export_error": str(refused)[-600:], "commands": commands}
     check = json.loads((c_dir / "c_check.json").read_text())

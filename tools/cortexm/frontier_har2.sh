@@ -32,6 +32,7 @@ done
 # step fails under JAX here (TypeError: 'NoneType' object is not callable at `var.numpy()`,
 # training/callbacks.py's hard threshold)
 train fastgrnn_u80 --model fastgrnn --backend tensorflow
+train fastgrnn_u80_qat --model fastgrnn --backend tensorflow --option qat=int8
 train lstm_u80 --model lstm --recipe none --units 80
 items=(sirnn.har2=models/pretrained/sirnn.har2 gru.har2=models/pretrained/gru.har2)
 for run in "$work"/runs/*/; do items+=("$(basename "$run")=$run"); done
