@@ -302,15 +302,14 @@ def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) 
 
 
 def _per_channel_note(device: dict[str, dict]) -> str:
-    """Why some graphs cost more than their MACs say: per-channel FC weights."""
+    """Which graphs have per-channel FC weights (a kernel of their own in the C backend)."""
     keys = [k for k, fig in sorted(device.items())
             if fig.get("step_ops", {}).get("fc_weights") == "per-channel"]
     if not keys:
         return ""
     return (f"\nPer-channel FULLY_CONNECTED weights in the int8 step model of {', '.join(keys)}: "
-            "the C backend runs those with its one-row kernel (`zoo_fc_s8_pc`, no four-row "
-            "SMLAD path), which is why they cost more instructions per MAC than the per-tensor "
-            "graphs.\n")
+            "the C backend runs them with its per-channel kernel "
+            "(`zoo_fc_s8_pc`, a multiplier and shift per output row).\n")
 
 
 def _shown(path) -> str:
