@@ -1,0 +1,347 @@
+"""The accuracy x device-cost frontier (issue 28 item 3): subject-CV accuracy against the
+Cortex-M4 cost of each graph, as a table (docs/frontier.md) and a plot (docs/img/frontier_har2.png).
+
+Two inputs, both committed:
+
+- the device JSON (``experiments/results/frontier/har2_device.json``, written by
+  ``tools/cortexm/c_frontier.py``): per graph variant its MACs per step, Cortex-M4 instructions per
+  step (-O2), flash (-Os) and RAM of its C export, measured on a tiny run of that graph (the cost
+  of a graph does not depend on how well it was trained);
+- the per-trial CV results files of ``zoo sweep cv`` (``experiments/results/<study>/<task>/
+  <label>/<variant>/fold<k>.json``): the validation accuracy at the CV epoch, mean ± sd over the
+  folds done (`experiments.tables.cv_rows`, the sweep's own table code).
+
+A CV variant is joined to the device variant with the same graph: the same model and the same
+graph-defining options (units, rank, premultiply, QAT, state clip, FastGRNN ranks), the model's
+registered defaults filling what a config leaves out, so augmentation or learning-rate variants
+share their graph's cost. Variants without CV results yet are in the table with '-' and not in
+the plot; rerun when the campaign has finished:
+
+    zoo bench frontier            # or: python -m experiments.frontier --help
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from experiments.benchmarks.realscale import mean_sd
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DEVICE = HERE / "results" / "frontier" / "har2_device.json"
+RESULTS = HERE / "results" / "har2-campaign"
+INT8_RESULTS = HERE / "results" / "har2-campaign-int8"  # `zoo bench fold-int8` per-fold files
+# The options that change the exported step graph (and so its cost); the rest is training.
+GRAPH_OPTIONS = ("units", "rank", "premultiply", "qat", "state_clip", "w_rank", "u_rank")
+# The issue's device goal for a HAR-2 SiRNN-family model (drawn on the plot).
+GOAL_INSTRUCTIONS, GOAL_FLASH = 12_000, 6 * 1024
+TASK_NAMES = {"har2": "HAR-2", "dsa19": "DSA-19"}
+
+
+def graph_key(model: str, options: dict) -> tuple:
+    """What identifies a step graph: the model and its graph options, defaults filled in."""
+    from zoo.registry import get_model_entry
+
+    resolved = {**get_model_entry(model).options(), **options}
+    return (model, *((name, resolved[name]) for name in GRAPH_OPTIONS if name in resolved))
+
+
+def describe(model: str, options: dict) -> str:
+    """A short name of a graph: ``sirnn 80u r16 premultiply QAT``."""
+    from zoo.registry import get_model_entry
+
+    o = {**get_model_entry(model).options(), **options}
+    words = [model, f"{o['units']}u"]
+    if o.get("rank") is not None:
+        words.append(f"r{o['rank']}")
+    if "premultiply" in o:
+        words.append("premultiply" if o["premultiply"] else "lean")
+    if o.get("w_rank") or o.get("u_rank"):
+        words.append(f"W r{o.get('w_rank')} U r{o.get('u_rank')}")
+    if o.get("qat"):
+        words.append(f"QAT {o['qat']}")
+    return " ".join(words)
+
+
+def load_device(path: Path) -> dict[str, dict]:
+    """The device JSON's variants (key -> figures); a clear error for a missing or bad file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no device JSON; make it with tools/cortexm/c_frontier.py")
+    data = json.loads(path.read_text())
+    if not isinstance(data.get("variants"), dict):
+        raise ValueError(f"{path}: expected an object with 'variants' (key -> figures)")
+    return data["variants"]
+
+
+def results_trials(results: Path, task: str) -> list[dict]:
+    """Trials (as `experiments.trials` makes them) for every planned fold of every variant that
+    has a results file under ``results/<task>/<label>/<variant>/``; a fold without a file is a
+    planned fold not done yet. The run directory named is the results file's own stem, which is
+    no run, so `result_of` reads the results file."""
+    trials = []
+    for variant_dir in sorted(Path(results).glob(f"{task}/*/*")):
+        files = sorted(variant_dir.glob("fold*.json"))
+        if not files:
+            continue
+        done = {}
+        for f in files:
+            data = json.loads(f.read_text())
+            missing = [k for k in ("label", "variant", "fold", "folds", "config", "summary") if k not in data]
+            if missing:
+                raise ValueError(f"{f}: not a CV results file (missing {', '.join(missing)})")
+            done[data["fold"]] = (f, data)
+        folds = max(data["folds"] for _, data in done.values())
+        first = next(iter(done.values()))[1]
+        for fold in range(folds):
+            f, data = done.get(fold, (variant_dir / f"fold{fold}.json", first))
+            trials.append({"task": task, "label": first["label"], "variant": first["variant"],
+                           "fold": fold, "folds": folds, "config": data["config"],
+                           "run_dir": str(f.with_suffix("")), "result": str(f)})
+    return trials
+
+
+def cv_by_graph(results_dirs: list[Path], task: str) -> list[dict]:
+    """`experiments.tables.cv_rows` of every results tree, each row with its graph key."""
+    from experiments.tables import cv_rows
+
+    rows = []
+    for results in results_dirs:
+        trials = results_trials(results, task)
+        configs = {(t["label"], t["variant"]): t["config"] for t in trials}
+        for row in cv_rows(trials):
+            config = configs[(row["label"], row["variant"])]
+            rows.append({**row, "study": Path(results).name,
+                         "graph": graph_key(config["model"], config.get("model_options", {})),
+                         "describe": describe(config["model"], config.get("model_options", {}))})
+    return rows
+
+
+def int8_drops(results_dirs: list[Path], task: str) -> dict[tuple, list[float]]:
+    """(label, variant) -> each fold's int8 step model's drop below its Keras model on the fold's
+    validation subjects (points), from ``zoo bench fold-int8`` results files."""
+    drops: dict[tuple, list[float]] = {}
+    for results in results_dirs:
+        for path in sorted(Path(results).glob(f"{task}/*/*/fold*.json")):
+            data = json.loads(path.read_text())
+            if "drop" not in data:
+                raise ValueError(f"{path}: not a fold-int8 results file (no 'drop')")
+            drops.setdefault(path.parts[-3:-1], []).append(float(data["drop"]))
+    return drops
+
+
+def frontier_rows(device: dict[str, dict], cv: list[dict],
+                  drops: dict[tuple, list[float]] | None = None) -> list[dict]:
+    """One row per CV variant (with its graph's device figures, or none measured), then one per
+    device variant that no CV variant uses; sorted by instructions per step. Where two device
+    variants share a graph (a shipped tag and a 1-epoch run of it), CV rows take the shipped one
+    and the other stays a row of its own."""
+    by_graph: dict[tuple, str] = {}  # one device variant per graph: a shipped tag first
+    for key, fig in sorted(device.items(), key=lambda item: (not item[1].get("shipped"), item[0])):
+        by_graph.setdefault(graph_key(fig["model"], fig.get("model_options", {})), key)
+    used, rows = set(), []
+    for r in cv:
+        key = by_graph.get(r["graph"])
+        used.add(key)
+        accuracy = r["val_at_epoch"]
+        rows.append({"graph": r["describe"], "device_key": key, "device": device.get(key, {}),
+                     "cv": f"{r['study']}: {r['label']} / {r['variant']}",
+                     "accuracy": accuracy, "folds": r["folds"], "planned": r["planned"],
+                     "epoch": r["epoch"], "drops": (drops or {}).get((r["label"], r["variant"]), []),
+                     "parameters": r["runs"][0]["parameters"] if r["runs"] else None})
+    for key, fig in device.items():
+        if key not in used:
+            rows.append({"graph": describe(fig["model"], fig.get("model_options", {})),
+                         "device_key": key, "device": fig, "cv": "-", "accuracy": [],
+                         "folds": [], "planned": 0, "epoch": None, "parameters": None,
+                         "drops": []})
+    inf = float("inf")
+    return sorted(rows, key=lambda r: (r["device"].get("cortex_m4_instructions_per_step_O2") or inf,
+                                       r["graph"], r["cv"]))
+
+
+def _int(value) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def int8_drop(fig: dict, drops: list[float]) -> str:
+    """The int8 step model's drop: per CV fold (mean ± sd, worst) where fold-int8 measured it,
+    else for a shipped tag its export check on the visible test subjects; a tiny run's drop
+    says nothing about a trained model."""
+    if drops:
+        return f"{mean_sd(drops)}, worst {max(drops):.2f} ({len(drops)} folds)"
+    check = fig.get("export_check") or {}
+    if not fig.get("shipped") or check.get("drop_points") is None:
+        return "-"
+    return f"{check['drop_points']:.2f} (shipped, {check.get('test_sequences')} test windows)"
+
+
+def frontier_table(rows: list[dict]) -> str:
+    lines = ["| graph | device variant | CV variant | params | MACs / step | M4 instructions / step "
+             "(-O2) | flash (-Os, B) | RAM (B) | step ops | CV val % at the CV epoch (mean ± sd) "
+             "| folds | int8 drop (points) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        fig = r["device"]
+        params = fig.get("parameters", r["parameters"])
+        ops = fig.get("step_ops", {}).get("count")
+        folds = f"{len(r['folds'])} / {r['planned']}" if r["planned"] else "-"
+        note = " (no C export)" if "c_export_error" in fig else ""
+        lines.append(
+            f"| {r['graph']} | {r['device_key'] or '-'}{note} | {r['cv']} | {_int(params)} | "
+            f"{_int(fig.get('macs_per_step'))} | {_int(fig.get('cortex_m4_instructions_per_step_O2'))} | "
+            f"{_int(fig.get('cortex_m4_flash_bytes_Os'))} | {_int(fig.get('cortex_m4_ram_bytes'))} | "
+            f"{_int(ops)} | {mean_sd(r['accuracy'])} | {folds} | {int8_drop(fig, r['drops'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def plotted(rows: list[dict]) -> list[dict]:
+    """The rows with both a CV accuracy and a measured Cortex-M4 cost."""
+    return [r for r in rows if r["accuracy"]
+            and r["device"].get("cortex_m4_instructions_per_step_O2") is not None]
+
+
+def frontier_plot(rows: list[dict], path: Path, title: str) -> int:
+    """Two panels, CV accuracy (mean, sd bars) against instructions per step and against flash,
+    the issue's goal drawn as the region to reach; returns the number of points drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    points = plotted(rows)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
+    for ax, key, goal, xlabel in (
+            (axes[0], "cortex_m4_instructions_per_step_O2", GOAL_INSTRUCTIONS,
+             "Cortex-M4 instructions per step (C backend, -O2)"),
+            (axes[1], "cortex_m4_flash_bytes_Os", GOAL_FLASH, "flash bytes (C backend, -Os)")):
+        for r in points:
+            x, y = r["device"][key], statistics.mean(r["accuracy"])
+            sd = statistics.stdev(r["accuracy"]) if len(r["accuracy"]) > 1 else 0.0
+            color = "tab:blue" if r["device"].get("model") in ("sirnn", "irnn") else "tab:gray"
+            marker = "s" if r["device"].get("model_options", {}).get("qat") else "o"
+            ax.errorbar(x, y, yerr=sd, fmt=marker, color=color, ecolor=color, alpha=0.8, capsize=3)
+            ax.annotate(f"{r['graph']}\n{r['cv'].split(': ', 1)[-1]} "
+                        f"({len(r['folds'])}/{r['planned']} folds)", (x, y), fontsize=6,
+                        xytext=(4, 2), textcoords="offset points")
+        ax.axvline(goal, color="tab:green", linestyle="--", linewidth=1)
+        ax.text(goal, ax.get_ylim()[0] if points else 0, " goal", color="tab:green", fontsize=7)
+        ax.set_xscale("log")
+        for axis in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+            axis(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.tick_params(axis="x", which="minor", labelsize=6)
+        ax.set_xlabel(xlabel)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("subject-CV validation accuracy % (mean ± sd over folds)")
+    fig.suptitle(f"{title}: upper left is better (blue: SiRNN family; squares: QAT)")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return len(points)
+
+
+def device_table(device: dict[str, dict]) -> str:
+    """Every measured graph with what made it: source, step ops, C constants, the commands."""
+    lines = ["| device variant | source | step ops | C constants (B) | head instructions (-O2) | "
+             "C = TFLite Micro (test windows, logits / states) | commands |",
+             "|---|---|---|---|---|---|---|"]
+    for key, fig in sorted(device.items()):
+        if "c_export_error" in fig:
+            lines.append(f"| {key} | `{fig['source']}` | no C export: "
+                         f"{fig['c_export_error'].splitlines()[-1][:200]} | - | - | - | "
+                         f"{'; '.join(f'`{c}`' for c in fig.get('commands', []))} |")
+            continue
+        ops = ", ".join(f"{n} {name}" for name, n in fig["step_ops"]["histogram"].items())
+        check = fig.get("c_check", {})
+        exact = (f"{check['identical_logits']} / {check['identical_states']} of {check['windows']}"
+                 if "windows" in check else check.get("skipped", "-"))
+        weights = fig["step_ops"].get("fc_weights")
+        ops += f" (FC weights {weights})" if weights else ""
+        lines.append(f"| {key} | `{fig['source']}` | {fig['step_ops']['count']}: {ops} | "
+                     f"{_int(fig['const_bytes'])} | {_int(fig.get('cortex_m4_head_instructions_O2'))} "
+                     f"| {exact} | {'; '.join(f'`{c}`' for c in fig.get('commands', []))} |")
+    return "\n".join(lines) + "\n"
+
+
+def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) -> str:
+    points = len(plotted(rows))
+    image = (f"![frontier]({Path(plot).resolve().relative_to(Path(doc).resolve().parent)})\n\n"
+             if plot and points else "(no variant has both CV results and a measured cost yet: "
+                                     "no plot)\n\n")
+    sources = ", ".join(f"`{_shown(p)}`" for p in args.results)
+    return (
+        f"# The accuracy x device-cost frontier ({TASK_NAMES.get(args.task, args.task)})\n\n"
+        "Issue 28 item 3. Subject-CV validation accuracy (at the CV epoch, mean ± sd over the "
+        "folds done) against what the int8 C export of the same graph costs a Cortex-M4: "
+        "instructions per step (`-O2`, qemu-arm + the instruction-count plugin), flash (`-Os`, "
+        "the smallest program running the model once minus an empty one) and RAM "
+        "([cortexm.md](cortexm.md), [c_backend.md](c_backend.md)). The zoo's point is the upper "
+        f"left corner. Issue 28's goal for HAR-2: <= {GOAL_INSTRUCTIONS:,} instructions per step "
+        f"and <= {GOAL_FLASH:,} B flash (dashed lines) at the accuracy of the `sirnn.har2` recipe.\n\n"
+        "A graph's cost hardly depends on its training (only through its scales: compare a "
+        "shipped tag with the 1-epoch run of the same graph below): each was measured on a "
+        "1-epoch run of that graph on the HAR subset (`tools/cortexm/frontier_har2.sh`) or on "
+        "the shipped tag, and joined to every CV variant with the same graph (model, units, "
+        "rank, premultiply, QAT, state clip). Accuracy: the CV results files in "
+        f"{sources}; a variant without them yet shows '-' and is not plotted. 'int8 drop' is "
+        "per CV fold where `zoo bench fold-int8` measured it (the int8 step model below its "
+        "Keras model on the fold's validation subjects), else for a shipped tag (its export "
+        "check on the visible test subjects).\n\n"
+        f"Regenerate (after the campaign, or new device figures): `zoo bench frontier`\n\n"
+        f"{image}{frontier_table(rows)}\n"
+        "## How each cost was measured\n\n"
+        f"Device JSON `{_shown(args.device)}`, toolchain: {toolchain.get('cc', '?')}; "
+        f"{toolchain.get('qemu', '?')}; `{toolchain.get('cpu', '?')}`"
+        f"{'; exports made by ' + toolchain['zoo_code'] if toolchain.get('zoo_code') else ''}. Per variant, the step "
+        "graph's ops and the C backend's export check:\n\n"
+        f"{device_table(device)}{_per_channel_note(device)}")
+
+
+def _per_channel_note(device: dict[str, dict]) -> str:
+    """Which graphs have per-channel FC weights (a kernel of their own in the C backend)."""
+    keys = [k for k, fig in sorted(device.items())
+            if fig.get("step_ops", {}).get("fc_weights") == "per-channel"]
+    if not keys:
+        return ""
+    return (f"\nPer-channel FULLY_CONNECTED weights in the int8 step model of {', '.join(keys)}: "
+            "the C backend runs them with its per-channel kernel "
+            "(`zoo_fc_s8_pc`, a multiplier and shift per output row).\n")
+
+
+def _shown(path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="zoo bench frontier", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", type=Path, default=DEVICE, help=f"device JSON (default {_shown(DEVICE)})")
+    p.add_argument("--results", type=Path, nargs="+", default=[RESULTS],
+                   help=f"CV results folders (default {_shown(RESULTS)})")
+    p.add_argument("--int8-results", type=Path, nargs="*", default=[INT8_RESULTS],
+                   help=f"`zoo bench fold-int8` results folders (default {_shown(INT8_RESULTS)})")
+    p.add_argument("--task", default="har2")
+    p.add_argument("--doc", type=Path, default=REPO / "docs" / "frontier.md")
+    p.add_argument("--plot", type=Path, default=REPO / "docs" / "img" / "frontier_har2.png")
+    args = p.parse_args(argv)
+    device = load_device(args.device)
+    toolchain = json.loads(args.device.read_text()).get("toolchain", {})
+    rows = frontier_rows(device, cv_by_graph([r for r in args.results if r.is_dir()], args.task),
+                         int8_drops([r for r in args.int8_results if r.is_dir()], args.task))
+    for missing in (r for r in args.results if not r.is_dir()):
+        print(f"note: {missing}: no such results folder (no CV accuracy from it yet)")
+    drawn = frontier_plot(rows, args.plot, f"{TASK_NAMES.get(args.task, args.task)} frontier")
+    args.doc.parent.mkdir(parents=True, exist_ok=True)
+    args.doc.write_text(document(rows, device, toolchain, args.plot, args.doc, args))
+    print(frontier_table(rows))
+    print(f"wrote {args.doc} ({len(rows)} rows) and {args.plot} ({drawn} points)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
