@@ -98,6 +98,13 @@ def main(argv=None) -> int:
                         help="folder of the per-fold results files (and the table's source)")
     parser.add_argument("--data-dir", help="dataset (default: where each run found its data)")
     args = parser.parse_args(argv)
+    from training.rundir import RunDirectory
+
+    for run_dir in args.runs:  # every run checked before any is exported
+        try:
+            RunDirectory(run_dir).check_finished()
+        except (FileNotFoundError, ValueError) as err:
+            parser.error(str(err))
     for run_dir in args.runs:
         path = result_path(args.results, run_dir)
         if path.is_file():
