@@ -104,9 +104,12 @@ def set_integer_mode(converter, mode: str, representative_dataset, *,
         converter.inference_output_type = tf.int16
     if per_tensor:
         converter._experimental_disable_per_channel = True
-        # A graph with FakeQuant activations (zoo.qat) takes another path through the converter,
-        # which quantizes FULLY_CONNECTED weights per channel unless told this as well.
-        converter._experimental_disable_per_channel_quantization_for_dense_layers = True
+        if mode == "int8":
+            # A graph with FakeQuant activations (zoo.qat, int8 only) takes another path through
+            # the converter, which quantizes FULLY_CONNECTED weights per channel unless told this
+            # as well. (int16x8 is left as it was: the switch moved its scales, measured by
+            # tests/export/test_device_build.py's C++-vs-Python int16 check.)
+            converter._experimental_disable_per_channel_quantization_for_dense_layers = True
 
 
 def convert_saved_model(saved_model_dir, mode: str, calibration=None, *,
