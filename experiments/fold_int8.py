@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.benchmarks.realscale import mean_sd
+
 GOAL_POINTS = 0.5
 
 
@@ -76,17 +78,11 @@ def table(results: Path) -> str:
     for (task, label, variant), rows in groups.items():
         drops = [r["drop"] for r in rows]
         lines.append(
-            f"| {task} | {label} | {variant} | {len(rows)} | {_mean_sd(r['float'] for r in rows)} "
-            f"| {_mean_sd(r['int8'] for r in rows)} | {statistics.mean(drops):+.2f} / "
+            f"| {task} | {label} | {variant} | {len(rows)} | {mean_sd([r['float'] for r in rows])} "
+            f"| {mean_sd([r['int8'] for r in rows])} | {statistics.mean(drops):+.2f} / "
             f"{max(drops):+.2f} | {sum(d <= GOAL_POINTS for d in drops)} of {len(rows)} | "
-            f"{_mean_sd(r['agreement'] for r in rows)} |")
+            f"{mean_sd([r['agreement'] for r in rows])} |")
     return "\n".join(lines) + "\n"
-
-
-def _mean_sd(values) -> str:
-    values = list(values)
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.2f} ± {sd:.2f}"
 
 
 def main(argv=None) -> int:
