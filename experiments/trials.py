@@ -164,13 +164,31 @@ def is_finished(trial: dict) -> bool:
     return RunDirectory(trial["run_dir"]).is_finished() or recorded(trial) is not None
 
 
+def portable(config: dict, run_dir) -> dict:
+    """``config`` without this machine's paths, so that a results file written on one machine
+    (a GPU lease, a cluster node, another clone) still matches the same trial on another: the
+    recipe by its file name (its settings are in ``config`` already; the path is provenance) and
+    an ``init_from`` inside the sweep folder (``variant:NAME``) relative to that folder."""
+    out = dict(config)
+    if out.get("recipe") not in (None, "none"):
+        out["recipe"] = Path(out["recipe"]).name
+    sweep_folder = Path(run_dir).parents[3]  # run_dir = <out>/<task>/<label>/<variant>/fold<k>
+    parent = out.get("init_from")
+    if parent and Path(parent).is_absolute() and Path(parent).is_relative_to(sweep_folder):
+        out["init_from"] = Path(parent).relative_to(sweep_folder).as_posix()
+    return out
+
+
 def recorded(trial: dict) -> dict | None:
     """The summary in ``trial``'s results file when that file holds ``trial``'s settings."""
     path = trial.get("result")
     if not path or not Path(path).is_file():
         return None
     data = json.loads(Path(path).read_text())
-    return data["summary"] if data.get("config") == trial["config"] else None
+    if data.get("config") is None:
+        return None
+    same = portable(data["config"], trial["run_dir"]) == portable(trial["config"], trial["run_dir"])
+    return data["summary"] if same else None
 
 
 def result_of(trial: dict) -> dict | None:
@@ -189,7 +207,8 @@ def record_result(trial: dict) -> None:
 
     if not trial.get("result") or not RunDirectory(trial["run_dir"]).is_finished():
         return
-    keep = ("task", "label", "variant", "fold", "folds", "config")
-    data = {**{k: trial[k] for k in keep}, "summary": summarise(trial["run_dir"])}
+    keep = ("task", "label", "variant", "fold", "folds")
+    data = {**{k: trial[k] for k in keep}, "config": portable(trial["config"], trial["run_dir"]),
+            "summary": summarise(trial["run_dir"])}
     Path(trial["result"]).parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(Path(trial["result"]), data)

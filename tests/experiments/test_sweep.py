@@ -137,3 +137,29 @@ def test_the_paired_table_pairs_folds_and_is_scipys_t_test():
     assert line.endswith("| yes |") == (stats.ttest_rel(other, base).pvalue < 0.05)
     lonely = tables.paired_table([_row("base", [0], [90.0]), _row("imu", [1], [91.0])])
     assert lonely.splitlines()[-1].endswith("| 0 | - | - |")
+
+
+def test_a_results_file_from_another_machine_is_reused_and_a_changed_setting_is_not(tmp_path):
+    """A campaign spread over machines: the results file of a trial that ran in another clone
+    (another recipe path, another sweep folder), as `record_result` writes it, stands for the
+    same trial here, QAT stage and all; a trial whose settings differ in anything else is not
+    taken for it."""
+    variants = {"f": {}, "q": {"epochs": 2, "init_from": "variant:f"}}
+    here = trials.cv_trials("har2", "sirnn", _base(), variants, 2, tmp_path / "here", None,
+                            results=tmp_path / "results")
+    there = trials.cv_trials("har2", "sirnn", _base(), variants, 2, tmp_path / "there", None)
+    for mine, theirs in zip(here, there):
+        theirs["config"]["recipe"] = "/elsewhere/zoo/models/recipes/har2-sirnn.yaml"
+        keep = {k: theirs[k] for k in ("task", "label", "variant", "fold", "folds")}
+        Path(mine["result"]).parent.mkdir(parents=True, exist_ok=True)
+        Path(mine["result"]).write_text(json.dumps(
+            {**keep, "config": trials.portable(theirs["config"], theirs["run_dir"]),  # as written
+             "summary": {"val": 90.0 + mine["fold"]}}))
+    assert [trials.recorded(t) for t in here] == [{"val": 90.0}] * 2 + [{"val": 91.0}] * 2
+    assert here[1]["config"]["init_from"].endswith("here/har2/sirnn/f/fold0")
+
+    changed = trials.cv_trials("har2", "sirnn", _base(), {**variants, "f": {"lr": 0.003}}, 2,
+                               tmp_path / "here", None, results=tmp_path / "results")
+    assert [trials.recorded(t) for t in changed] == [None, {"val": 90.0}, None, {"val": 91.0}]
+    elsewhere = dict(here[1], config={**here[1]["config"], "init_from": "/other/run"})
+    assert trials.recorded(elsewhere) is None  # a parent outside the sweep is compared as given
