@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The HAR-2 frontier campaign (issues #28, #29): 5-fold subject CV of the lean SiRNN graphs that
+# meet the device goal (<= 12,000 Cortex-M4 instructions per step, <= 6 KB flash; see
+# docs/frontier.md), each trained float with rotation 15 and then fine-tuned with whole-step
+# QAT, beside Keras GRU / LSTM trained with the same rotation (the fair baselines).
+# Every finished trial lands in experiments/results/har2-campaign/ (commit it); run again
+# anywhere to finish what is left (finished trials are skipped).
+#   bash experiments/campaigns/har2_lean_cv.sh DATA [SLOTS_LEAN] [SLOTS_BASELINES] [OUT]
+# SLOTS_BASELINES 0 skips the GRU / LSTM sweep. BASELINE_PLATFORM=cuda runs that sweep on a
+# GPU (JAX) while the lean sweep keeps the CPU cores.
+set -u
+data=${1:?usage: har2_lean_cv.sh UCI_HAR_ZIP_OR_FOLDER [slots_lean] [slots_baselines] [out]}
+s1=${2:-2} s2=${3:-0} out=${4:-bench/sweeps/har2-lean}
+results=experiments/results/har2-campaign
+common=(--task har2 --data-dir "$data" --folds 5 --backend jax --engine processes
+        --results "$results" ${DRY:+--dry-run})
+rot='"augment": {"rotation": 15}'
+qat='"epochs": 10, "lr": 0.001, "lr_decay_epochs": null'
+variants=()
+for graph in "r16_u48 16 48" "r4_u80 4 80" "r8_u80 8 80" "r16_u64 16 64"; do
+  read -r name rank units <<<"$graph"
+  opts="\"premultiply\": false, \"rank\": $rank, \"units\": $units"
+  variants+=(--variant "l_${name}={$rot, \"model_options\": {$opts}}")
+  variants+=(--variant "l_${name}_qat={$rot, \"model_options\": {$opts, \"qat\": \"int8\"},
+    $qat, \"init_from\": \"variant:l_${name}\"}")
+done
+JAX_PLATFORMS=${LEAN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn --out "$out" \
+  --epochs 30 --max-concurrent "$s1" "${variants[@]}" &
+if [ "$s2" -gt 0 ]; then
+  baseline=(--recipe none --option units=80 --set lr=0.01 --set batch_size=128
+            --set lr_decay_epochs=20 --set clipnorm=1.0 --epochs 30 --max-concurrent "$s2" --out "$out-baselines")
+  ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
+    python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" --variant "rot15={$rot}"
+    python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" --variant "rot15={$rot}"
+  ) &
+fi
+wait

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The HAR-2 lever campaign (issue #29): 5-fold subject CV of the training levers that need no new
+# code, each on top of the rotation-15 SiRNN recipe (the shipped har2-sirnn recipe, 30 epochs),
+# beside the Keras GRU / LSTM without rotation at the same budget (the pair of har2_lean_cv.sh's
+# rotation baselines). Every finished trial lands in experiments/results/har2-campaign/ (commit
+# it); run again anywhere to finish what is left (finished trials are skipped).
+#   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
+# SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
+set -u
+data=${1:?usage: har2_levers_cv.sh UCI_HAR_ZIP_OR_FOLDER [slots_sirnn] [slots_baselines] [out]}
+s1=${2:-2} s2=${3:-0} out=${4:-bench/sweeps/har2-levers}
+common=(--task har2 --data-dir "$data" --folds 5 --backend jax --engine processes --epochs 30
+        --results experiments/results/har2-campaign ${DRY:+--dry-run})
+rot='"rotation": 15'
+JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn \
+  --out "$out" --max-concurrent "$s1" \
+  --variant "rot15_e30={\"augment\": {$rot}}" \
+  --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
+  --variant "rot15_scale={\"augment\": {$rot, \"scale\": 0.1, \"magnitude_warp\": 0.1}}" \
+  --variant "rot15_jitter={\"augment\": {$rot, \"jitter\": 0.05}}" \
+  --variant "rot15_twarp={\"augment\": {$rot, \"time_warp\": 0.1}}" \
+  --variant "rot15_valacc={\"augment\": {$rot}, \"monitor\": \"val_accuracy\"}" \
+  --variant "rot15_lr5e-3={\"augment\": {$rot}, \"lr\": 0.005}" \
+  --variant "rot15_u96={\"augment\": {$rot}, \"model_options\": {\"units\": 96}}" \
+  --variant "l_r16_u128_rot15={\"augment\": {$rot}, \"model_options\": {\"premultiply\": false, \"units\": 128}}" &
+if [ "$s2" -gt 0 ]; then
+  baseline=(--recipe none --option units=80 --set lr=0.01 --set batch_size=128
+            --set lr_decay_epochs=20 --set clipnorm=1.0 --max-concurrent "$s2" --out "$out-baselines")
+  ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
+    python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" --variant base_e30={}
+    python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" --variant base_e30={}
+  ) &
+fi
+wait
