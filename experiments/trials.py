@@ -169,9 +169,10 @@ def portable(config: dict, run_dir) -> dict:
     (a GPU lease, a cluster node, another clone) still matches the same trial on another: the
     recipe by its file name (its settings are in ``config`` already; the path is provenance) and
     an ``init_from`` inside the sweep folder (``variant:NAME``) relative to that folder."""
+    from training.config import recipe_name
+
     out = dict(config)
-    if out.get("recipe") not in (None, "none"):
-        out["recipe"] = Path(out["recipe"]).name
+    out["recipe"] = recipe_name(out.get("recipe"))
     sweep_folder = Path(run_dir).parents[3]  # run_dir = <out>/<task>/<label>/<variant>/fold<k>
     parent = out.get("init_from")
     if parent and Path(parent).is_absolute() and Path(parent).is_relative_to(sweep_folder):

@@ -60,10 +60,19 @@ class TrainConfig:
         return cls(**data)
 
     def training_identity(self) -> dict[str, Any]:
-        """What must match for a run directory to be resumed (everything but the epoch budget)."""
+        """What must match for a run directory to be resumed (everything but the epoch budget;
+        the recipe by `recipe_name`, so a run begun in another clone resumes here)."""
         identity = self.to_dict()
         identity.pop("epochs")
+        identity["recipe"] = recipe_name(identity["recipe"])
         return identity
+
+
+def recipe_name(recipe: str | None) -> str | None:
+    """A recipe as it identifies a run's settings: its file name. The settings it gave are in
+    the config already; its folder is only where this machine keeps it (a clone, a GPU lease,
+    an installed wheel), so two clones' runs of one recipe compare equal."""
+    return recipe if recipe in (None, "none") else Path(recipe).name
 
 
 # ----------------------------------------------------------------------------- validation

@@ -200,6 +200,24 @@ def test_other_settings_in_unfinished_run_are_refused(tmp_path, capsys):
     assert "other settings" in capsys.readouterr().err
 
 
+def test_an_unfinished_run_from_another_clone_resumes_but_another_recipe_does_not(tmp_path):
+    """A run begun elsewhere (a GPU lease's /work/main/zoo/models/recipes, an installed wheel)
+    and copied here has the same settings as the same command here: the recipe is compared by
+    name (its settings are in the config already); a recipe of another name is refused."""
+    from training.config import resolve
+    from training.rundir import RunDirError
+    from training.trainer import _same_settings
+
+    here = resolve("har2", "sirnn", None, {"epochs": 3})
+    saved = {**here.to_dict(), "recipe": "/elsewhere/zoo/models/recipes/har2-sirnn.yaml"}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(saved))
+    assert Path(here.recipe).parent != Path(saved["recipe"]).parent
+    assert _same_settings(tmp_path, here, refuse=True)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({**saved, "recipe": "/a/har2-irnn.yaml"}))
+    with pytest.raises(RunDirError, match="har2-irnn.yaml"):
+        _same_settings(tmp_path, here, refuse=True)
+
+
 @pytest.mark.parametrize("args, says", [
     (["--task", "har3", "--model", "irnn"], "har2"),
     (["--task", "har2", "--model", "irnnn"], "sirnn"),
