@@ -1,16 +1,18 @@
-"""The shipping retrain of the HAR-2 campaign's choice (generation 2 of ``sirnn.har2``), laid out
+"""The shipping retrain of a HAR-2 campaign's choice (generation 2 of ``sirnn.har2``), laid out
 as ``zoo sweep cv --final`` lays out its runs, with the QAT fine-tune chained to it:
 
-1. ``rot15`` (the shipped recipe + rotation augmentation 15 degrees) on all 21 training
-   subjects, no validation split, 30 epochs (the CV budget; the CV's mean curve peaked at 28),
-   seed 0 (`experiments.trials.final_trial`);
-2. ``rot15_qat``: that run fine-tuned with ``qat="int8"`` for 10 epochs at lr 1e-3
-   (`--init-from` the run of step 1).
+1. FLOAT (a CV variant, e.g. ``rot25_e30``: the shipped recipe + rotation augmentation) on all 21
+   training subjects, no validation split, 30 epochs (the CV budget; the CV's mean curves peaked
+   at 27-28), seed 0 (`experiments.trials.final_trial`);
+2. QAT (its fine-tune variant, e.g. ``rot25_qat``): that run fine-tuned with ``qat="int8"`` for
+   10 epochs at lr 1e-3 (`--init-from` the run of step 1).
 
-    KERAS_BACKEND=jax python experiments/campaigns/har2_final.py [CAMPAIGN_OUT]
+    KERAS_BACKEND=jax python experiments/campaigns/har2_final.py CAMPAIGN_OUT FLOAT QAT
+    # generation 2 of sirnn.har2:  bench/sweeps/har2-levers rot25_e30 rot25_qat
+    # sirnn.har2_qat:              bench/sweeps/har2-campaign rot15 rot15_qat
 
-CAMPAIGN_OUT (default ``bench/sweeps/har2-campaign``) holds the campaign's ``sweep.json`` (the
-command of experiments/campaigns/har2_cv.sh or docs/qat.md); finished runs are reused.
+CAMPAIGN_OUT holds the campaign's ``sweep.json`` (written by the sweep of
+experiments/campaigns/har2_levers_cv.sh or har2_cv.sh); finished runs are reused.
 """
 
 import json
@@ -22,17 +24,23 @@ from training.config import TrainConfig
 from training.runs import train_or_reuse
 
 
-def main(out: str = "bench/sweeps/har2-campaign") -> None:
+def main(out: str, float_variant: str, qat_variant: str) -> None:
     plan = json.loads(Path(out, "sweep.json").read_text())["trials"]
     fold0 = {t["variant"]: t for t in plan if t["fold"] == 0}
-    base = trials.final_trial(fold0["rot15"], 30, out)
+    missing = [v for v in (float_variant, qat_variant) if v not in fold0]
+    if missing:
+        raise SystemExit(f"{out}/sweep.json has no variant {', '.join(missing)}; "
+                         f"it has: {', '.join(sorted(fold0))}")
+    base = trials.final_trial(fold0[float_variant], 30, out)
     train_or_reuse(TrainConfig.from_dict(base["config"]), base["run_dir"],
                    data_dir=base["data_dir"])
-    qat = trials.final_trial(fold0["rot15_qat"], 10, out)
+    qat = trials.final_trial(fold0[qat_variant], 10, out)
     qat["config"]["init_from"] = base["run_dir"]
     train_or_reuse(TrainConfig.from_dict(qat["config"]), qat["run_dir"], data_dir=qat["data_dir"])
     print("final runs:", base["run_dir"], qat["run_dir"])
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        raise SystemExit(__doc__)
     main(*sys.argv[1:])

@@ -17,9 +17,12 @@ rot='"rotation": 15'
 JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn \
   --out "$out" --max-concurrent "$s1" \
   --variant "rot15_e30={\"augment\": {$rot}}" \
+  --variant "base_e30={}" \
   --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
   --variant "rot25_qat={\"augment\": {\"rotation\": 25}, \"model_options\": {\"qat\": \"int8\"},
     \"epochs\": 10, \"lr\": 0.001, \"lr_decay_epochs\": null, \"init_from\": \"variant:rot25_e30\"}" \
+  --variant "rot25_qat_lr3e-4={\"augment\": {\"rotation\": 25}, \"model_options\": {\"qat\": \"int8\"},
+    \"epochs\": 10, \"lr\": 0.0003, \"lr_decay_epochs\": null, \"init_from\": \"variant:rot25_e30\"}" \
   --variant "rot15_scale={\"augment\": {$rot, \"scale\": 0.1, \"magnitude_warp\": 0.1}}" \
   --variant "rot15_jitter={\"augment\": {$rot, \"jitter\": 0.05}}" \
   --variant "rot15_twarp={\"augment\": {$rot, \"time_warp\": 0.1}}" \

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The DSA-19 campaign (issue #29): 4-fold subject CV (the 4 training subjects p1-p4, one held out
+# per fold) of the shipped dsa19-sirnn recipe with and without rotation augmentation (each of the
+# five sensor units turned by its own random rotation), 30 epochs. Every finished trial lands in
+# experiments/results/dsa19-campaign/ (commit it); run again anywhere to finish what is left.
+#   bash experiments/campaigns/dsa19_cv.sh DATA [SLOTS] [OUT]
+set -u
+data=${1:?usage: dsa19_cv.sh DSA19_ZIP_OR_FOLDER [slots] [out]}
+slots=${2:-2} out=${3:-bench/sweeps/dsa19-campaign}
+python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --folds 4 --epochs 30 \
+  --backend jax --engine processes --results experiments/results/dsa19-campaign --out "$out" \
+  --max-concurrent "$slots" ${DRY:+--dry-run} \
+  --variant "base_e30={}" \
+  --variant "rot25_e30={\"augment\": {\"rotation\": 25}}"

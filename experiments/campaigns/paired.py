@@ -1,0 +1,60 @@
+"""Paired fold-by-fold comparisons across models and sweeps, read from the committed CV results
+files alone (``zoo sweep cv`` tables pair variants only within one model's sweep).
+
+    python experiments/campaigns/paired.py experiments/results/har2-campaign har2 \\
+        sirnn/rot15_e30:gru/rot15 sirnn/rot25_e30:gru/rot15 sirnn/rot15_e30:lstm/rot15
+
+Each ``LABEL/VARIANT:LABEL/VARIANT`` pair is compared on the folds both have (the same fold holds
+out the same subjects, with the same seed, in every sweep of a campaign): the mean ± sd of the
+difference of the validation accuracy of the model kept, the paired t statistic, and whether it
+is beyond fold noise (two-sided, 5 %).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from experiments.benchmarks.realscale import T_975, mean_sd, paired_difference
+
+
+def fold_values(results: Path, task: str, name: str) -> dict[int, float]:
+    """``{fold: validation accuracy}`` of ``LABEL/VARIANT`` in ``results``; a clear error when
+    it has no results files."""
+    files = sorted((results / task / name).glob("fold*.json"))
+    if not files:
+        raise SystemExit(f"{results / task / name}: no results files (fold*.json)")
+    data = [json.loads(f.read_text()) for f in files]
+    return {d["fold"]: d["summary"]["val"] for d in data}
+
+
+def pair_row(results: Path, task: str, pair: str) -> str:
+    a_name, sep, b_name = pair.partition(":")
+    if not sep:
+        raise SystemExit(f"{pair!r}: expected LABEL/VARIANT:LABEL/VARIANT")
+    a, b = fold_values(results, task, a_name), fold_values(results, task, b_name)
+    common = sorted(set(a) & set(b))
+    if len(common) < 2:
+        return f"| {a_name} | {b_name} | {len(common)} | - | - | - | - |"
+    x, y = [a[f] for f in common], [b[f] for f in common]
+    mean, sd, t = paired_difference(x, y)
+    beyond = "-" if t is None or len(common) - 1 not in T_975 else (
+        "yes" if abs(t) > T_975[len(common) - 1] else "no")
+    return (f"| {a_name} | {b_name} | {len(common)} | {mean_sd(x)} | {mean_sd(y)} | "
+            f"{mean:+.2f} ± {sd:.2f}{f' (t {t:+.2f})' if t is not None else ''} | {beyond} |")
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 3:
+        raise SystemExit(__doc__)
+    results, task, pairs = Path(argv[0]), argv[1], argv[2:]
+    print("| A | B | paired folds | A val % | B val % | A - B | beyond fold noise (paired t, 5 %) |")
+    print("|---|---|---|---|---|---|---|")
+    for pair in pairs:
+        print(pair_row(results, task, pair))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
