@@ -283,15 +283,24 @@ class HardThresholding(keras.callbacks.Callback):
         if third <= self.batch_count < 2 * third:
             if self.batch_count % self.trim_every == 0:
                 for var, density in self._targets():
-                    var.assign(hard_threshold(var.numpy(), density))
+                    var.assign(hard_threshold(self._read(var), density))
         elif self.batch_count >= 2 * third:
             if self._masks is None:
                 # Entering (or resuming in) phase 3: threshold once more and freeze the support.
                 for var, density in self._targets():
-                    var.assign(hard_threshold(var.numpy(), density))
-                self._masks = [(var, var.numpy() != 0) for var, _ in self._targets()]
+                    var.assign(hard_threshold(self._read(var), density))
+                self._masks = [(var, self._read(var) != 0) for var, _ in self._targets()]
             for var, mask in self._masks:
-                var.assign(np.where(mask, var.numpy(), 0.0))
+                var.assign(np.where(mask, self._read(var), 0.0))
+
+    def _read(self, var) -> np.ndarray:
+        # Keras's JAX trainer keeps the weights outside the variables during an epoch (their
+        # values are None until `jax_state_sync`); syncing first also makes the trainer take
+        # the thresholded values back at the next batch. A no-op on TensorFlow.
+        sync = getattr(self.model, "jax_state_sync", None)
+        if sync is not None:
+            sync()
+        return keras.ops.convert_to_numpy(var)
 
     def state(self) -> dict:
         return {"batch_count": self.batch_count}
