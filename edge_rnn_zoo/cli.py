@@ -12,6 +12,10 @@ Two kinds of subcommand, both imported only when chosen:
   name within a group, ``zoo bench realscale ...`` (`BENCHMARKS`; ``zoo bench`` with options only
   is the zoo-vs-Keras comparison) and ``zoo device latency ...`` (`DEVICE`). ``zoo bench --help``
   and ``zoo device --help`` list the names; ``zoo bench NAME --help`` is the script's own help.
+
+``-q`` / ``-v`` (before or after the subcommand word) set the level of the zoo's loggers
+(`training.logs`): warnings only, or debug records too; ``-v`` also shows TensorFlow's native
+logs. By default the library's info messages print as plain lines, as they always have.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import argparse
 import importlib
 import sys
 
+from training import logs
 from edge_rnn_zoo.quiet import import_keras_quietly, quiet_environment, verbose_environment
 
 # subcommand -> (module, one-line help)
@@ -95,7 +100,8 @@ _NO_KERAS_SCRIPTS = {"experiments.benchmarks.select", "export.device_bench",
 
 
 def _script(argv: list[str]):
-    """``(module, prog, rest, verbose)`` when ``argv`` runs a script subcommand, else None."""
+    """``(module, prog, rest, verbose, quiet)`` when ``argv`` runs a script subcommand, else
+    None (``-v`` / ``-q`` count before the script's words; the rest is the script's)."""
     for i, word in enumerate(argv):
         if word.startswith("-"):
             continue
@@ -103,17 +109,19 @@ def _script(argv: list[str]):
         if group is None:
             return None
         verbose = any(w in ("-v", "--verbose") for w in argv[:i])
+        quiet = any(w in ("-q", "--quiet") for w in argv[:i])
         if "" in group:
-            return group[""][0], f"zoo {word}", argv[i + 1:], verbose
+            return group[""][0], f"zoo {word}", argv[i + 1:], verbose, quiet
         name = argv[i + 1] if i + 1 < len(argv) else ""
         name = ALIASES.get(name.replace("_", "-"), name.replace("_", "-"))
         if name in group:
-            return group[name][0], f"zoo {word} {name}", argv[i + 2:], verbose
+            return group[name][0], f"zoo {word} {name}", argv[i + 2:], verbose, quiet
         return None
     return None
 
 
-def run_script(module_name: str, prog: str, rest: list[str], verbose: bool = False) -> int:
+def run_script(module_name: str, prog: str, rest: list[str], verbose: bool = False,
+               quiet: bool = False) -> int:
     """Run a script module's ``main(rest)`` as ``zoo ...`` (its usage lines say ``prog``)."""
     if verbose:
         verbose_environment()
@@ -125,7 +133,8 @@ def run_script(module_name: str, prog: str, rest: list[str], verbose: bool = Fal
     saved = sys.argv[0]
     sys.argv[0] = prog  # argparse's default prog (the scripts that name none)
     try:
-        return module.main(rest) or 0
+        with logs.command_output(logs.level_from_flags(verbose, quiet)):
+            return module.main(rest) or 0
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -146,7 +155,7 @@ def build_parser(chosen: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="zoo",
         description="edge-rnn-zoo: tiny stable recurrent models for edge devices.")
-    _add_verbose(parser, default=False)
+    _add_verbosity(parser, default=False)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
@@ -160,7 +169,7 @@ def build_parser(chosen: str | None) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text, epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter,
                            add_help=module_name is not None or bool(group))
-        _add_verbose(p, default=argparse.SUPPRESS)  # so `zoo -v train` keeps the top-level -v
+        _add_verbosity(p, default=argparse.SUPPRESS)  # so `zoo -v train` keeps the top-level -v
         if module_name is None:  # a script subcommand: main() hands the line to the script
             if group:  # a known NAME never reaches this parser (main() runs the script)
                 p.add_argument("name", choices=sorted(group), metavar="NAME")
@@ -179,12 +188,16 @@ def _run_parsed_script(args) -> int:
     group = SCRIPTS[args.command]
     module_name = group[getattr(args, "name", "")][0]
     prog = " ".join(["zoo", args.command, getattr(args, "name", "")]).strip()
-    return run_script(module_name, prog, getattr(args, "args", []), args.verbose)
+    return run_script(module_name, prog, getattr(args, "args", []), args.verbose, args.quiet)
 
 
-def _add_verbose(parser: argparse.ArgumentParser, default) -> None:
-    parser.add_argument("-v", "--verbose", action="store_true", default=default,
-                        help="show TensorFlow's native logs and Keras's own progress bar")
+def _add_verbosity(parser: argparse.ArgumentParser, default) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="store_true", default=default,
+                       help="debug messages too, and TensorFlow's native logs")
+    group.add_argument("-q", "--quiet", action="store_true", default=default,
+                       help="warnings and errors only (and what the command exists to print: "
+                            "tables, the final accuracy line)")
 
 
 def _version() -> str:
@@ -216,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command not in _NO_KERAS_UP_FRONT:
             import_keras_quietly()
     try:
-        return args.run(args) or 0
+        with logs.command_output(logs.level_from_flags(args.verbose, args.quiet)):
+            return args.run(args) or 0
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

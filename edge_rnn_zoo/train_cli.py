@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
 
 from training.flags import key_value, strict_float, strict_int
 from training.rundir import check_run_dir_argument
+
+_log = logging.getLogger(__name__)
 
 # Flags that map one to one onto TrainConfig fields (flag -> field); None means "not given".
 _TRAIN_FLAGS = {
@@ -103,7 +106,7 @@ def run_train(args) -> int:
         _reexec_with_backend(args.backend)
     from training.config import resolve
     from training.storage import StorageError
-    from training.trainer import train
+    from training.trainer import result_line, train
 
     overrides = {f: getattr(args, f) for f in _TRAIN_FLAGS}
     overrides["early_stopping_patience"] = args.early_stopping_patience
@@ -120,12 +123,14 @@ def run_train(args) -> int:
         config = resolve(args.task, args.model, args.recipe, overrides)
         zoo.registry.check_options(config.model, config.model_options)
         get_task(config.task, **config.task_options)
-        print(describe_recipe(config), flush=True)
+        _log.info(describe_recipe(config))
         out = default_out(args)
-        train(config, out, data_dir=args.data_dir, overwrite=args.overwrite)
+        metrics = train(config, out, data_dir=args.data_dir, overwrite=args.overwrite)
     except (ValueError, FileNotFoundError, StorageError) as err:
         print(f"zoo train: error: {err}", file=sys.stderr)
         return 2
+    if not logging.getLogger("training.trainer").isEnabledFor(logging.INFO):
+        print(result_line(metrics, out))  # -q keeps the log quiet, not the command's result
     return 0
 
 

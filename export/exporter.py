@@ -22,6 +22,7 @@ export never replaces a good one.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -35,9 +36,10 @@ from export.card import card_markdown, on_sequences, versus_float
 from export.card_schema import FORMS, ModelCard
 from export.exportdir import MARKER, ExportDirectory
 from export.quantize import CALIBRATED, MODES, accuracy_drop_advice
-from training import rundir, storage
+from training import logs, rundir, storage
 
 __all__ = ["export_run", "ExportOptions", "ExportDirError", "AccuracyDropError", "FORMS"]
+_log = logging.getLogger(__name__)
 
 
 class ExportDirError(storage.StorageError):
@@ -65,7 +67,7 @@ class ExportOptions:
     calibration_pairs: int = 1000
     micro: bool = True
     micro_sequences: int | None = 200
-    print_fn: Callable = print
+    print_fn: Callable | None = None  # deprecated: given, messages go to it, not to the log
 
     def __post_init__(self):
         if self.quantize not in MODES:
@@ -75,6 +77,11 @@ class ExportOptions:
         if self.unroll and self.form == "step":
             raise ValueError("--unroll applies to --form sequence (a step model has no loop)")
         check_export_numbers(self)
+
+    @property
+    def say(self) -> Callable:
+        """Where the export's messages go: the log (INFO), or the deprecated ``print_fn``."""
+        return logs.reporter(_log, self.print_fn)
 
     @property
     def calibrated(self) -> bool:
@@ -197,7 +204,7 @@ def read_run(run_dir: Path, opts: ExportOptions) -> _Run:
                data_source=str(data.source), x_train=norm.apply(data.train.x).astype(np.float32),
                x_test=x_test, y_test=np.asarray(data.test.y),
                keras_logits=model.predict(x_test, batch_size=256, verbose=0))
-    opts.print_fn(f"{config['model']} on {task.name}: Keras float accuracy "
+    opts.say(f"{config['model']} on {task.name}: Keras float accuracy "
                   f"{100 * run.float_accuracy:.2f}% ({len(x_test)} test sequences); exporting "
                   f"--form {opts.form} --quantize {opts.quantize}")
     return run
@@ -314,7 +321,7 @@ def check_litert(export: ExportDirectory, card: ModelCard, run: _Run, converted:
         card.stream = _stream_agreement(export, converted.stream, run, lite_logits)
     ops = sorted(set(sum(converted.ops.values(), [])))
     every = on_sequences(len(run.x_test), len(run.x_test))
-    opts.print_fn(f"  TFLite ({opts.quantize}, {opts.form}): accuracy {100 * lite_acc:.2f}% "
+    opts.say(f"  TFLite ({opts.quantize}, {opts.form}): accuracy {100 * lite_acc:.2f}% "
                   f"{every} ({versus_float(drop)}), argmax agreement with Keras "
                   f"{100 * card.accuracy['argmax_agreement']:.2f}%, "
                   f"{card.total_bytes:,} bytes, ops {ops}")
@@ -365,7 +372,7 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: _Run,
     micro = card.tflite_micro
     # The accuracy on a prefix is not comparable with LiteRT's on the whole split (the prefix
     # can be easier or harder): LiteRT's on the same sequences is printed beside it.
-    opts.print_fn(f"  TFLite Micro: arena {card.arena_bytes:,} bytes"
+    opts.say(f"  TFLite Micro: arena {card.arena_bytes:,} bytes"
                   + (f" (head {card.head_arena_bytes:,})" if step else "")
                   + f", accuracy {100 * micro['accuracy']:.2f}% "
                   f"{on_sequences(micro['test_sequences'], len(run.x_test))} (LiteRT "
@@ -436,7 +443,7 @@ def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path) -> Non
     """``wrote OUT``, or AccuracyDropError saying where the failed export was kept instead."""
     acc = card.accuracy
     if acc["passed"] or opts.allow_drop:
-        opts.print_fn(f"  wrote {out}")
+        opts.say(f"  wrote {out}")
         return
     kept = (f"the export is in {failed_path(out)} for inspection" if where.name.endswith(".failed")
             else f"the export is in {where} for inspection ({failed_path(out)} is not the zoo's "

@@ -90,7 +90,7 @@ def test_every_zoo_command_parses(argv, capsys):
 
     script = _script(argv)
     if script is not None:  # `zoo bench NAME ...`, `zoo ship ...`: the script's own flags
-        module, _, rest, _ = script
+        module, _, rest, *_ = script
         proc = script_help(("-m", module))
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert [w for w in rest if w.startswith("--") and w.split("=")[0] not in proc.stdout] == []

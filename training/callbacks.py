@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import shutil
 import time
@@ -12,8 +13,10 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from training import rundir, storage
+from training import logs, rundir, storage
 from training.artifacts import ArtifactError, check_state, load_arrays
+
+_log = logging.getLogger(__name__)
 
 
 class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
@@ -148,6 +151,7 @@ def commit_checkpoint(run_dir: Path, epochs_done: int, model, state: dict,
     storage.crash_point(f"checkpoint {final.name}: written, not committed")
     os.rename(partial, final)
     storage.crash_point(f"checkpoint {final.name}: committed")
+    _log.debug("committed %s", final)
     for old in root.iterdir():
         if old != final:
             shutil.rmtree(old, ignore_errors=True)
@@ -214,11 +218,12 @@ def write_history_csv(history: list[dict], path: Path) -> None:
 class EpochProgress(keras.callbacks.Callback):
     """One line per epoch: loss, validation accuracy, epoch time and the time left for the run."""
 
-    def __init__(self, total_epochs: int, initial_epoch: int = 0, print_fn=print):
+    def __init__(self, total_epochs: int, initial_epoch: int = 0, print_fn=None):
+        # print_fn (deprecated): given, the lines go to it instead of the log (INFO).
         super().__init__()
         self.total_epochs = total_epochs
         self.initial_epoch = initial_epoch
-        self.print_fn = print_fn
+        self.print_fn = logs.reporter(_log, print_fn)
         self._times = []
 
     def on_epoch_begin(self, epoch, logs=None):

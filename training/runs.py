@@ -19,7 +19,7 @@ __all__ = ["train_or_reuse", "read_finished_run", "load_keras_model", "load_norm
 
 
 def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None,
-                   print_fn=print) -> Path:
+                   print_fn=None) -> Path:
     """``run_dir`` after making sure it holds a finished run of ``config``.
 
     A finished run there is reused as it is (its settings are not compared: the caller names run
@@ -30,7 +30,8 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
         config: a `training.config.TrainConfig`.
         run_dir: the run directory.
         data_dir: the dataset folder or archive (None: the task's default location).
-        verbose, print_fn: passed to `training.trainer.train`.
+        verbose, print_fn: passed to `training.trainer.train` (print_fn is deprecated: the
+            trainer logs its messages; see `training.logs`).
 
     Returns:
         ``run_dir`` as a Path.

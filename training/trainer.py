@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 import os
 import platform
 import shutil
@@ -38,7 +39,7 @@ import zoo
 from zoo import qat
 from training import callbacks as cb
 from zoo.layers import recurrent_layers
-from training import rundir, storage
+from training import logs, rundir, storage
 from training.artifacts import check_run_config, load_keras_model
 from training.warm_start import warm_start_weights
 from training.config import TrainConfig
@@ -47,6 +48,7 @@ from training.rundir import check_out  # re-exported; no Keras needed there
 from training.storage import RUN_MARKER
 
 FINAL_FILES = rundir.RunDirectory.FINAL_FILES
+_log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,8 +284,11 @@ def resolved_config(config: TrainConfig, task) -> dict:
 
 
 def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite: bool = False,
-          verbose: int | None = None, print_fn=print) -> dict:
+          verbose: int | None = None, print_fn=None) -> dict:
     """Train ``config`` into ``run_dir`` and return the metrics written to ``metrics.json``.
+
+    Progress (one line per epoch, the result) is logged at INFO (`training.logs`); a
+    ``print_fn`` (deprecated) receives those lines instead.
 
     ``run_dir`` is locked for the whole run (a second process fails naming this one). When it
     holds an unfinished run of the same settings, training resumes from its newest committed
@@ -292,6 +297,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     """
     from training.tasks import get_task
 
+    say = logs.reporter(_log, print_fn)
     run_dir = Path(run_dir)
     if keras.backend.backend() != config.backend:
         raise RuntimeError(f"this process runs Keras on {keras.backend.backend()!r}, the config "
@@ -317,22 +323,28 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
         metrics = _train_in_cleaning_up(work, _Job(config, task, init_weights, data_dir, verbose,
                                                    print_fn))
         if work.path != real:
-            _keep_extras(real, print_fn)
+            _keep_extras(real, say)
             replacement.swap_in(work.path)
-    summary = ", ".join(cb.format_metric(k, v) for k, v in metrics["test"].items())
-    print_fn(f"test: {summary}  ({metrics['parameters']:,} parameters, "
-             f"{metrics['training_seconds']:.0f}s training) -> {run_dir}")
+    say(result_line(metrics, run_dir))
     return metrics
 
 
-def _keep_extras(run_dir: Path, print_fn) -> None:
+def result_line(metrics: dict, run_dir: str | Path) -> str:
+    """``test: accuracy 90.44%, loss 0.2512  (3,523 parameters, 41s training) -> RUN``: the
+    line a finished `train` ends with."""
+    summary = ", ".join(cb.format_metric(k, v) for k, v in metrics["test"].items())
+    return (f"test: {summary}  ({metrics['parameters']:,} parameters, "
+            f"{metrics['training_seconds']:.0f}s training) -> {run_dir}")
+
+
+def _keep_extras(run_dir: Path, say) -> None:
     """The exports (and anything else not the run's) in a run about to be replaced, moved
     aside (`rundir.move_aside_extras`) and said where."""
     moved = rundir.move_aside_extras(run_dir)
     if moved:
         aside, names = moved
-        print_fn(f"kept what {run_dir} held besides the run ({', '.join(names)}) in {aside}: "
-                 "exports there were made from the replaced model")
+        say(f"kept what {run_dir} held besides the run ({', '.join(names)}) in {aside}: "
+            "exports there were made from the replaced model")
 
 
 def check_monitor(config: TrainConfig, task) -> None:
@@ -353,7 +365,11 @@ class _Job:
     init_weights: list | None
     data_dir: Any
     verbose: int | None
-    print_fn: Callable
+    print_fn: Callable | None  # deprecated: given, every message goes to it, not to the log
+
+    @property
+    def say(self) -> Callable:
+        return logs.reporter(_log, self.print_fn)
 
 
 @dataclasses.dataclass
@@ -395,12 +411,13 @@ class _Arrays:
 
 def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dict:
     """Train into ``run_dir`` (the directory or its staging twin): the run's stages in order."""
-    config, print_fn = job.config, job.print_fn
+    config, say = job.config, job.say
     keras.utils.set_random_seed(config.seed)
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
     run = rundir.RunDirectory(run_dir)
     data = job.task.load(job.data_dir, seed=config.seed)
+    _log.debug("%s: data from %s", config.task, data.source)
     if not len(data.train):  # model.fit on no batch at all waits for ever
         raise ValueError(f"task {config.task}: the training split of {data.source} is empty; "
                          "nothing to train on")
@@ -409,7 +426,7 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     start = _start(run, job, checkpoint,
                    steps_per_epoch=int(np.ceil(len(arrays.x_train) / config.batch_size)))
     model, history = start.model, start.history
-    print_fn(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
+    say(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
              f"{len(arrays.x_train)} train / {len(arrays.x_val)} val / {len(arrays.x_test)} "
              f"test sequences, backend {keras.backend.backend()}")
     callbacks, stateful = _callbacks(run, job, start, has_val=len(arrays.x_val) > 0)
@@ -424,7 +441,7 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     if "early_stopping" in stateful:
         said = stateful["early_stopping"].summary(config.epochs, len(history))
         if said:
-            print_fn(said)
+            say(said)
     metrics = _final_metrics(config, start, arrays, stateful, train_seconds, data)
     _write_final(run_dir, model, history, metrics)
     return metrics
@@ -457,14 +474,14 @@ def _start(run: rundir.RunDirectory, job: _Job, checkpoint: cb.Checkpoint | None
                 role=f"; {run.root} cannot be resumed from this checkpoint: start it afresh "
                      "with --overwrite (the run is replaced only once the new one finishes), "
                      "or choose another --out")
-            job.print_fn(f"resuming {run.root} after epoch {checkpoint.epochs_done}/"
+            job.say(f"resuming {run.root} after epoch {checkpoint.epochs_done}/"
                          f"{config.epochs}")
             return _Start(model, checkpoint.epochs_done, checkpoint.history, checkpoint,
                           steps_per_epoch)
         model = build_model(config, job.task)
         if job.init_weights is not None:
             model.set_weights(job.init_weights)
-            job.print_fn(f"initialised from {config.init_from}")
+            job.say(f"initialised from {config.init_from}")
         return _Start(model, 0, [], None, steps_per_epoch)
 
 
@@ -499,7 +516,7 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start,
     if _can_write_tensorboard():
         callbacks.append(keras.callbacks.TensorBoard(log_dir=str(run.tensorboard)))
     else:
-        job.print_fn("no TensorBoard logs: Keras writes them with TensorFlow, which is not "
+        job.say("no TensorBoard logs: Keras writes them with TensorFlow, which is not "
                      "installed")
     callbacks.append(cb.RunCheckpoint(run.root, start.history, stateful))
     return callbacks, stateful

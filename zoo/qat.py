@@ -34,6 +34,7 @@ gives the same integers.
 from __future__ import annotations
 
 import contextlib
+import logging
 
 import keras
 import numpy as np
@@ -44,6 +45,7 @@ __all__ = ["QAT_MODES", "check_qat", "QuantPoints", "quantize_weight", "observin
            "tracking_callbacks"]
 
 QAT_MODES = ("int8",)
+_log = logging.getLogger(__name__)
 BITS = 8
 DEFAULT_PERCENTILE = 99.99
 
@@ -203,7 +205,7 @@ def tracking_sample(x: np.ndarray, seed: int, size: int = 128) -> np.ndarray:
 
 
 def tracking_callbacks(model: keras.Model, x_train: np.ndarray, seed: int, *, fresh: bool,
-                       print_fn=print) -> list:
+                       print_fn=None) -> list:
     """For a model trained with QAT: its ranges set from training sequences before a ``fresh``
     run's first epoch, and the `RangeTracking` callback that tracks them every epoch (a resumed
     run keeps its checkpoint's ranges); for any other model, nothing."""
@@ -213,6 +215,7 @@ def tracking_callbacks(model: keras.Model, x_train: np.ndarray, seed: int, *, fr
     sample = tracking_sample(x_train, seed)
     if fresh:
         track_ranges(model, sample)
-        print_fn(f"qat: ranges of {len(cells)} cell(s) set from {len(sample)} training "
-                 "sequences; tracked every epoch")
+        # print_fn (deprecated): given, the line goes to it instead of the log (INFO).
+        (print_fn or _log.info)(f"qat: ranges of {len(cells)} cell(s) set from {len(sample)} "
+                                "training sequences; tracked every epoch")
     return [RangeTracking(sample)]

@@ -101,4 +101,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from training import logs
+
+    logs.configure()  # run as a script: print the library's messages as `zoo` does
     raise SystemExit(main())

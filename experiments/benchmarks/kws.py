@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import logging
 import multiprocessing as mp
 import os
 import sys
@@ -51,8 +52,11 @@ def _train_one(job: dict) -> dict:
         return job
     import keras
 
+    from training import logs
     from training.config import resolve
     from training.trainer import train
+
+    logs.configure(job["log_level"])  # a spawned worker: the parent's handler and level
 
     overrides = {"epochs": job["epochs"], "batch_size": 100, "lr": job["lr"], "optimizer": "adam",
                  "seed": job["seed"], "early_stopping_patience": job["patience"],
@@ -105,7 +109,8 @@ def main(argv=None) -> int:
         model, options = MODELS[name]
         return {"name": name, "model": model, "options": options, "lr": lr, "seed": seed,
                 "epochs": args.epochs, "patience": args.patience, "data_dir": args.data_dir,
-                "out": str(out / folder), "no_train": args.no_train}
+                "out": str(out / folder), "no_train": args.no_train,
+                "log_level": logging.getLogger("training").getEffectiveLevel()}
 
     sweep = _pool_map([job(n, lr, 0, f"sweep/{n}-lr{lr:g}") for n in args.models
                        for lr in args.lrs], args.jobs)
@@ -129,4 +134,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from training import logs
+
+    logs.configure()  # run as a script: print the library's messages as `zoo` does
     sys.exit(main())

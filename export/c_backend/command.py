@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,9 +26,11 @@ from export.c_backend.project import (RUNTIMES, CExportError, read_normalization
 from export.card_schema import CARD_FILE, ExportFolderError, read_card
 from export.device_runtime import failed_export
 from export.exportdir import load_testset
+from training import logs
 
 STEP_EXPORT_NAME = "export-step-int8"
 DEFAULT_OUT_NAME = "export-c-int8"
+_log = logging.getLogger(__name__)
 CHECK_FILE = "c_check.json"
 # The step export's files the C folder keeps beside the sources (provenance and the test split).
 KEPT = ("step.tflite", "head.tflite", "model_card.json", "model_card.md", "normalization.json",
@@ -65,10 +68,11 @@ def read_step_card(folder: Path):
 
 
 def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool = False,
-             check: bool = True, print_fn=print, **step_options) -> dict:
+             check: bool = True, print_fn=None, **step_options) -> dict:
     """Write the C export of ``source`` to ``out`` (default SOURCE/export-c-int8); returns the
     summary (also in ``c_check.json``). ``step_options`` go to `export_run` when a step export
-    has to be made first.
+    has to be made first. Progress is logged at INFO (`training.logs`); ``print_fn``
+    (deprecated), when given, receives it instead.
 
     ``out`` is handled as every export directory (`training.storage`): locked, built in a
     staging folder beside it, swapped in only once the C compiles and matches the runtime; an
@@ -77,6 +81,7 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
     from export.exportdir import MARKER
     from training import storage
 
+    print_fn = logs.reporter(_log, print_fn)
     source = Path(source)
     if match not in RUNTIMES:
         raise CExportError(f"--match {match!r}; valid: {', '.join(RUNTIMES)}")
@@ -169,13 +174,14 @@ def check_out(out: Path, overwrite: bool) -> None:
                       error=CExportError, ours=is_c_export)
 
 
-def check_c(c_dir: Path, match: str, print_fn=print, windows=None) -> dict:
+def check_c(c_dir: Path, match: str, print_fn=None, windows=None) -> dict:
     """Build ``c_dir`` with the host compiler and compare it with the TFLite models on every
     test window (the export's test set, or ``windows``: (normalized windows [N, T, F], or None
     and why there are none)); `CExportError` when a window differs. Skipped (with the reason)
     when there are no test windows or no C compiler is found."""
     from export.c_backend import check
 
+    print_fn = logs.reporter(_log, print_fn)  # deprecated argument: given, it gets the lines
     x = None
     if windows is not None:
         x, why = windows

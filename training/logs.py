@@ -1,0 +1,93 @@
+"""The zoo's messages as `logging` records, and the plain handler the ``zoo`` command prints them
+with.
+
+Library modules log through ``logging.getLogger(__name__)``: progress and notes at INFO, details
+at DEBUG, problems at WARNING. Python's default (no handler configured) shows warnings only, so a
+notebook or a script stays quiet until it asks for more (``logging.basicConfig(level="INFO")``).
+The ``zoo`` command calls `configure`, which prints each record as its bare message, INFO and
+DEBUG on stdout and warnings on stderr: what the command printed before it used logging.
+
+Functions that took a ``print_fn`` still do (deprecated): given one, a function hands it its
+messages instead of logging them (`reporter`), so existing callers see what they saw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from typing import Callable
+
+# The top-level packages whose loggers `configure` sets (every module logs under one of them).
+PACKAGES = ("zoo", "training", "export", "experiments", "edge_rnn_zoo")
+
+
+def reporter(logger: logging.Logger, print_fn: Callable | None = None) -> Callable:
+    """The callable a function reports through: ``print_fn`` when a caller passed one, else
+    ``logger.info``. print's keywords (``flush=``, ``end=``) are accepted and, for the logger,
+    dropped: a record is one message and the handler flushes each."""
+    if print_fn is not None:
+        return print_fn
+
+    def say(*parts, **_print_options) -> None:
+        logger.info(" ".join(str(p) for p in parts), stacklevel=2)  # the caller's line
+
+    return say
+
+
+class CommandHandler(logging.Handler):
+    """A record as its bare message: warnings and errors on stderr, the rest on stdout, flushed
+    at once (a killed run has printed every finished epoch). The streams are looked up at each
+    record, so a redirected ``sys.stdout`` (pytest's capsys, a notebook) receives them."""
+
+    def __init__(self):
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            stream = sys.stderr if record.levelno >= logging.WARNING else sys.stdout
+            stream.write(self.format(record) + "\n")
+            stream.flush()
+        except Exception:  # logging's contract: a failing handler must not fail the caller
+            self.handleError(record)
+
+
+def configure(level: int = logging.INFO) -> None:
+    """Print the zoo's records at ``level`` and above as the ``zoo`` command does, for the rest
+    of the process (a script's ``__main__``; `command_output` for one command). Called again,
+    it only changes the level.
+
+    The records stop at the zoo's loggers: absl (TensorFlow's logging) calls
+    ``logging.basicConfig()`` the first time it logs, and that root handler would print every
+    line a second time, as ``INFO:export.exporter:...`` on stderr.
+    """
+    for name in PACKAGES:
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.propagate = False
+        if not any(isinstance(h, CommandHandler) for h in logger.handlers):
+            logger.addHandler(CommandHandler())
+
+
+@contextlib.contextmanager
+def command_output(level: int = logging.INFO):
+    """`configure` for the duration of one command, then the loggers as they were: ``zoo``'s
+    ``main`` called in a process that goes on (a test, a notebook) leaves no handler behind."""
+    saved = [(logger, logger.level, logger.propagate, list(logger.handlers))
+             for logger in map(logging.getLogger, PACKAGES)]
+    configure(level)
+    try:
+        yield
+    finally:
+        for logger, level_was, propagate, handlers in saved:
+            logger.setLevel(level_was)
+            logger.propagate = propagate
+            logger.handlers[:] = handlers
+
+
+def level_from_flags(verbose: bool, quiet: bool) -> int:
+    """``-q``: warnings only; ``-v``: debug; neither: info."""
+    if quiet:
+        return logging.WARNING
+    return logging.DEBUG if verbose else logging.INFO
