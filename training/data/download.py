@@ -2,6 +2,16 @@
 
 Only `locate()` in ``sources.py`` calls `download`; tests replace `urlopen` (the module
 attribute) so they never touch the network.
+
+Why not ``keras.utils.get_file`` (Keras 3.15, checked): it writes the final file name directly
+(a killed download leaves a truncated archive that `locate` would then use; here ``dest.part``
+is renamed only once checked), keeps a file whose sha256 does not match and says neither the
+file, the URL nor the hash it got, has no timeout (``urlretrieve``), checks no published size
+when there is no checksum (DSA-19, the Speech Commands test set), falls back to
+``/tmp/.keras`` when the data root is not writable, and prints its progress bar on stdout
+(where ``zoo eval --json`` prints JSON). Its extraction goes next to the archive; the zoo
+extracts into its cache (`sources.extract`). Its cache (skip a file already there) is what
+`locate` does before it calls `download`. The offline refusal is `locate`'s, before any of it.
 """
 
 from __future__ import annotations
