@@ -28,6 +28,7 @@ import numpy as np
 
 from export import device_bench, device_runtime
 from export.card_schema import CardError, ModelCard
+from training.flags import int_in, program_name
 from export.exportdir import C_ARRAY_FILES, DEVICE_SOURCES, ExportDirectory
 
 __all__ = ["DeviceBuildError", "build", "check_against_python", "bench_c", "bench_python",
@@ -201,20 +202,20 @@ def _report_lines(export_dir, check: dict, timing: dict | None) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m export.device_build",
+        prog=program_name("export.device_build"),  # `zoo device build` when run by zoo
         description="Build a step export's C++ loop against TFLite Micro and check it against "
                     "the Python tflite-micro interpreter on the whole test set.")
     parser.add_argument("export_dir", help="a folder written by `zoo export --form step`")
     parser.add_argument("--tflm", required=True,
                         help="TFLite Micro build: include/ and lib/libtensorflow-microlite.a")
     parser.add_argument("--build-dir", help="where the binary goes (default: a temporary folder)")
-    parser.add_argument("--limit", type=int, help="check only the first N test windows")
-    parser.add_argument("--bench", type=int, metavar="REPS",
+    # int_in: digits only (int() also took "1_000" and " 5"), >= 1, the error naming the flag.
+    parser.add_argument("--limit", type=int_in(1), metavar="N",
+                        help="check only the first N test windows")
+    parser.add_argument("--bench", type=int_in(1), metavar="REPS",
                         help="also time the C++ and the Python loop over REPS windows")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if args.limit is not None and args.limit < 1 or args.bench is not None and args.bench < 1:
-        parser.error("--limit and --bench take a positive integer")
     try:
         with tempfile.TemporaryDirectory(prefix="zoo-device-") as tmp:
             binary = build(args.export_dir, args.tflm, args.build_dir or tmp)
