@@ -220,7 +220,7 @@ def repack(tag: str, dest=None) -> dict:
                                 f"in {final.parent}: {', '.join(_shipped_tags(final.parent))}")
     check = functools.partial(_check_tag_folder, tag=tag)
     with storage.replacing(final, storage.PRETRAINED_MARKER, "pretrained tag folder",
-                           check=check) as replacement:
+                           check=check, option="--dest") as replacement:
         stage = replacement.stage()
         shutil.copytree(final, stage, symlinks=True, dirs_exist_ok=True)
         card = storage.read_json(stage / CARD, "pretrained card")
@@ -244,7 +244,7 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
         RunDirectory(run).check_finished()
     check = functools.partial(_check_tag_folder, tag=tag)
     with storage.replacing(final, storage.PRETRAINED_MARKER, "pretrained tag folder",
-                           check=check) as replacement:
+                           check=check, option="--dest") as replacement:
         stage = replacement.stage()
         for name in RUN_FILES:
             shutil.copy2(run_dir / name, stage / name)

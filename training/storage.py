@@ -212,7 +212,7 @@ def _holder(fd: int) -> str:
 
 
 @contextmanager
-def exclusive(folder: Path, what: str = "run directory"):
+def exclusive(folder: Path, what: str = "run directory", option: str = "--out"):
     """Hold an exclusive lock on ``folder`` (which need not exist yet) for the ``with`` block.
 
     The lock is an ``fcntl.flock`` on ``.<name>.lock`` beside the real ``folder`` (symlinks
@@ -222,6 +222,8 @@ def exclusive(folder: Path, what: str = "run directory"):
     Args:
         folder: the directory to lock.
         what: how the error message names it (``"run directory"``, ``"export directory"``).
+        option: the command's option that picks another folder, which the message suggests
+            (``zoo ship`` has ``--dest``, not ``--out``).
 
     Raises:
         DirectoryInUseError: another process holds the lock; the message names it.
@@ -246,7 +248,7 @@ def exclusive(folder: Path, what: str = "run directory"):
                 raise
             raise DirectoryInUseError(
                 f"{what} {folder} is in use by {_holder(fd)}; wait for it to finish or choose "
-                f"another --out (lock file {path})") from None
+                f"another {option} (lock file {path})") from None
         if not _zoo_lock_content(os.pread(fd, 1 << 16, 0)):  # read only once we hold it
             raise StorageError(_foreign_lock_message(path, folder))
         info = {"written_by": WRITTEN_BY, "pid": os.getpid(), "host": socket.gethostname(),
@@ -518,11 +520,13 @@ class Replacement:
 
 
 @contextmanager
-def replacing(target: Path, marker: str, what: str = "export directory", check=None):
+def replacing(target: Path, marker: str, what: str = "export directory", check=None,
+              option: str = "--out"):
     """The one way a writer replaces (or creates) the directory ``target``.
 
     Before the lock, ``check(target)`` (if given) refuses what may not be written, from what is
-    on disk, so a refused target gets no lock file. Then, holding ``target``'s lock: an
+    on disk, so a refused target gets no lock file. Then, holding ``target``'s lock (``option``:
+    the flag that picks another target, named when it is held by another process): an
     interrupted swap is finished or undone (`recover_swap`), ``check`` runs again, the staging
     that killed processes left is swept (`remove_stale_partials`), and the block gets a
     `Replacement`. A failing block removes the staging it made; a full disk in it is one
@@ -540,7 +544,7 @@ def replacing(target: Path, marker: str, what: str = "export directory", check=N
     target = Path(target)
     if check is not None:
         check(target)
-    with disk_full_is_one_line(target, what), exclusive(target, what):
+    with disk_full_is_one_line(target, what), exclusive(target, what, option):
         recover_swap(target)
         if check is not None:
             check(target)

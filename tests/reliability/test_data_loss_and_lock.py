@@ -77,6 +77,7 @@ def test_a_locked_run_directory_is_refused_naming_the_holder(finished_har_run, t
         assert main(args) == 2
         err = capsys.readouterr().err
         assert f"pid {os.getpid()} on {socket.gethostname()}" in err and "in use" in err
+        assert "choose another --out" in err  # the option `zoo train` has
         assert not out.exists()
         holder = json.loads((tmp_path / ".run.lock").read_text())
         assert holder["pid"] == os.getpid() and "command" in holder

@@ -99,6 +99,8 @@ def test_a_second_ship_of_a_tag_being_shipped_is_refused_naming_the_first(
     with storage.exclusive(dest / "lstm.har2", "pretrained tag folder"):  # the first ship
         err = _error(capsys, 2, *_ship_args(finished_har_run, shared_data, dest))
     assert "is in use by pid" in err and str(dest / "lstm.har2") in err
+    # The way out it suggests is an option `zoo ship` has (it has no --out).
+    assert "choose another --dest" in err and "--out" not in err
     assert _snapshot(dest / "lstm.har2") == before
 
 
