@@ -41,6 +41,9 @@ def main(out: str, float_variant: str, qat_variant: str) -> None:
 
 
 if __name__ == "__main__":
+    from training import logs
+
     if len(sys.argv) != 4:
         raise SystemExit(__doc__)
+    logs.configure()  # the training progress, as `zoo train` prints it
     main(*sys.argv[1:])
