@@ -34,6 +34,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="KEY=VALUE", help="any other model option, e.g. --option alpha=0.5")
     parser.add_argument("--task-option", type=key_value, action="append", default=[],
                         metavar="KEY=VALUE", help="a task option, e.g. --task-option timesteps=200")
+    parser.add_argument("--augment", type=key_value, action="append", default=[],
+                        metavar="KEY=VALUE", help="an IMU augmentation option over the recipe's, "
+                        "e.g. --augment rotation=15 (docs/realscale.md §7)")
     for flag, kind in _TRAIN_FLAGS.items():
         parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind)
     parser.add_argument("--patience", type=strict_int, dest="early_stopping_patience",
@@ -115,6 +118,7 @@ def run_train(args) -> int:
     overrides["model_options"] = {**{f: getattr(args, f) for f in _MODEL_FLAGS
                                      if getattr(args, f) is not None}, **dict(args.option)}
     overrides["task_options"] = dict(args.task_option)
+    overrides["augment"] = dict(args.augment) or None
     try:
         import zoo
         from training.tasks import get_task
@@ -139,8 +143,9 @@ def describe_recipe(config) -> str:
     if not config.recipe:
         return "recipe: none (defaults and flags only)"
     options = ", ".join(f"{k}={v}" for k, v in config.model_options.items())
+    augment = "".join(f", augment {k}={v}" for k, v in (config.augment or {}).items())
     return (f"recipe {config.recipe}: {config.model} {options}; {config.optimizer} lr {config.lr:g}, "
-            f"batch {config.batch_size}, {config.epochs} epochs, seed {config.seed} "
+            f"batch {config.batch_size}, {config.epochs} epochs, seed {config.seed}{augment} "
             "(flags override any of these)")
 
 

@@ -256,12 +256,14 @@ def resolve(task: str, model: str, recipe: str | None, overrides: dict[str, Any]
                                      f"{settings[key]!r}")
             settings.update(data)
             settings["recipe"] = str(path)
-    for key in ("model_options", "task_options"):
-        if not isinstance(settings.get(key, {}), dict):
+    for key in ("model_options", "task_options", "augment"):
+        if not isinstance(settings.get(key) or {}, dict):
             raise ValueError(f"recipe {settings.get('recipe')}: {key} must be a mapping, got "
                              f"{settings[key]!r}")
     model_options = {**settings.pop("model_options", {}), **overrides.pop("model_options", {})}
     task_options = {**settings.pop("task_options", {}), **overrides.pop("task_options", {})}
+    if overrides.get("augment"):  # flags add to the recipe's augmentation, option by option
+        overrides["augment"] = {**(settings.get("augment") or {}), **overrides["augment"]}
     settings.update({k: v for k, v in overrides.items() if v is not None})
     return TrainConfig.from_dict({**settings, "model_options": model_options,
                                   "task_options": task_options})

@@ -410,3 +410,26 @@ def test_invalid_model_options_leave_no_run_directory(tmp_path, env):
     proc = zoo([*TRAIN, "--rank", "99", "--out", str(out)], env, timeout=300)
     assert proc.returncode == 2 and "rank" in proc.stderr, proc.stderr[-2000:]
     assert not out.exists()
+
+
+def test_augment_flags_add_to_the_recipes_augmentation(tmp_path):
+    """``--augment KEY=VALUE`` is to the recipe's ``augment`` what ``--option`` is to its model
+    options: option by option over it (the generation-2 HAR-2 recipe is the shipped one plus
+    --augment rotation=15)."""
+    from training.config import resolve
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump({"task": "har2", "model": "sirnn",
+                                      "augment": {"scale": 0.1, "rotation": 5}}))
+    merged = resolve("har2", "sirnn", str(recipe), {"augment": {"rotation": 15}})
+    assert merged.augment == {"scale": 0.1, "rotation": 15}
+    assert resolve("har2", "sirnn", None, {"augment": {"rotation": 15}}).augment == {"rotation": 15}
+    assert resolve("har2", "sirnn", None, {"augment": None}).augment is None  # the recipe's
+
+
+def test_an_unknown_augment_flag_is_refused_naming_the_valid_ones(capsys):
+    from edge_rnn_zoo.cli import main
+
+    assert main([*TRAIN, "--augment", "rotaton=15"]) == 2
+    err = capsys.readouterr().err
+    assert "rotaton" in err and "rotation" in err
