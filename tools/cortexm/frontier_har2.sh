@@ -34,6 +34,7 @@ done
 train fastgrnn_u80 --model fastgrnn --backend tensorflow
 train fastgrnn_u80_qat --model fastgrnn --backend tensorflow --option qat=int8
 train lstm_u80 --model lstm --recipe none --units 80
-items=(sirnn.har2=models/pretrained/sirnn.har2 gru.har2=models/pretrained/gru.har2)
+items=(sirnn.har2=models/pretrained/sirnn.har2 sirnn.har2_gen1=models/pretrained/sirnn.har2_gen1
+       gru.har2=models/pretrained/gru.har2)
 for run in "$work"/runs/*/; do items+=("$(basename "$run")=$run"); done
 python tools/cortexm/c_frontier.py --out "$out" --work "$work/work" "${items[@]}"
