@@ -1,6 +1,6 @@
 """The int8 step model on each CV fold's *validation* subjects, beside the Keras model.
 
-    zoo bench fold-int8 bench/sweeps/har2-campaign/har2/sirnn/rot15_qat/fold* \\
+    zoo bench fold-int8 bench/sweeps/har2-campaign/har2/sirnn/rot15_qat/fold? \\
         --results experiments/results/har2-campaign-int8
 
 Each run directory (a finished ``zoo sweep cv`` trial, laid out
