@@ -135,7 +135,9 @@ def pack(folder: Path, export_name: str) -> dict:
     data would drop them anyway). Other hidden files are the user's and stay (unlisted)."""
     import keras
 
-    import zoo  # noqa: F401  (registers the zoo layers with Keras serialization)
+    import zoo
+
+    zoo.register_layers()  # whatever imported Keras first in this program
 
     model_path = RunDirectory(folder).model
     model = keras.saving.load_model(model_path, compile=False)

@@ -199,7 +199,9 @@ def load_keras_model(path, role=""):
     message: what the file was for (e.g. that a checkpoint can no longer be resumed)."""
     import keras
 
-    import zoo  # noqa: F401  (registers the zoo layers with Keras serialization)
+    import zoo
+
+    zoo.register_layers()  # whatever imported Keras first in this program
 
     path = Path(path)
     if not path.is_file():

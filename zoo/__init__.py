@@ -32,7 +32,7 @@ _LAZY = {
     **dict.fromkeys(("DiagonalRNN", "DiagonalRNNCell", "MaxNormBall", "SymmetricInit"),
                     "zoo.diagonal"),
 }
-__all__ = ["get_pretrained_cfg", "list_pretrained", *_LAZY]
+__all__ = ["get_pretrained_cfg", "list_pretrained", "register_layers", *_LAZY]
 
 
 def _load_keras_side() -> None:
@@ -50,6 +50,14 @@ def __getattr__(name: str):
         globals()[name] = value  # later look-ups skip this function
         return value
     raise AttributeError(f"module 'zoo' has no attribute {name!r}")
+
+
+def register_layers() -> None:
+    """Register every zoo layer with Keras serialization (what ``keras.saving.load_model`` of a
+    zoo model needs); cheap once done. ``import zoo`` does it as soon as Keras loads, except when
+    a zoo module imported Keras first (``import zoo.qat`` before anything else): a loader calls
+    this rather than relying on the import order of the program it runs in."""
+    _load_keras_side()
 
 
 def _load_keras_side_when_safe() -> None:

@@ -104,3 +104,17 @@ def test_zoo_list_loads_no_keras_and_lists_pretrained():
     assert "sirnn.har2" in proc.stdout  # plain `zoo list` includes the pretrained models
     assert "Models (" in proc.stdout and "Tasks (" in proc.stdout
     assert proc.stderr == ""
+
+
+def test_a_zoo_model_loads_whatever_imported_keras_first():
+    """``import zoo.qat`` first imports Keras while a zoo module is mid-import, so the cells are
+    not registered yet (`zoo._load_keras_side_when_safe`); the zoo's loader registers them
+    itself. (`zoo ship` of a lean QAT run failed so: "Could not locate class 'SiRNN'".)"""
+    model = REPO / "models" / "pretrained" / "sirnn.har2" / "model.keras"
+    unregistered = _python("import zoo.qat, keras\n"
+                           "from keras.src.saving import object_registration as o\n"
+                           "print(sum('SiRNN' in k for k in o.GLOBAL_CUSTOM_OBJECTS))")
+    assert unregistered.stdout.split()[-1] == "0", unregistered.stderr[-2000:]
+    loaded = _python("import zoo.qat\nfrom training.artifacts import load_keras_model\n"
+                     f"print(load_keras_model({str(model)!r}).count_params())")
+    assert loaded.returncode == 0 and loaded.stdout.split()[-1] == "3549", loaded.stderr[-2000:]
