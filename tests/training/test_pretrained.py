@@ -20,11 +20,12 @@ REPO = Path(__file__).resolve().parents[2]
 # for keyword spotting the best int8 model (DS-CNN), the best zoo cell (SiRNN), the best Keras
 # step baseline (GRU) and the earlier FastGRNN.
 # sirnn.har2 is generation 2 of the HAR-2 SiRNN (rotation + QAT, docs/qat.md); sirnn.har2_gen1
-# the paper-recipe model it replaced. A tag is MODEL.NAME (timm's model.tag); its card names the
-# task.
+# the paper-recipe model it replaced; sirnn.har2_lean the lean QAT graph under the device
+# goal (<= 12,000 Cortex-M4 instructions per step, <= 6 KB flash). A tag is MODEL.NAME (timm's
+# model.tag); its card names the task.
 SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19", "gru.google12_testset",
            "sirnn.google12_testset", "dscnn.google12_testset", "fastgrnn.google12_testset",
-           "sirnn.har2_gen1"}
+           "sirnn.har2_gen1", "sirnn.har2_lean"}
 DATA = {"har2": "har", "dsa19": "dsa19",
         "google12_testset": "archives/speech_commands_test_set_v0.02_part_A.tar.gz"}
 
