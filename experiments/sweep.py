@@ -19,8 +19,8 @@ run directory is the model to ship, reported beside the CV estimate that chose i
 Ray: an embedded local Ray by default (``--num-cpus`` / ``--num-gpus`` what it may use);
 ``--address auto`` or ``HOST:PORT`` joins a cluster (run directories must then be on storage
 every node sees). ``--cpus-per-trial`` / ``--gpus-per-trial`` (fractions share a GPU) set each
-trial's reservation. Writes ``<out>/sweep.json`` (the plan), ``<out>/results.md`` and
-``<out>/results.json`` (and ``final.md`` with ``--final``).
+trial's reservation. Writes ``<out>/sweep.json`` (the plan of every sweep into ``<out>``),
+``<out>/results.md`` and ``<out>/results.json`` (and ``final.md`` with ``--final``).
 """
 
 from __future__ import annotations
@@ -233,6 +233,27 @@ def execute(todo: list[dict], args, print_fn=print) -> int:
     return 1 if failed else 0
 
 
+def record_plan(out: Path, todo: list[dict]) -> None:
+    """Add this sweep's trials to ``<out>/sweep.json``. Several sweeps may share one ``--out`` (a
+    campaign script runs its SiRNN, GRU and LSTM sweeps side by side): each replaces its own
+    earlier entries (by run directory) and keeps the others', so the plan holds every trial of
+    the folder, and ``argv`` lists each command once. A lock makes the read-modify-write whole."""
+    import fcntl
+
+    from training.storage import write_json_atomic
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "sweep.json"
+    with open(out / ".sweep.json.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        plan = json.loads(path.read_text()) if path.is_file() else {}
+        mine = {t["run_dir"] for t in todo}
+        trials = [t for t in plan.get("trials", []) if t["run_dir"] not in mine] + todo
+        commands = plan.get("argvs") or ([plan["argv"]] if plan.get("argv") else [])
+        commands = [c for c in commands if c != sys.argv] + [sys.argv]
+        write_json_atomic(path, {"argv": sys.argv, "argvs": commands, "trials": trials})
+
+
 def write(out: Path, name: str, text: str, data=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.md").write_text(text)
@@ -284,8 +305,7 @@ def run_sweep(args, print_fn=print) -> int:
                      f"{t['run_dir']}")
         return 0
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.json").write_text(json.dumps({"argv": sys.argv, "trials": todo}, indent=1))
+    record_plan(out, todo)
     code = execute(todo, args, print_fn)
     if args.table == "realscale":
         from experiments.benchmarks import realscale

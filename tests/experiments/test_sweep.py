@@ -163,3 +163,21 @@ def test_a_results_file_from_another_machine_is_reused_and_a_changed_setting_is_
     assert [trials.recorded(t) for t in changed] == [None, {"val": 90.0}, None, {"val": 91.0}]
     elsewhere = dict(here[1], config={**here[1]["config"], "init_from": "/other/run"})
     assert trials.recorded(elsewhere) is None  # a parent outside the sweep is compared as given
+
+
+def test_sweeps_sharing_an_out_folder_keep_each_others_plan(tmp_path, monkeypatch):
+    """A campaign runs its SiRNN, GRU and LSTM sweeps into one --out: the plan (sweep.json, what
+    `--final` and experiments/campaigns/har2_final.py read) holds all their trials; a sweep run
+    again replaces its own entries, not the others'. (Each used to overwrite the file.)"""
+    from experiments.sweep import record_plan
+
+    base = {"sirnn": _base(), "gru": trials.base_config("har2", "gru", "none", {"epochs": 3})}
+    plans = {label: trials.cv_trials("har2", label, config, {"a": {}}, 2, tmp_path, None)
+             for label, config in base.items()}
+    for label in ("sirnn", "gru", "sirnn"):
+        monkeypatch.setattr(sys, "argv", ["zoo", "sweep", "cv", "--model", label])
+        record_plan(tmp_path, plans[label])
+    saved = json.loads((tmp_path / "sweep.json").read_text())
+    assert sorted(t["run_dir"] for t in saved["trials"]) == sorted(
+        t["run_dir"] for t in plans["sirnn"] + plans["gru"])
+    assert [c[-1] for c in saved["argvs"]] == ["gru", "sirnn"]
