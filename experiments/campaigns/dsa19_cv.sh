@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The DSA-19 campaign (issue #29): 4-fold subject CV (the 4 training subjects p1-p4, one held out
 # per fold) of the shipped dsa19-sirnn recipe with and without rotation augmentation (each of the
-# five sensor units turned by its own random rotation), 30 epochs. Every finished trial lands in
+# five sensor units turned by its own random rotation), 30 epochs, its QAT fine-tune, and Keras GRU
+# with the same levers (BASELINES=0 skips it). Every finished trial lands in
 # experiments/results/dsa19-campaign/ (commit it); run again anywhere to finish what is left.
 #   bash experiments/campaigns/dsa19_cv.sh DATA [SLOTS] [OUT]
 set -u
@@ -11,4 +12,15 @@ python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --f
   --backend jax --engine processes --results experiments/results/dsa19-campaign --out "$out" \
   --max-concurrent "$slots" ${DRY:+--dry-run} \
   --variant "base_e30={}" \
-  --variant "rot25_e30={\"augment\": {\"rotation\": 25}}"
+  --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
+  --variant "rot25_qat={\"augment\": {\"rotation\": 25}, \"model_options\": {\"qat\": \"int8\"},
+    \"epochs\": 10, \"lr\": 0.001, \"lr_decay_epochs\": null, \"init_from\": \"variant:rot25_e30\"}" \
+  --variant "rot15_e30={\"augment\": {\"rotation\": 15}}" &
+if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU at the HAR-2 baselines' settings, same levers
+  python -m experiments.sweep cv --task dsa19 --model gru --data-dir "$data" --folds 4 --epochs 30 \
+    --backend jax --engine processes --results experiments/results/dsa19-campaign \
+    --out "$out-baselines" --max-concurrent 1 ${DRY:+--dry-run} --recipe none --option units=80 \
+    --set lr=0.01 --set batch_size=128 --set lr_decay_epochs=20 --set clipnorm=1.0 \
+    --variant "base_e30={}" --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" &
+fi
+wait
