@@ -21,11 +21,11 @@ def test_folds_partition_the_subjects():
 
 def test_shipped_recipes_name_the_pretrained_models_validation_subjects():
     """har2-sirnn.yaml and dsa19-sirnn.yaml reproduce the splits of the pretrained runs trained
-    with a validation subject fold (sirnn.har2, generation 2, trained on every subject)."""
+    with a validation subject fold (generation 1; generation 2 trained on every subject)."""
     import zoo
 
     for task, tag, subjects in (("har2", "sirnn.har2_gen1", HAR_TRAIN),
-                                ("dsa19", "sirnn.dsa19", [1, 2, 3, 4])):
+                                ("dsa19", "sirnn.dsa19_gen1", [1, 2, 3, 4])):
         recipe = yaml.safe_load((RECIPES_DIR / f"{task}-sirnn.yaml").read_text())
         card = zoo.get_pretrained_cfg(tag)
         assert fold_subjects(subjects, recipe["task_options"]["val_fold"]) == \
