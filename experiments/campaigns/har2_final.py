@@ -1,4 +1,5 @@
-"""The shipping retrain of a HAR-2 campaign's choice (generation 2 of ``sirnn.har2``), laid out
+"""The shipping retrain of a campaign's choice (generation 2 of ``sirnn.har2``, ``sirnn.dsa19``:
+any task, despite the name, which the cards' commands keep), laid out
 as ``zoo sweep cv --final`` lays out its runs, with the QAT fine-tune chained to it:
 
 1. FLOAT (a CV variant, e.g. ``rot25_e30``: the shipped recipe + rotation augmentation) on all 21

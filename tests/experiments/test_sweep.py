@@ -73,6 +73,7 @@ def _sweep(out: Path, *extra) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "edge_rnn_zoo.cli", "sweep", "cv", "--task", "har2", "--model",
            "sirnn", "--data-dir", str(REPO.parent / "shared" / "data" / "har"), "--folds", "2",
            "--epochs", "1", "--option", "units=8", "--option", "rank=4", "--out", str(out),
+           "--results", str(out.parent / "results"),  # not the repository's results folder
            "--num-cpus", "2", *extra]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
