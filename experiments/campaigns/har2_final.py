@@ -2,18 +2,19 @@
 any task, despite the name, which the cards' commands keep), laid out
 as ``zoo sweep cv --final`` lays out its runs, with the QAT fine-tune chained to it:
 
-1. FLOAT (a CV variant, e.g. ``rot25_e30``: the shipped recipe + rotation augmentation) on all 21
+1. FLOAT (a CV variant, e.g. ``rot15``: the shipped recipe + rotation augmentation) on all
    training subjects, no validation split, 30 epochs (the CV budget; the CV's mean curves peaked
    at 27-28), seed 0 (`experiments.trials.final_trial`);
 2. QAT (its fine-tune variant, e.g. ``rot25_qat``): that run fine-tuned with ``qat="int8"`` for
    10 epochs at lr 1e-3 (`--init-from` the run of step 1).
 
     KERAS_BACKEND=jax python experiments/campaigns/har2_final.py CAMPAIGN_OUT FLOAT QAT
-    # generation 2 of sirnn.har2:  bench/sweeps/har2-levers rot25_e30 rot25_qat
-    # sirnn.har2_qat:              bench/sweeps/har2-campaign rot15 rot15_qat
+    # sirnn.har2 (generation 2):   bench/sweeps/har2-campaign rot15 rot15_qat
+    # sirnn.har2_lean:             bench/sweeps/har2-lean l_r16_u48 l_r16_u48_qat
+    # sirnn.dsa19 (generation 2):  bench/sweeps/dsa19-campaign rot25_e30 rot25_qat
 
-CAMPAIGN_OUT holds the campaign's ``sweep.json`` (written by the sweep of
-experiments/campaigns/har2_levers_cv.sh or har2_cv.sh); finished runs are reused.
+CAMPAIGN_OUT holds the campaign's ``sweep.json`` (written by the sweeps of the campaign scripts
+beside this one); finished runs are reused.
 """
 
 import json
