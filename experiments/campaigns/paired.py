@@ -12,8 +12,8 @@ is beyond fold noise (two-sided, 5 %).
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 from experiments.benchmarks.realscale import T_975, mean_sd, paired_difference
@@ -45,16 +45,22 @@ def pair_row(results: Path, task: str, pair: str) -> str:
             f"{mean:+.2f} ± {sd:.2f}{f' (t {t:+.2f})' if t is not None else ''} | {beyond} |")
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) < 3:
-        raise SystemExit(__doc__)
-    results, task, pairs = Path(argv[0]), argv[1], argv[2:]
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python experiments/campaigns/paired.py", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", type=Path, help="a CV results folder, e.g. "
+                        "experiments/results/har2-campaign")
+    parser.add_argument("task", help="the task folder in it, e.g. har2")
+    parser.add_argument("pairs", nargs="+", metavar="LABEL/VARIANT:LABEL/VARIANT",
+                        help="A:B, compared fold by fold (A - B)")
+    args = parser.parse_args(argv)
     print("| A | B | paired folds | A val % | B val % | A - B | beyond fold noise (paired t, 5 %) |")
     print("|---|---|---|---|---|---|---|")
-    for pair in pairs:
-        print(pair_row(results, task, pair))
+    for pair in args.pairs:
+        print(pair_row(args.results, args.task, pair))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())
