@@ -14,7 +14,7 @@ def har_dir(shared_data) -> Path:
 
 @pytest.fixture(scope="session")
 def har_run(tmp_path_factory) -> Path:
-    """A copy of the shipped ``sirnn.har2`` run directory (SiRNN, 80 units, rank 16, state clipped
+    """A copy of the shipped ``sirnn.har2_gen1`` run directory (SiRNN, 80 units, rank 16, state clipped
     to [0, 1] with 8-bit fake quantization, trained on the full HAR-2 training split; its test
     windows are the HAR subset's). A fixed, well-trained model: a short training run here left
     many windows at the decision boundary, and whether its int8 drop stayed under the 1-point bar
@@ -28,7 +28,7 @@ def har_run(tmp_path_factory) -> Path:
     from zoo.pretrained import verified_dir
 
     run = tmp_path_factory.mktemp("runs") / "har2-sirnn"
-    shutil.copytree(verified_dir("sirnn.har2"), run)
+    shutil.copytree(verified_dir("sirnn.har2_gen1"), run)
     config = yaml.safe_load((run / "config.yaml").read_text())
     config["task_options"] = {"val_fold": [1, 5]}
     config.pop("task_options_resolved", None)

@@ -3,7 +3,7 @@ file of whole windows, or a bad ``--bench``, with a message and exit status 2 (a
 aborted the sanitizer build, an empty file or ``--bench 0`` exited 0 silently), and
 ``zoo_model.c`` refuses to build under ``-ffast-math``, which folds its input rounding away.
 
-The project is the C export of the shipped ``sirnn.har2`` tag (no check: these are the app's
+The project is the C export of the shipped ``sirnn.har2_gen1`` tag (no check: these are the app's
 tests), built with the host compiler."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from export.c_backend.command import export_c
 
 REPO = Path(__file__).resolve().parents[2]
-T, F = 128, 9  # sirnn.har2's windows
+T, F = 128, 9  # sirnn.har2_gen1's windows
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
                                 reason="builds zoo_app with the host cc and make")
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make
 @pytest.fixture(scope="module")
 def c_project(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("c") / "sirnn-c"
-    export_c(REPO / "models" / "pretrained" / "sirnn.har2", out, check=False,
+    export_c(REPO / "models" / "pretrained" / "sirnn.har2_gen1", out, check=False,
              print_fn=lambda *a, **k: None)
     return out
 

@@ -5,7 +5,7 @@ damaged one, a tag without a step export: each is one line naming the file and f
 that computes another model, a traceback or a download. A shipped tag is checked against its
 test windows when the data is at hand (issue 31).
 
-The sources are copies of the shipped ``sirnn.har2`` (and ``gru.har2``) tags: real models whose
+The sources are copies of the shipped ``sirnn.har2_gen1`` (and ``gru.har2``) tags: real models whose
 cards and sha256 are known, so every expectation is independent of the code under test."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ CARD_VS_MODEL = {
 
 @pytest.mark.parametrize("case", list(CARD_VS_MODEL))
 def test_a_card_that_does_not_match_its_models_is_refused(case, tmp_path):
-    step = copy_tag("sirnn.har2", tmp_path / "step", with_tag_card=False)
+    step = copy_tag("sirnn.har2_gen1", tmp_path / "step", with_tag_card=False)
     edit, words = CARD_VS_MODEL[case]
     edit(step)
     message = export_fails(step, tmp_path)
@@ -117,15 +117,15 @@ def test_a_card_that_does_not_match_its_models_is_refused(case, tmp_path):
 
 
 def test_a_shipped_tag_whose_model_was_replaced_is_refused_by_its_sha256(tmp_path):
-    tag = copy_tag("sirnn.har2", tmp_path / "sirnn.har2")
-    data = (PRETRAINED / "sirnn.har2" / "export-step-int8" / "step.tflite").read_bytes()
+    tag = copy_tag("sirnn.har2_gen1", tmp_path / "sirnn.har2_gen1")
+    data = (PRETRAINED / "sirnn.har2_gen1" / "export-step-int8" / "step.tflite").read_bytes()
     (tag / "export-step-int8" / "step.tflite").write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     message = export_fails(tag, tmp_path)
     assert "step.tflite: sha256" in message and "card.json says" in message, message
 
 
 def test_a_shipped_tag_whose_card_disagrees_with_its_input_shape_is_refused(tmp_path):
-    tag = copy_tag("sirnn.har2", tmp_path / "sirnn.har2")
+    tag = copy_tag("sirnn.har2_gen1", tmp_path / "sirnn.har2_gen1")
     card = tag / "card.json"
     data = json.loads(card.read_text())
     data["input_shape"] = [64, 9]
@@ -135,7 +135,7 @@ def test_a_shipped_tag_whose_card_disagrees_with_its_input_shape_is_refused(tmp_
 
 
 def test_a_failed_export_is_not_a_c_source_unless_the_drop_is_allowed(tmp_path):
-    step = copy_tag("sirnn.har2", tmp_path / "step", with_tag_card=False)
+    step = copy_tag("sirnn.har2_gen1", tmp_path / "step", with_tag_card=False)
     card = json.loads((step / "model_card.json").read_text())
     edit_card(step, accuracy={**card["accuracy"], "passed": False, "drop_points": 7.13})
     message = export_fails(step, tmp_path)
@@ -185,7 +185,7 @@ DAMAGED = {
 
 @pytest.mark.parametrize("case", list(DAMAGED))
 def test_a_damaged_step_export_is_one_line_naming_the_file(case, tmp_path):
-    step = copy_tag("sirnn.har2", tmp_path / "step", with_tag_card=False)
+    step = copy_tag("sirnn.har2_gen1", tmp_path / "step", with_tag_card=False)
     damage, words = DAMAGED[case]
     damage(step)
     message = export_fails(step, tmp_path)
@@ -194,7 +194,7 @@ def test_a_damaged_step_export_is_one_line_naming_the_file(case, tmp_path):
 
 
 def test_a_damaged_test_set_is_named_where_it_is(tmp_path):
-    step = copy_tag("sirnn.har2", tmp_path / "step", with_tag_card=False)
+    step = copy_tag("sirnn.har2_gen1", tmp_path / "step", with_tag_card=False)
     (step / "testset.npz").write_bytes(b"PK\x03\x04 not really a zip")
     edit_card(step, testset="testset.npz")
     message = export_fails(step, tmp_path)
@@ -219,7 +219,7 @@ def test_a_tag_without_a_step_export_is_refused_without_looking_for_its_data(tmp
 
 @pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
                     reason="the check builds zoo_app with the host cc and make")
-@pytest.mark.parametrize("tag", ["sirnn.har2", "gru.har2"])
+@pytest.mark.parametrize("tag", ["sirnn.har2_gen1", "gru.har2"])
 def test_a_shipped_tag_is_checked_on_the_test_windows_of_the_data_at_hand(tag, tmp_path,
                                                                          shared_data):
     source = copy_tag(tag, tmp_path / tag)
@@ -242,7 +242,7 @@ def test_a_shipped_tag_without_its_data_at_hand_says_so_and_downloads_nothing(tm
     monkeypatch.setattr(download, "download", no_download)
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
-    source = copy_tag("sirnn.har2", tmp_path / "sirnn.har2")
+    source = copy_tag("sirnn.har2_gen1", tmp_path / "sirnn.har2_gen1")
     lines = []
     summary = export_c(source, tmp_path / "c", print_fn=lambda *a, **k: lines.append(a[0]))
     assert "not at hand" in summary["check"]["skipped"] and "--data-dir" in summary["check"][

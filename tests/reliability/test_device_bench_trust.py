@@ -4,7 +4,7 @@ shipped tag's file that no longer has its sha256, an absurd ``timesteps``; and i
 flags are range-checked before any work (``--threads 20000`` segfaulted in XNNPACK, ``--limit 0``
 printed ``nan%``). Each is one line and exit status 2.
 
-The exports are copies of the shipped ``sirnn.har2`` / ``gru.har2`` int8 step exports (real
+The exports are copies of the shipped ``sirnn.har2_gen1`` / ``gru.har2`` int8 step exports (real
 models, cards and sha256 known), run with LiteRT, a few invokes each."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ FAST = ["--runtime", "litert", "--runs", "2", "--warmup", "0"]
 
 @pytest.fixture
 def step_export(tmp_path) -> Path:
-    return Path(shutil.copytree(PRETRAINED / "sirnn.har2" / "export-step-int8", tmp_path / "e"))
+    return Path(shutil.copytree(PRETRAINED / "sirnn.har2_gen1" / "export-step-int8", tmp_path / "e"))
 
 
 def edit_card(folder: Path, edit) -> None:
@@ -82,10 +82,10 @@ def test_a_card_that_does_not_match_its_models_is_refused(case, step_export, cap
 
 
 def test_a_shipped_tag_file_without_its_sha256_is_refused(tmp_path, capsys):
-    tag = tmp_path / "sirnn.har2"
+    tag = tmp_path / "sirnn.har2_gen1"
     tag.mkdir()
-    shutil.copy(PRETRAINED / "sirnn.har2" / "card.json", tag / "card.json")
-    export = Path(shutil.copytree(PRETRAINED / "sirnn.har2" / "export-step-int8",
+    shutil.copy(PRETRAINED / "sirnn.har2_gen1" / "card.json", tag / "card.json")
+    export = Path(shutil.copytree(PRETRAINED / "sirnn.har2_gen1" / "export-step-int8",
                                   tag / "export-step-int8"))
     head = (export / "head.tflite").read_bytes()
     (export / "head.tflite").write_bytes(head[:-1] + bytes([head[-1] ^ 1]))

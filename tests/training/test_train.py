@@ -133,7 +133,7 @@ def shipped_finished_run(tmp_path) -> Path:
     from zoo.pretrained import verified_dir
 
     out = tmp_path / "finished"
-    shutil.copytree(verified_dir("sirnn.har2"), out, ignore=shutil.ignore_patterns("export-*"))
+    shutil.copytree(verified_dir("sirnn.har2_gen1"), out, ignore=shutil.ignore_patterns("export-*"))
     return out
 
 
