@@ -38,6 +38,16 @@ INT8_RESULTS = HERE / "results" / "har2-campaign-int8"  # `zoo bench fold-int8` 
 GRAPH_OPTIONS = ("units", "rank", "premultiply", "qat", "state_clip", "w_rank", "u_rank")
 # The issue's device goal for a HAR-2 SiRNN-family model (drawn on the plot).
 GOAL_INSTRUCTIONS, GOAL_FLASH = 12_000, 6 * 1024
+# Per task: (instructions goal, flash goal, the sentence that states them); None: no line drawn.
+GOALS = {
+    "har2": (GOAL_INSTRUCTIONS, GOAL_FLASH,
+             f"Issue 28's goal for HAR-2: <= {GOAL_INSTRUCTIONS:,} instructions per step and <= "
+             f"{GOAL_FLASH:,} B flash (dashed lines) at the accuracy of the paper recipe "
+             "(`base_e30`, the recipe of `sirnn.har2_gen1`)."),
+    "dsa19": (None, 16 * 1024,
+              "Issue 29's budget for DSA-19: the model within 16 KB (dashed line; issue 28 asks "
+              "for the HAR-2 graph gain here too)."),
+}
 TASK_NAMES = {"har2": "HAR-2", "dsa19": "DSA-19"}
 
 
@@ -211,7 +221,7 @@ def plotted(rows: list[dict]) -> list[dict]:
     return [r for r in rows if best.get(r["device_key"]) is r]
 
 
-def frontier_plot(rows: list[dict], path: Path, title: str) -> int:
+def frontier_plot(rows: list[dict], path: Path, title: str, task: str = "har2") -> int:
     """Two panels, CV accuracy (mean, sd bars) against instructions per step and against flash,
     the issue's goal drawn as the region to reach; returns the number of points drawn."""
     import matplotlib
@@ -221,11 +231,12 @@ def frontier_plot(rows: list[dict], path: Path, title: str) -> int:
     from matplotlib.ticker import FuncFormatter
 
     points = plotted(rows)
+    goal_instructions, goal_flash, _ = GOALS.get(task, (None, None, ""))
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
     for ax, key, goal, xlabel in (
-            (axes[0], "cortex_m4_instructions_per_step_O2", GOAL_INSTRUCTIONS,
+            (axes[0], "cortex_m4_instructions_per_step_O2", goal_instructions,
              "Cortex-M4 instructions per step (C backend, -O2)"),
-            (axes[1], "cortex_m4_flash_bytes_Os", GOAL_FLASH, "flash bytes (C backend, -Os)")):
+            (axes[1], "cortex_m4_flash_bytes_Os", goal_flash, "flash bytes (C backend, -Os)")):
         for r in points:
             x, y = r["device"][key], statistics.mean(r["accuracy"])
             sd = statistics.stdev(r["accuracy"]) if len(r["accuracy"]) > 1 else 0.0
@@ -235,8 +246,10 @@ def frontier_plot(rows: list[dict], path: Path, title: str) -> int:
             ax.annotate(f"{r['graph']}\n{r['cv'].split(': ', 1)[-1]} "
                         f"({len(r['folds'])}/{r['planned']} folds)", (x, y), fontsize=6,
                         xytext=(4, 2), textcoords="offset points")
-        ax.axvline(goal, color="tab:green", linestyle="--", linewidth=1)
-        ax.text(goal, ax.get_ylim()[0] if points else 0, " goal", color="tab:green", fontsize=7)
+        if goal is not None:
+            ax.axvline(goal, color="tab:green", linestyle="--", linewidth=1)
+            ax.text(goal, ax.get_ylim()[0] if points else 0, " goal", color="tab:green",
+                    fontsize=7)
         ax.set_xscale("log")
         for axis in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
             axis(FuncFormatter(lambda v, _: f"{v:,.0f}"))
@@ -288,13 +301,11 @@ def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) 
         "instructions per step (`-O2`, qemu-arm + the instruction-count plugin), flash (`-Os`, "
         "the smallest program running the model once minus an empty one) and RAM "
         "([cortexm.md](cortexm.md), [c_backend.md](c_backend.md)). The zoo's point is the upper "
-        f"left corner. Issue 28's goal for HAR-2: <= {GOAL_INSTRUCTIONS:,} instructions per step "
-        f"and <= {GOAL_FLASH:,} B flash (dashed lines) at the accuracy of the paper recipe "
-        "(`base_e30`, the recipe of `sirnn.har2_gen1`). The plot shows one point per graph, its "
-        "best CV variant; the table lists every variant.\n\n"
+        f"left corner. {GOALS.get(args.task, (None, None, ''))[2]} The plot shows one point per "
+        "graph, its best CV variant; the table lists every variant.\n\n"
         "A graph's cost hardly depends on its training (only through its scales: compare a "
         "shipped tag with the 1-epoch run of the same graph below): each was measured on a "
-        "1-epoch run of that graph on the HAR subset (`tools/cortexm/frontier_har2.sh`) or on "
+        f"1-epoch or CV run of that graph (`tools/cortexm/frontier_{args.task}.sh`) or on "
         "the shipped tag, and joined to every CV variant with the same graph (model, units, "
         "rank, premultiply, QAT, state clip). Accuracy: the CV results files in "
         f"{sources}; a variant without them yet shows '-' and is not plotted. 'int8 drop' is "
@@ -345,7 +356,8 @@ def main(argv=None) -> int:
                          int8_drops([r for r in args.int8_results if r.is_dir()], args.task))
     for missing in (r for r in args.results if not r.is_dir()):
         print(f"note: {missing}: no such results folder (no CV accuracy from it yet)")
-    drawn = frontier_plot(rows, args.plot, f"{TASK_NAMES.get(args.task, args.task)} frontier")
+    drawn = frontier_plot(rows, args.plot, f"{TASK_NAMES.get(args.task, args.task)} frontier",
+                          args.task)
     args.doc.parent.mkdir(parents=True, exist_ok=True)
     args.doc.write_text(document(rows, device, toolchain, args.plot, args.doc, args))
     print(frontier_table(rows))
