@@ -15,7 +15,11 @@ python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --f
   --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
   --variant "rot25_qat={\"augment\": {\"rotation\": 25}, \"model_options\": {\"qat\": \"int8\"},
     \"epochs\": 10, \"lr\": 0.001, \"lr_decay_epochs\": null, \"init_from\": \"variant:rot25_e30\"}" \
-  --variant "rot15_e30={\"augment\": {\"rotation\": 15}}" &
+  --variant "rot15_e30={\"augment\": {\"rotation\": 15}}" \
+  --variant "l_r16_u80_rot25={\"augment\": {\"rotation\": 25}, \"model_options\": {\"premultiply\": false}}" \
+  --variant "l_r16_u80_rot25_qat={\"augment\": {\"rotation\": 25}, \"model_options\": {\"premultiply\": false,
+    \"qat\": \"int8\"}, \"epochs\": 10, \"lr\": 0.001, \"lr_decay_epochs\": null,
+    \"init_from\": \"variant:l_r16_u80_rot25\"}" &
 if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU at the HAR-2 baselines' settings, same levers
   python -m experiments.sweep cv --task dsa19 --model gru --data-dir "$data" --folds 4 --epochs 30 \
     --backend jax --engine processes --results experiments/results/dsa19-campaign \
