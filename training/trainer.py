@@ -516,7 +516,8 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start,
     if _can_write_tensorboard():
         callbacks.append(keras.callbacks.TensorBoard(log_dir=str(run.tensorboard)))
     else:
-        job.say("no TensorBoard logs: Keras writes them with TensorFlow, which is not "
+        # A warning: Python shows it without any logging set up (a JAX-only box, a notebook).
+        _log.warning("no TensorBoard logs: Keras writes them with TensorFlow, which is not "
                      "installed")
     callbacks.append(cb.RunCheckpoint(run.root, start.history, stateful))
     return callbacks, stateful
