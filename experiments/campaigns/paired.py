@@ -1,7 +1,7 @@
 """Paired fold-by-fold comparisons across models and sweeps, read from the committed CV results
 files alone (``zoo sweep cv`` tables pair variants only within one model's sweep).
 
-    python experiments/campaigns/paired.py experiments/results/har2-campaign har2 \\
+    python -m experiments.campaigns.paired experiments/results/har2-campaign har2 \\
         sirnn/rot15_e30:gru/rot15 sirnn/rot25_e30:gru/rot15 sirnn/rot15_e30:lstm/rot15
 
 Each ``LABEL/VARIANT:LABEL/VARIANT`` pair is compared on the folds both have (the same fold holds
@@ -47,7 +47,7 @@ def pair_row(results: Path, task: str, pair: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python experiments/campaigns/paired.py", description=__doc__.split("\n\n")[0],
+        prog="python -m experiments.campaigns.paired", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, help="a CV results folder, e.g. "
                         "experiments/results/har2-campaign")
