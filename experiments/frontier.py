@@ -312,7 +312,7 @@ def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) 
         "per CV fold where `zoo bench fold-int8` measured it (the int8 step model below its "
         "Keras model on the fold's validation subjects), else for a shipped tag (its export "
         "check on the visible test subjects).\n\n"
-        f"Regenerate (after the campaign, or new device figures): `zoo bench frontier`\n\n"
+        f"Regenerate (after the campaign, or new device figures): `{_command(args)}`\n\n"
         f"{image}{frontier_table(rows)}\n"
         "## How each cost was measured\n\n"
         f"Device JSON `{_shown(args.device)}`, toolchain: {toolchain.get('cc', '?')}; "
@@ -331,6 +331,16 @@ def _per_channel_note(device: dict[str, dict]) -> str:
     return (f"\nPer-channel FULLY_CONNECTED weights in the int8 step model of {', '.join(keys)}: "
             "the C backend runs them with its per-channel kernel "
             "(`zoo_fc_s8_pc`, a multiplier and shift per output row).\n")
+
+
+def _command(args) -> str:
+    """The command that writes this page: the defaults need no options, another task all of them."""
+    if args.task == "har2" and args.device == DEVICE and args.results == [RESULTS]:
+        return "zoo bench frontier"
+    return (f"zoo bench frontier --task {args.task} --device {_shown(args.device)} --results "
+            f"{' '.join(_shown(r) for r in args.results)} --int8-results "
+            f"{' '.join(_shown(r) for r in args.int8_results)} --doc {_shown(args.doc)} "
+            f"--plot {_shown(args.plot)}")
 
 
 def _shown(path) -> str:
