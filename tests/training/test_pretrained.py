@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 # model.tag); its card names the task.
 SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19", "gru.google12_testset",
            "sirnn.google12_testset", "dscnn.google12_testset", "fastgrnn.google12_testset",
-           "sirnn.har2_gen1", "sirnn.har2_lean", "sirnn.dsa19_gen1"}
+           "sirnn.har2_gen1", "sirnn.har2_lean", "sirnn.dsa19_gen1", "sirnn.dsa19_lean"}
 DATA = {"har2": "har", "dsa19": "dsa19",
         "google12_testset": "archives/speech_commands_test_set_v0.02_part_A.tar.gz"}
 
