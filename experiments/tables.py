@@ -88,13 +88,19 @@ def paired_table(rows: list[dict]) -> str:
             lines.append(f"| {r['task']} | {r['label']} | {r['variant']} - {base['variant']} | "
                          "0 | - | - |")
             continue
-        mean, sd, t = paired_difference([a[f] for f in common], [b[f] for f in common])
-        beyond = ("-" if t is None or len(common) - 1 not in T_975 else
-                  ("yes" if abs(t) > T_975[len(common) - 1] else "no"))
+        difference, beyond = paired_cells([a[f] for f in common], [b[f] for f in common])
         lines.append(f"| {r['task']} | {r['label']} | {r['variant']} - {base['variant']} | "
-                     f"{len(common)} | {mean:+.2f} ± {sd:.2f}"
-                     f"{f' (t {t:+.2f})' if t is not None else ''} | {beyond} |")
+                     f"{len(common)} | {difference} | {beyond} |")
     return "\n".join(lines) + "\n" if len(lines) > 2 else ""
+
+
+def paired_cells(x: list[float], y: list[float]) -> tuple[str, str]:
+    """``x - y`` paired fold by fold, as two table cells: ``mean ± sd (t ...)``, and whether it
+    is beyond fold noise (paired t, two-sided 5 %: ``yes`` / ``no``; ``-`` when untestable)."""
+    mean, sd, t = paired_difference(x, y)
+    n = len(x)
+    beyond = "-" if t is None or n - 1 not in T_975 else ("yes" if abs(t) > T_975[n - 1] else "no")
+    return f"{mean:+.2f} ± {sd:.2f}" + (f" (t {t:+.2f})" if t is not None else ""), beyond
 
 
 def best_variants(rows: list[dict]) -> list[dict]:

@@ -16,7 +16,8 @@ import argparse
 import json
 from pathlib import Path
 
-from experiments.benchmarks.realscale import T_975, mean_sd, paired_difference
+from experiments.benchmarks.realscale import mean_sd
+from experiments.tables import paired_cells
 
 
 def fold_values(results: Path, task: str, name: str) -> dict[int, float]:
@@ -38,11 +39,9 @@ def pair_row(results: Path, task: str, pair: str) -> str:
     if len(common) < 2:
         return f"| {a_name} | {b_name} | {len(common)} | - | - | - | - |"
     x, y = [a[f] for f in common], [b[f] for f in common]
-    mean, sd, t = paired_difference(x, y)
-    beyond = "-" if t is None or len(common) - 1 not in T_975 else (
-        "yes" if abs(t) > T_975[len(common) - 1] else "no")
+    difference, beyond = paired_cells(x, y)
     return (f"| {a_name} | {b_name} | {len(common)} | {mean_sd(x)} | {mean_sd(y)} | "
-            f"{mean:+.2f} ± {sd:.2f}{f' (t {t:+.2f})' if t is not None else ''} | {beyond} |")
+            f"{difference} | {beyond} |")
 
 
 def main(argv: list[str] | None = None) -> int:
