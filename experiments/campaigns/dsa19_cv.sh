@@ -6,6 +6,7 @@
 # experiments/results/dsa19-campaign/ (commit it); run again anywhere to finish what is left.
 #   bash experiments/campaigns/dsa19_cv.sh DATA [SLOTS] [OUT]
 set -u
+. "$(dirname "$0")/common.sh"
 data=${1:?usage: dsa19_cv.sh DSA19_ZIP_OR_FOLDER [slots] [out]}
 slots=${2:-2} out=${3:-bench/sweeps/dsa19-campaign}
 python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --folds 4 --epochs 30 \
@@ -14,17 +15,15 @@ python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --f
   --variant "base_e30={}" \
   --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
   --variant "rot25_qat={\"augment\": {\"rotation\": 25}, \"model_options\": {\"qat\": \"int8\"},
-    \"epochs\": 10, \"lr\": 0.001, \"lr_decay_epochs\": null, \"init_from\": \"variant:rot25_e30\"}" \
+    $QAT_STAGE, \"init_from\": \"variant:rot25_e30\"}" \
   --variant "rot15_e30={\"augment\": {\"rotation\": 15}}" \
   --variant "l_r16_u80_rot25={\"augment\": {\"rotation\": 25}, \"model_options\": {\"premultiply\": false}}" \
   --variant "l_r16_u80_rot25_qat={\"augment\": {\"rotation\": 25}, \"model_options\": {\"premultiply\": false,
-    \"qat\": \"int8\"}, \"epochs\": 10, \"lr\": 0.001, \"lr_decay_epochs\": null,
-    \"init_from\": \"variant:l_r16_u80_rot25\"}" &
+    \"qat\": \"int8\"}, $QAT_STAGE, \"init_from\": \"variant:l_r16_u80_rot25\"}" &
 if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU at the HAR-2 baselines' settings, same levers
   python -m experiments.sweep cv --task dsa19 --model gru --data-dir "$data" --folds 4 --epochs 30 \
     --backend jax --engine processes --results experiments/results/dsa19-campaign \
-    --out "$out-baselines" --max-concurrent 1 ${DRY:+--dry-run} --recipe none --option units=80 \
-    --set lr=0.01 --set batch_size=128 --set lr_decay_epochs=20 --set clipnorm=1.0 \
+    --out "$out-baselines" --max-concurrent 1 ${DRY:+--dry-run} "${KERAS_BASELINE[@]}" \
     --variant "base_e30={}" --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" &
 fi
 wait

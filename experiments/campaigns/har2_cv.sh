@@ -5,21 +5,21 @@
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left.
 #   bash experiments/campaigns/har2_cv.sh DATA [SLOTS_SIRNN SLOTS_GRU SLOTS_LSTM] [OUT]
 set -u
+. "$(dirname "$0")/common.sh"
 data=${1:?usage: har2_cv.sh UCI_HAR_ZIP_OR_FOLDER [slots...] [out]}
 s1=${2:-1} s2=${3:-1} s3=${4:-0} out=${5:-bench/sweeps/har2-campaign}
 results=experiments/results/har2-campaign
 common=(--task har2 --data-dir "$data" --folds 5 --epochs 40 --backend jax --engine processes
         --results "$results" ${DRY:+--dry-run})
 rot='"augment": {"rotation": 15}'
-qat='"model_options": {"qat": "int8"}, "epochs": 10, "lr": 0.001, "lr_decay_epochs": null'
-baseline=(--recipe none --option units=80 --set lr=0.01 --set batch_size=128
-          --set lr_decay_epochs=20 --set clipnorm=1.0)
+qat="\"model_options\": {\"qat\": \"int8\"}, $QAT_STAGE"
+baseline=("${KERAS_BASELINE[@]}")
 python -m experiments.sweep cv "${common[@]}" --model sirnn --out "$out" --max-concurrent "$s1" \
   --variant base={} \
   --variant "rot15={$rot}" \
   --variant "rot15_qat={$rot, $qat, \"init_from\": \"variant:rot15\"}" \
   --variant "lean_rot15={$rot, \"model_options\": {\"premultiply\": false}}" \
-  --variant "lean_rot15_qat={$rot, \"model_options\": {\"premultiply\": false, \"qat\": \"int8\"}, \"epochs\": 10, \"lr\": 0.001, \"lr_decay_epochs\": null, \"init_from\": \"variant:lean_rot15\"}" \
+  --variant "lean_rot15_qat={$rot, \"model_options\": {\"premultiply\": false, \"qat\": \"int8\"}, $QAT_STAGE, \"init_from\": \"variant:lean_rot15\"}" \
   --variant "rot10={\"augment\": {\"rotation\": 10}}" \
   --variant "rot25={\"augment\": {\"rotation\": 25}}" \
   --variant "lean_r8_rot15={$rot, \"model_options\": {\"premultiply\": false, \"rank\": 8}}" &

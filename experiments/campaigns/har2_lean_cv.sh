@@ -9,26 +9,25 @@
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep. BASELINE_PLATFORM=cuda runs that sweep on a
 # GPU (JAX) while the lean sweep keeps the CPU cores.
 set -u
+. "$(dirname "$0")/common.sh"
 data=${1:?usage: har2_lean_cv.sh UCI_HAR_ZIP_OR_FOLDER [slots_lean] [slots_baselines] [out]}
 s1=${2:-2} s2=${3:-0} out=${4:-bench/sweeps/har2-lean}
 results=experiments/results/har2-campaign
 common=(--task har2 --data-dir "$data" --folds 5 --backend jax --engine processes
         --results "$results" ${DRY:+--dry-run})
 rot='"augment": {"rotation": 15}'
-qat='"epochs": 10, "lr": 0.001, "lr_decay_epochs": null'
 variants=()
 for graph in "r16_u48 16 48" "r4_u80 4 80" "r8_u80 8 80" "r16_u64 16 64"; do
   read -r name rank units <<<"$graph"
   opts="\"premultiply\": false, \"rank\": $rank, \"units\": $units"
   variants+=(--variant "l_${name}={$rot, \"model_options\": {$opts}}")
   variants+=(--variant "l_${name}_qat={$rot, \"model_options\": {$opts, \"qat\": \"int8\"},
-    $qat, \"init_from\": \"variant:l_${name}\"}")
+    $QAT_STAGE, \"init_from\": \"variant:l_${name}\"}")
 done
 JAX_PLATFORMS=${LEAN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn --out "$out" \
   --epochs 30 --max-concurrent "$s1" "${variants[@]}" &
 if [ "$s2" -gt 0 ]; then
-  baseline=(--recipe none --option units=80 --set lr=0.01 --set batch_size=128
-            --set lr_decay_epochs=20 --set clipnorm=1.0 --epochs 30 --max-concurrent "$s2" --out "$out-baselines")
+  baseline=("${KERAS_BASELINE[@]}" --epochs 30 --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
     python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" --variant "rot15={$rot}"
     python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" --variant "rot15={$rot}"

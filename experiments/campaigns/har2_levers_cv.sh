@@ -7,6 +7,7 @@
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
 set -u
+. "$(dirname "$0")/common.sh"
 data=${1:?usage: har2_levers_cv.sh UCI_HAR_ZIP_OR_FOLDER [slots_sirnn] [slots_baselines] [out]}
 s1=${2:-2} s2=${3:-0} out=${4:-bench/sweeps/har2-levers}
 common=(--task har2 --data-dir "$data" --folds 5 --backend jax --engine processes --epochs 30
@@ -20,7 +21,7 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "base_e30={}" \
   --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
   --variant "rot25_qat={\"augment\": {\"rotation\": 25}, \"model_options\": {\"qat\": \"int8\"},
-    \"epochs\": 10, \"lr\": 0.001, \"lr_decay_epochs\": null, \"init_from\": \"variant:rot25_e30\"}" \
+    $QAT_STAGE, \"init_from\": \"variant:rot25_e30\"}" \
   --variant "rot25_qat_lr3e-4={\"augment\": {\"rotation\": 25}, \"model_options\": {\"qat\": \"int8\"},
     \"epochs\": 10, \"lr\": 0.0003, \"lr_decay_epochs\": null, \"init_from\": \"variant:rot25_e30\"}" \
   --variant "rot15_scale={\"augment\": {$rot, \"scale\": 0.1, \"magnitude_warp\": 0.1}}" \
@@ -31,8 +32,7 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "rot15_u96={\"augment\": {$rot}, \"model_options\": {\"units\": 96}}" \
   --variant "l_r16_u128_rot15={\"augment\": {$rot}, \"model_options\": {\"premultiply\": false, \"units\": 128}}" &
 if [ "$s2" -gt 0 ]; then
-  baseline=(--recipe none --option units=80 --set lr=0.01 --set batch_size=128
-            --set lr_decay_epochs=20 --set clipnorm=1.0 --max-concurrent "$s2" --out "$out-baselines")
+  baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
     python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" --variant base_e30={}
     python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" --variant base_e30={}
