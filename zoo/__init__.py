@@ -16,6 +16,7 @@ import importlib
 import sys
 
 from zoo import model_table as _model_table
+from zoo.model_table import register_layers
 from zoo import quiet as _quiet
 from zoo.pretrained import get_pretrained_cfg, list_pretrained
 
@@ -35,33 +36,17 @@ _LAZY = {
 __all__ = ["get_pretrained_cfg", "list_pretrained", "register_layers", *_LAZY]
 
 
-def _load_keras_side() -> None:
-    """Import the registry and every family (`zoo.model_table.FAMILIES`, the list the registry
-    also completes itself from): registers the built-in models with the registry and their layers
-    with Keras serialization. (A family already being imported is left to finish its import.)"""
-    for module_name in ("zoo.registry", *_model_table.FAMILIES):
-        importlib.import_module(module_name)
-
-
 def __getattr__(name: str):
     if name in _LAZY:
-        _load_keras_side()
+        register_layers()
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value  # later look-ups skip this function
         return value
     raise AttributeError(f"module 'zoo' has no attribute {name!r}")
 
 
-def register_layers() -> None:
-    """Register every zoo layer with Keras serialization (what ``keras.saving.load_model`` of a
-    zoo model needs); cheap once done. ``import zoo`` does it as soon as Keras loads, except when
-    a zoo module imported Keras first (``import zoo.qat`` before anything else): a loader calls
-    this rather than relying on the import order of the program it runs in."""
-    _load_keras_side()
-
-
 def _load_keras_side_when_safe() -> None:
-    """`_load_keras_side` once Keras has loaded, unless a zoo module is itself mid-import (it
+    """`register_layers` once Keras has loaded, unless a zoo module is itself mid-import (it
     imported Keras first, as ``from zoo.layers import CellRNN`` does): the families cannot be
     imported before it is complete. Then the registry's look-ups (``zoo.create_model``,
     ``zoo.list_models``...) and ``zoo.<name>`` load them when first used."""
@@ -69,7 +54,7 @@ def _load_keras_side_when_safe() -> None:
                     if name.startswith("zoo.")
                     and getattr(getattr(module, "__spec__", None), "_initializing", False)]
     if not initializing:
-        _load_keras_side()
+        register_layers()
 
 
 _quiet.install()

@@ -2,7 +2,8 @@
 
 Generated from the live registry (`zoo.registry.model_table`) by ``python -m zoo.write_model_table``;
 ``tests/zoo/test_registry.py`` fails when the two differ (a model or option added, renamed or
-given another default without regenerating this file). Standard library only.
+given another default without regenerating this file), and `register_layers`, the import of
+those families that registers them. Standard library only.
 """
 
 from __future__ import annotations
@@ -10,6 +11,21 @@ from __future__ import annotations
 # The modules that register the built-in models (each family registers at import).
 FAMILIES = ("zoo.irnn", "zoo.fastrnn", "zoo.antisymmetric", "zoo.stable", "zoo.diagonal",
             "zoo.baselines", "zoo.dscnn")
+
+
+
+def register_layers() -> None:
+    """Import the registry and every family: registers the built-in models with the registry and
+    their layers with Keras serialization (what ``keras.saving.load_model`` of a zoo model needs);
+    cheap once done. ``import zoo`` does it as soon as Keras loads, except when a zoo module
+    imported Keras first (``import zoo.qat`` before anything else), so a loader calls this rather
+    than relying on the import order of the program it runs in. (A family already being imported
+    is left to finish its import.)"""
+    import importlib
+
+    for module_name in ("zoo.registry", *FAMILIES):
+        importlib.import_module(module_name)
+
 
 # name -> {"description", "paper", "options"}; generated below this line.
 MODELS: dict[str, dict[str, str]] = {'antisymmetric': {'description': 'AntisymmetricRNN: h += eps tanh((W - W^T - gamma I) h + V x)',

@@ -180,6 +180,9 @@ def load_pretrained(tag: str, normalize: bool = True):
     import keras
     import numpy as np
 
+    from zoo.model_table import register_layers
+
+    register_layers()  # whatever imported Keras first in this program
     cfg = get_pretrained_cfg(tag)
     folder = verified_dir(tag)
     trained = keras.saving.load_model(folder / "model.keras")

@@ -109,7 +109,8 @@ def test_zoo_list_loads_no_keras_and_lists_pretrained():
 def test_a_zoo_model_loads_whatever_imported_keras_first():
     """``import zoo.qat`` first imports Keras while a zoo module is mid-import, so the cells are
     not registered yet (`zoo._load_keras_side_when_safe`); the zoo's loader registers them
-    itself. (`zoo ship` of a lean QAT run failed so: "Could not locate class 'SiRNN'".)"""
+    itself, the pretrained loader too. (`zoo ship` of a lean QAT run failed so: "Could not
+    locate class 'SiRNN'".)"""
     model = REPO / "models" / "pretrained" / "sirnn.har2" / "model.keras"
     unregistered = _python("import zoo.qat, keras\n"
                            "from keras.src.saving import object_registration as o\n"
@@ -118,3 +119,7 @@ def test_a_zoo_model_loads_whatever_imported_keras_first():
     loaded = _python("import zoo.qat\nfrom training.artifacts import load_keras_model\n"
                      f"print(load_keras_model({str(model)!r}).count_params())")
     assert loaded.returncode == 0 and loaded.stdout.split()[-1] == "3549", loaded.stderr[-2000:]
+    pretrained = _python("import zoo.qat\nfrom zoo.pretrained import load_pretrained\n"
+                         "print(load_pretrained('sirnn.har2', normalize=False).count_params())")
+    assert pretrained.returncode == 0 and pretrained.stdout.split()[-1] == "3549", \
+        pretrained.stderr[-2000:]
