@@ -24,9 +24,7 @@ import functools
 import json
 import logging
 import os
-import platform
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -41,6 +39,7 @@ from training import callbacks as cb
 from zoo.layers import recurrent_layers
 from training import logs, rundir, storage
 from training.artifacts import check_run_config, load_keras_model
+from training.provenance import hardware, versions
 from training.warm_start import warm_start_weights
 from training.config import TrainConfig
 from training.rundir import RunDirError  # noqa: F401  (re-exported)
@@ -236,40 +235,6 @@ def macs_per_sequence(model: keras.Model) -> int | None:
         return int(model_macs_per_sequence(model))
     except ValueError:  # no recurrent layer, or no static sequence length
         return None
-
-
-def hardware() -> dict:
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(), "backend": keras.backend.backend(), "gpus": gpu_names()}
-
-
-def gpu_names() -> list[str]:
-    """The accelerators Keras trains on, by model name (e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"),
-    so that a run's metrics say which GPU made them; empty on CPU."""
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        return [f"{tf.config.experimental.get_device_details(d).get('device_name', '?')} ({d.name})"
-                for d in tf.config.list_physical_devices("GPU")]
-    if keras.backend.backend() == "jax":
-        import jax
-
-        return [f"{d.device_kind} ({d.platform}:{d.id})" for d in jax.devices()
-                if d.platform in ("gpu", "cuda", "rocm")]
-    return []
-
-
-def versions() -> dict:
-    import importlib.metadata as md
-
-    out = {"python": sys.version.split()[0], "keras": keras.__version__,
-           "numpy": np.__version__, "edge-rnn-zoo": zoo.__version__}
-    for dist in ("tensorflow", "jax"):
-        try:
-            out[dist] = md.version(dist)
-        except md.PackageNotFoundError:
-            pass
-    return out
 
 
 def resolved_config(config: TrainConfig, task) -> dict:

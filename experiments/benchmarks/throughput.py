@@ -33,7 +33,8 @@ def measure(args) -> dict:
 
     import zoo
     from training.tasks import get_task
-    from training.trainer import gpu_names, loss_and_metrics
+    from training.provenance import gpu_names
+    from training.trainer import loss_and_metrics
 
     task = get_task(args.task)
     data = task.load(args.data_dir)
