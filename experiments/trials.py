@@ -168,10 +168,11 @@ def portable(config: dict, run_dir) -> dict:
     """``config`` without this machine's paths, so that a results file written on one machine
     (a GPU lease, a cluster node, another clone) still matches the same trial on another: the
     recipe by its file name (its settings are in ``config`` already; the path is provenance) and
-    an ``init_from`` inside the sweep folder (``variant:NAME``) relative to that folder."""
-    from training.config import recipe_name
+    an ``init_from`` inside the sweep folder (``variant:NAME``) relative to that folder; a setting
+    the file predates at its default."""
+    from training.config import recipe_name, with_defaults
 
-    out = dict(config)
+    out = with_defaults(config)
     out["recipe"] = recipe_name(out.get("recipe"))
     sweep_folder = Path(run_dir).parents[3]  # run_dir = <out>/<task>/<label>/<variant>/fold<k>
     parent = out.get("init_from")

@@ -28,6 +28,10 @@ class TrainConfig:
     lr_decay_epochs: int | None = None
     lr_decay_factor: float = 0.1
     clipnorm: float | None = None
+    # Polyak averaging (Keras's optimizer ``use_ema``): the run keeps the exponential moving
+    # average of the weights, avg = m * avg + (1 - m) * w after every batch, in place of the last
+    # weights. Validation during training sees the raw weights.
+    ema_momentum: float | None = None
     early_stopping_patience: int | None = 20
     monitor: str = "val_loss"
     # FastGRNN three-phase training (dense, iterative hard thresholding, fixed support).
@@ -59,6 +63,13 @@ class TrainConfig:
             raise ValueError(f"unknown training setting(s) {unknown}; valid: {sorted(fields)}")
         return cls(**data)
 
+    def optimizer_options(self) -> dict[str, Any]:
+        """Keyword arguments of the Keras optimizer beside the learning rate."""
+        options: dict[str, Any] = {"clipnorm": self.clipnorm}
+        if self.ema_momentum is not None:
+            options.update(use_ema=True, ema_momentum=self.ema_momentum)
+        return options
+
     def training_identity(self) -> dict[str, Any]:
         """What must match for a run directory to be resumed (everything but the epoch budget;
         the recipe by `recipe_name`, so a run begun in another clone resumes here)."""
@@ -66,6 +77,18 @@ class TrainConfig:
         identity.pop("epochs")
         identity["recipe"] = recipe_name(identity["recipe"])
         return identity
+
+
+def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` (a `TrainConfig.to_dict`, e.g. from a results file or a run's config.yaml)
+    with the settings it predates at their defaults, so that adding a setting to TrainConfig does
+    not make every recorded run a different one."""
+    defaults = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING
+                         else f.default)
+                for f in dataclasses.fields(TrainConfig)
+                if f.default is not dataclasses.MISSING
+                or f.default_factory is not dataclasses.MISSING}
+    return {**defaults, **config}
 
 
 def recipe_name(recipe: str | None) -> str | None:
@@ -105,6 +128,8 @@ _RULES = {  # field -> (accepts, what is valid)
     "lr_decay_factor": (lambda v: _is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
     "clipnorm": (lambda v: v is None or (_is_number(v) and v > 0),
                  "a number > 0 (or unset: no clipping)"),
+    "ema_momentum": (lambda v: v is None or (_is_number(v) and 0 <= v < 1),
+                     "a number in [0, 1) (or unset: no weight averaging)"),
     "early_stopping_patience": (lambda v: v is None or (_is_int(v) and v >= 0),
                                 "an integer >= 0 (0 disables early stopping)"),
     "monitor": (lambda v: v in MONITORS, "one of " + ", ".join(MONITORS)),
@@ -153,6 +178,12 @@ def validate(config: "TrainConfig") -> None:
         from training.augment import check_options
 
         check_options(config.augment)
+    if config.ema_momentum is not None and config.early_stopping_patience:
+        # Early stopping would put back its best epoch's raw weights over the average.
+        raise ValueError(f"ema_momentum {config.ema_momentum} keeps the average of the weights, "
+                         f"and early stopping (patience {config.early_stopping_patience}) would "
+                         "replace it with one epoch's weights; set early_stopping_patience "
+                         "(--patience) to 0 or unset ema_momentum")
 
 
 def _check_setting(name: str, value, flag: str) -> None:

@@ -192,7 +192,7 @@ def build_model(config: TrainConfig, task) -> keras.Model:
                   "rmsprop": keras.optimizers.RMSprop}
     if config.optimizer not in optimizers:
         raise ValueError(f"unknown optimizer {config.optimizer!r}; valid: {sorted(optimizers)}")
-    optimizer = optimizers[config.optimizer](learning_rate=config.lr, clipnorm=config.clipnorm)
+    optimizer = optimizers[config.optimizer](learning_rate=config.lr, **config.optimizer_options())
     loss, metrics = loss_and_metrics(task.kind)
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
     return model
@@ -459,6 +459,8 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start,
     stateful = {}
     # A diverged run (NaN loss) stops; early stopping then restores its best epoch.
     callbacks = [keras.callbacks.TerminateOnNaN()]
+    if config.ema_momentum is not None:  # validation scores the average, the model the run keeps
+        callbacks.append(keras.callbacks.SwapEMAWeights())
     if not job.verbose:
         callbacks.append(cb.EpochProgress(config.epochs, initial_epoch, print_fn=job.print_fn))
     if config.lr_decay_epochs:
@@ -512,6 +514,11 @@ def _fit(start: _Start, job: _Job, arrays: _Arrays, callbacks, stateful,
             initial_epoch=start.initial_epoch, shuffle=False,
             validation_data=(arrays.x_val, arrays.y_val) if has_val else None,
             callbacks=callbacks, verbose=1 if job.verbose else 0)
+        if config.ema_momentum is not None:
+            # Keras's JAX backend leaves each weight and its average one buffer after fit, which
+            # the next evaluate donates and deletes ("Array has been deleted" at save): copy.
+            for variable in start.model.trainable_variables:
+                variable.assign(keras.ops.convert_to_numpy(variable))
     elif "early_stopping" in stateful and stateful["early_stopping"].resumed_best_weights:
         # Killed after the last epoch's checkpoint but before the run was written: finish it
         # the way EarlyStopping.on_train_end would have (restore the best epoch).
