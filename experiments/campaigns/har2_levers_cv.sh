@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The HAR-2 lever campaign (issue #29): 5-fold subject CV of the training levers that need no new
 # code, each on top of the rotation-15 SiRNN recipe (the shipped har2-sirnn recipe, 30 epochs),
-# beside the Keras GRU / LSTM without rotation at the same budget (the pair of har2_lean_cv.sh's
-# rotation baselines). Every finished trial lands in experiments/results/har2-campaign/ (commit
+# beside the Keras GRU / LSTM without rotation and with rotation 25 at the same budget (the pair
+# of har2_lean_cv.sh's rotation-15 baselines). Round 3 (session 10): rotation 25 with weight
+# averaging (EMA), 60 epochs, rotation 35, and QAT stages at lower rates. Every finished trial lands in experiments/results/har2-campaign/ (commit
 # it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
@@ -12,11 +13,12 @@ data=${1:?usage: har2_levers_cv.sh UCI_HAR_ZIP_OR_FOLDER [slots_sirnn] [slots_ba
 s1=${2:-2} s2=${3:-0} out=${4:-bench/sweeps/har2-levers}
 common=(--task har2 --data-dir "$data" --folds 5 --backend jax --engine processes --epochs 30
         --results experiments/results/har2-campaign ${DRY:+--dry-run})
-rot='"rotation": 15'
+rot='"rotation": 15' rot25='"rotation": 25' qat='"model_options": {"qat": "int8"}'
 # rot15_valacc equals rot15_e30 by design in a CV (patience 0 keeps the last epoch, so the
 # monitor picks nothing); selection on validation is the tables' CV-epoch column.
 JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn \
   --out "$out" --max-concurrent "$s1" \
+  --variant "rot25_e60={\"augment\": {$rot25}, \"epochs\": 60}" \
   --variant "rot15_e30={\"augment\": {$rot}}" \
   --variant "base_e30={}" \
   --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
@@ -30,12 +32,25 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "rot15_valacc={\"augment\": {$rot}, \"monitor\": \"val_accuracy\"}" \
   --variant "rot15_lr5e-3={\"augment\": {$rot}, \"lr\": 0.005}" \
   --variant "rot15_u96={\"augment\": {$rot}, \"model_options\": {\"units\": 96}}" \
-  --variant "l_r16_u128_rot15={\"augment\": {$rot}, \"model_options\": {\"premultiply\": false, \"units\": 128}}" &
+  --variant "l_r16_u128_rot15={\"augment\": {$rot}, \"model_options\": {\"premultiply\": false, \"units\": 128}}" \
+  --variant "rot35_e30={\"augment\": {\"rotation\": 35}}" \
+  --variant "rot25_ema99={\"augment\": {$rot25}, \"ema_momentum\": 0.99}" \
+  --variant "rot25_ema995={\"augment\": {$rot25}, \"ema_momentum\": 0.995}" \
+  --variant "rot25_qat_lr1e-4={\"augment\": {$rot25}, $qat, \"epochs\": 10, \"lr\": 0.0001,
+    \"lr_decay_epochs\": null, \"init_from\": \"variant:rot25_e30\"}" \
+  --variant "rot25_qat_lr1e-4_e20={\"augment\": {$rot25}, $qat, \"epochs\": 20, \"lr\": 0.0001,
+    \"lr_decay_epochs\": null, \"init_from\": \"variant:rot25_e30\"}" \
+  --variant "rot25_qat_lr3e-4_ema99={\"augment\": {$rot25}, $qat, \"epochs\": 10, \"lr\": 0.0003,
+    \"lr_decay_epochs\": null, \"ema_momentum\": 0.99, \"init_from\": \"variant:rot25_e30\"}" \
+  --variant "rot25_ema99_qat_lr1e-4={\"augment\": {$rot25}, $qat, \"epochs\": 10, \"lr\": 0.0001,
+    \"lr_decay_epochs\": null, \"ema_momentum\": 0.99, \"init_from\": \"variant:rot25_ema99\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
-    python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" --variant base_e30={}
-    python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" --variant base_e30={}
+    for model in gru lstm; do
+      python -m experiments.sweep cv "${common[@]}" --model $model "${baseline[@]}" \
+        --variant base_e30={} --variant "rot25_e30={\"augment\": {$rot25}}"
+    done
   ) &
 fi
 wait
