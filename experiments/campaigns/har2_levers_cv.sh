@@ -3,7 +3,8 @@
 # code, each on top of the rotation-15 SiRNN recipe (the shipped har2-sirnn recipe, 30 epochs),
 # beside the Keras GRU / LSTM without rotation and with rotation 25 at the same budget (the pair
 # of har2_lean_cv.sh's rotation-15 baselines). Round 3 (session 10): rotation 25 with weight
-# averaging (EMA), 60 epochs, rotation 35, and QAT stages at lower rates. Every finished trial lands in experiments/results/har2-campaign/ (commit
+# averaging (EMA), 60 epochs, rotation 35 and 45, QAT stages at lower rates, and QAT of the
+# rotation-35 model (a stage, and from scratch). Every finished trial lands in experiments/results/har2-campaign/ (commit
 # it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
@@ -43,7 +44,10 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "rot25_qat_lr3e-4_ema99={\"augment\": {$rot25}, $qat, \"epochs\": 10, \"lr\": 0.0003,
     \"lr_decay_epochs\": null, \"ema_momentum\": 0.99, \"init_from\": \"variant:rot25_e30\"}" \
   --variant "rot25_ema99_qat_lr1e-4={\"augment\": {$rot25}, $qat, \"epochs\": 10, \"lr\": 0.0001,
-    \"lr_decay_epochs\": null, \"ema_momentum\": 0.99, \"init_from\": \"variant:rot25_ema99\"}" &
+    \"lr_decay_epochs\": null, \"ema_momentum\": 0.99, \"init_from\": \"variant:rot25_ema99\"}" \
+  --variant "rot35_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
+  --variant "rot35_qat_scratch={\"augment\": {\"rotation\": 35}, $qat}" \
+  --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
