@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from training.flags import int_in, number_in
+from training.flags import int_in, key_value, number_in
 from training.rundir import RunDirectory
 
 TASK = "google12_testset"
@@ -61,7 +61,7 @@ def _train_one(job: dict) -> dict:
     overrides = {"epochs": job["epochs"], "batch_size": 100, "lr": job["lr"], "optimizer": "adam",
                  "seed": job["seed"], "early_stopping_patience": job["patience"],
                  "backend": keras.backend.backend(), "model_options": job["options"],
-                 "task_options": {}}
+                 "task_options": job["task_options"]}
     config = resolve(TASK, job["model"], "none", overrides)
     out = Path(job["out"])
     if not RunDirectory(out).is_finished():
@@ -95,6 +95,9 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int_in(1), default=3)
     p.add_argument("--models", nargs="+", default=list(MODELS))
     p.add_argument("--jobs", type=int_in(1), default=6)
+    p.add_argument("--task-option", type=key_value, action="append", default=[],
+                   metavar="KEY=VALUE", help="a task option of every run, e.g. "
+                   "--task-option features=int_logmel (the C app's integer front end)")
     p.add_argument("--no-train", action="store_true",
                    help="train nothing: write the selection from the runs already finished")
     p.add_argument("--selection", default="selection.json",
@@ -103,12 +106,15 @@ def main(argv=None) -> int:
     out = Path(args.out)
     from training.tasks import get_task
 
-    get_task(TASK).load(args.data_dir)  # featurise once, before the workers read the cache
+    task_options = dict(args.task_option)
+    # Featurise once, before the workers read the cache (an invalid option fails here).
+    get_task(TASK, **task_options).load(args.data_dir)
 
     def job(name, lr, seed, folder):
         model, options = MODELS[name]
         return {"name": name, "model": model, "options": options, "lr": lr, "seed": seed,
                 "epochs": args.epochs, "patience": args.patience, "data_dir": args.data_dir,
+                "task_options": task_options,
                 "out": str(out / folder), "no_train": args.no_train,
                 "log_level": logging.getLogger("training").getEffectiveLevel()}
 
@@ -121,6 +127,7 @@ def main(argv=None) -> int:
             continue
         best = max(rows, key=lambda r: r["val_accuracy"])
         selection[name] = {"model": best["model"], "options": best["options"], "lr": best["lr"],
+                           "task_options": task_options,
                            "val_accuracy_by_lr": {f"{r['lr']:g}": r["val_accuracy"] for r in rows},
                            "runs": [best["out"]]}
     seeds = _pool_map([job(n, sel["lr"], s, f"{n}-lr{sel['lr']:g}-s{s}")
