@@ -1,6 +1,6 @@
 """int8 accuracy of the shipped KWS step models on the float front end and on the integer one.
 
-    python -m experiments.kws_frontend_eval --data-dir ARCHIVE [--models sirnn gru fastgrnn]
+    python -m experiments.kws_frontend_eval --data-dir ARCHIVE [--models sirnn gru NAME=EXPORT ...]
 
 The clips are the ``google12_testset`` test speakers of the layout (the split the cards report).
 Both paths run the int8 step + head models under TensorFlow Lite Micro (`export.c_backend.check
@@ -10,7 +10,8 @@ Both paths run the int8 step + head models under TensorFlow Lite Micro (`export.
   the cards' int8 accuracy measures, with TFLite Micro instead of LiteRT);
 * integer: the C app's front end (`training.tasks.int_frontend`) -> `InputMap` (integers only).
 
-The models were trained on the float features; the integer ones are fed to them as they are.
+A model trained on the float features gets the integer ones as they are (through `InputMap`); a
+model trained on the integer ones (``features: int_logmel``) is scored on them alone.
 
 ``--c-check`` also streams every clip (as it is, not padded) through the C app ``kws_app``
 (`export.c_backend.kws`) and through the Python streaming reference (`export.kws_stream`), and
@@ -51,17 +52,28 @@ def load_test_clips(data_dir):
     return np.stack([pad_to(c, 16000) for c in clips]), data.test.y, clips
 
 
+def trained_on_integer_features(export_dir: Path) -> bool:
+    """Whether the export's model was trained on the integer front end (``features:
+    int_logmel``); the float front end's features are then not what it was trained on."""
+    card = read_card(str(export_dir))
+    return (card.task_options or {}).get("features") == "int_logmel"
+
+
 def accuracies(export_dir: Path, waves: np.ndarray, y: np.ndarray) -> dict:
-    norm = json.loads((export_dir / "normalization.json").read_text())
-    mean, std = (np.asarray(norm[k], np.float32) for k in ("mean", "std"))
-    model = device_runtime.StepModel(str(export_dir), read_card(str(export_dir)), "tflite-micro", 1)
-    x_float = quantized_windows(model, (FbankFrontend()(waves) - mean) / std)
+    card = read_card(str(export_dir))
+    model = device_runtime.StepModel(str(export_dir), card, "tflite-micro", 1)
     x_int = input_map(export_dir)(clip_log_mel_q8(waves))
-    pred_f = reference(model, x_float)[0].argmax(axis=1)
     pred_i = reference(model, x_int)[0].argmax(axis=1)
     pct = lambda v: round(100.0 * float(np.mean(v)), 2)
-    return {"clips": len(y), "float_frontend_int8_acc": pct(pred_f == y),
-            "int_frontend_int8_acc": pct(pred_i == y), "agreement": pct(pred_f == pred_i)}
+    result = {"clips": len(y), "trained_on": "int_logmel" if trained_on_integer_features(
+        export_dir) else "logmel", "int_frontend_int8_acc": pct(pred_i == y)}
+    if result["trained_on"] == "logmel":
+        norm = json.loads((export_dir / "normalization.json").read_text())
+        mean, std = (np.asarray(norm[k], np.float32) for k in ("mean", "std"))
+        x_float = quantized_windows(model, (FbankFrontend()(waves) - mean) / std)
+        pred_f = reference(model, x_float)[0].argmax(axis=1)
+        result.update(float_frontend_int8_acc=pct(pred_f == y), agreement=pct(pred_f == pred_i))
+    return result
 
 
 def c_check(export_dir: Path, clips: list[np.ndarray]) -> dict:
@@ -89,13 +101,17 @@ def c_check(export_dir: Path, clips: list[np.ndarray]) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", required=True, help="the test-set archive or folder")
-    parser.add_argument("--models", nargs="+", default=["sirnn", "gru", "fastgrnn"])
+    parser.add_argument("--models", nargs="+", default=["sirnn", "gru", "fastgrnn"],
+                        help="shipped models (MODEL means models/pretrained/MODEL.google12_testset)"
+                             ", or NAME=EXPORT: an int8 step export folder of any KWS run")
     parser.add_argument("--c-check", action="store_true",
                         help="also compare kws_app with the streaming reference on every clip")
     args = parser.parse_args(argv)
     waves, y, clips = load_test_clips(args.data_dir)
     for model in args.models:
-        export_dir = PRETRAINED / f"{model}.google12_testset" / "export-step-int8"
+        model, _, folder = model.partition("=")
+        export_dir = (Path(folder) if folder
+                      else PRETRAINED / f"{model}.google12_testset" / "export-step-int8")
         result = accuracies(export_dir, waves, y)
         if args.c_check:
             result["c_check"] = c_check(export_dir, clips)
