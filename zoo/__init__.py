@@ -28,6 +28,7 @@ _LAZY = {
                      "register_model", "reset_head"), "zoo.registry"),
     **dict.fromkeys(("IRNN", "IRNNCell", "SiRNN"), "zoo.irnn"),
     **dict.fromkeys(("FastGRNN", "FastGRNNCell", "FastRNN", "FastRNNCell"), "zoo.fastrnn"),
+    **dict.fromkeys(("GRU", "GRUCell"), "zoo.gru"),
     **dict.fromkeys(("AntisymmetricRNN", "AntisymmetricRNNCell"), "zoo.antisymmetric"),
     **dict.fromkeys(("SpectralNormBall", "StableRNN", "StableRNNCell"), "zoo.stable"),
     **dict.fromkeys(("DiagonalRNN", "DiagonalRNNCell", "MaxNormBall", "SymmetricInit"),

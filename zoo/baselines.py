@@ -1,4 +1,5 @@
-"""Keras's own SimpleRNN, LSTM and GRU, registered as baselines at the zoo's default size."""
+"""Keras's own SimpleRNN and LSTM, registered as baselines at the zoo's default size (the GRU,
+which also trains with QAT, is `zoo.gru`)."""
 
 import keras
 
@@ -9,5 +10,3 @@ register_model("simple_rnn", keras.layers.SimpleRNN, defaults={"units": 80}, pap
                description="Keras SimpleRNN (tanh) baseline")
 register_model("lstm", keras.layers.LSTM, defaults={"units": 80}, paper=_KERAS,
                description="Keras LSTM baseline")
-register_model("gru", keras.layers.GRU, defaults={"units": 80}, paper=_KERAS,
-               description="Keras GRU baseline (reset_after=True)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # The modules that register the built-in models (each family registers at import).
 FAMILIES = ("zoo.irnn", "zoo.fastrnn", "zoo.antisymmetric", "zoo.stable", "zoo.diagonal",
-            "zoo.baselines", "zoo.dscnn")
+            "zoo.baselines", "zoo.gru", "zoo.dscnn")
 
 
 
@@ -63,9 +63,10 @@ MODELS: dict[str, dict[str, str]] = {'antisymmetric': {'description': 'Antisymme
                                     'use_bias=True, dropout=0, recurrent_dropout=0, seed=None',
                          'paper': 'Chang, Chen, Haber & Chi, AntisymmetricRNN: A Dynamical System '
                                   'View on Recurrent Neural Networks, ICLR 2019'},
- 'gru': {'description': 'Keras GRU baseline (reset_after=True)',
-         'options': "units=80, activation='tanh', recurrent_activation='sigmoid', use_bias=True, "
-                    "dropout=0, recurrent_dropout=0, seed=None, reset_after=True, use_cudnn='auto'",
+ 'gru': {'description': "Keras GRU baseline (reset_after=True); qat='int8' trains its int8 step",
+         'options': "units=80, qat=None, qat_weights=True, activation='tanh', "
+                    "recurrent_activation='sigmoid', use_bias=True, dropout=0, "
+                    "recurrent_dropout=0, seed=None, reset_after=True, use_cudnn='auto'",
          'paper': 'Keras built-in layer'},
  'irnn': {'description': 'iRNN: K Euler steps to the equilibrium per time step (Eq. 9 low-rank)',
           'options': 'units=80, k=1, alpha=1, trainable_alpha=False, eta_init=0.01, '

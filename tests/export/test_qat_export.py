@@ -193,3 +193,84 @@ def test_weights_are_per_tensor_as_the_export_asks(qat_export):
     for t in weights:
         assert len(t["quantization_parameters"]["scales"]) == 1, t["name"]
     assert json.loads((out / "model_card.json").read_text())["weights"] == "per-tensor"
+
+
+# ------------------------------------------------------------------ the GRU baseline with QAT
+
+
+@pytest.fixture(scope="module")
+def gru_qat_export(tmp_path_factory, shared_data):
+    """(run, step export, C export summary) of a tiny QAT GRU (16 units, 2 epochs on the shared
+    HAR subset), exported --quantize int8 --form step, then as C."""
+    from export.c_backend.command import export_c
+    from export.exporter import export_run
+    from training.config import TrainConfig
+    from training.trainer import train
+
+    har = shared_data / "har"
+    root = tmp_path_factory.mktemp("gru-qat")
+    cfg = TrainConfig(task="har2", model="gru", model_options={"units": 16, "qat": "int8"},
+                      epochs=2, batch_size=64, lr=0.01, clipnorm=1.0, early_stopping_patience=0,
+                      seed=0)
+    train(cfg, root / "run", data_dir=har, verbose=0)
+    export_run(root / "run", root / "export", quantize="int8", form="step", data_dir=har,
+               micro=False, allow_drop=True)
+    return root / "run", root / "export", export_c(root / "export", root / "c")
+
+
+def gru_step_points(graph: Graph) -> dict:
+    """The GRU step's tensors named as its QAT points, found by position in the graph: the two
+    FULLY_CONNECTED, the three slices of each, then the gates, the candidate and the update."""
+    h, x = graph.input("h_prev"), graph.input("x_t")
+    t = {"x": x, "h": h, "wx": graph.output_of("FULLY_CONNECTED", x),
+         "uh": graph.output_of("FULLY_CONNECTED", h)}
+    one_minus_z = [op for op in graph.ops if op["op_name"] == "SUB"][0]
+    t["one_minus_z"] = one_minus_z["outputs"][0]
+    gates = [o["outputs"][0] for o in graph.ops if o["op_name"] == "LOGISTIC"]
+    (t["z"],) = [g for g in gates if g in one_minus_z["inputs"]]  # 1 - z
+    (t["r"],) = [g for g in gates if g != t["z"]]
+    pre_of = {o["outputs"][0]: int(o["inputs"][0]) for o in graph.ops
+              if o["op_name"] in ("LOGISTIC", "TANH")}
+    t["z_pre"], t["r_pre"] = pre_of[t["z"]], pre_of[t["r"]]
+    t["zh"] = graph.output_of("MUL", t["z"], h)
+    (r_uh,) = [o for o in graph.ops if o["op_name"] == "MUL" and t["r"] in o["inputs"]]
+    t["r_uh"] = r_uh["outputs"][0]
+    (cand_pre,) = [o for o in graph.ops if o["op_name"] == "ADD" and t["r_uh"] in o["inputs"]]
+    t["cand_pre"] = cand_pre["outputs"][0]
+    (t["cand"],) = [o for o, i in pre_of.items() if i == t["cand_pre"]]
+    t["prod"] = graph.output_of("MUL", t["one_minus_z"], t["cand"])
+    t["h_t"] = graph.output_of("ADD", t["zh"], t["prod"])
+    return t
+
+
+@pytest.mark.slow
+def test_gru_int8_scales_are_the_trained_ranges(gru_qat_export):
+    run, export, _ = gru_qat_export
+    (cell,) = qat.qat_cells(keras.saving.load_model(run / "model.keras"))
+    ranges = cell.quant_points.as_dict()
+    graph = Graph(export / "step.tflite")
+    points = gru_step_points(graph)
+    assert set(ranges) == set(points) - {"h_t"}  # every QAT point is a tensor of the int8 step
+    for name, index in points.items():
+        scale, zero = tflite_quantization(*ranges["h" if name == "h_t" else name])
+        got_scale, got_zero = graph.quantization(index)
+        assert got_scale == pytest.approx(scale, rel=1e-5) and got_zero == zero, (
+            name, ranges.get(name), (got_scale, got_zero), (scale, zero))
+    assert graph.quantization(points["h"]) == graph.quantization(points["h_t"])  # direct feedback
+    ops = {op["op_name"] for op in graph.ops}
+    assert not ops & {"QUANTIZE", "DEQUANTIZE"}, ops  # no requantization between the points
+
+
+@pytest.mark.slow
+def test_gru_keras_qat_model_int8_step_and_c_agree(gru_qat_export):
+    """The Keras QAT GRU and its int8 step loop give the same class on (almost) every window,
+    and the C of that step is bit-exact with TensorFlow Lite Micro on every window."""
+    run, export, c_summary = gru_qat_export
+    x = np.load(export / "testset.npz")["x"]
+    keras_logits = keras.saving.load_model(run / "model.keras").predict(x, verbose=0)
+    _, logits = int8_step_loop(export, x)
+    agreement = float(np.mean(logits.argmax(-1) == keras_logits.argmax(-1)))
+    assert agreement >= 0.99, agreement
+    check = c_summary["check"]
+    assert check["windows"] == len(x) == 701
+    assert check["identical_logits"] == check["identical_states"] == len(x), check

@@ -19,8 +19,11 @@ import tensorflow as tf
 import zoo
 
 B, T, D_IN, UNITS = 4, 5, 3, 8
+# The zoo's own cells (zoo.GRU is Keras's GRU layer with a QAT option: Keras's, not ours).
+KERAS_LAYERS = (keras.layers.SimpleRNN, keras.layers.GRU, keras.layers.LSTM)
 ZOO_MODELS = [n for n in zoo.list_models()
               if issubclass(zoo.get_model_entry(n).layer_class, keras.layers.RNN)
+              and not issubclass(zoo.get_model_entry(n).layer_class, KERAS_LAYERS)
               and zoo.get_model_entry(n).layer_class.__module__.startswith("zoo.")]
 # SimpleRNNCell's arguments that concern its weights (the rest: units, activation, dropout).
 KERAS_WEIGHT_ARGS = ("use_bias", "kernel_initializer", "recurrent_initializer",

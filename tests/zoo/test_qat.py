@@ -407,3 +407,93 @@ def test_float_model_config_has_no_qat_keys():
     cell = zoo.IRNNCell(8)
     cell.build((None, 3))
     assert cell.quant_points is None and not any("qat" in w.path for w in cell.weights)
+
+
+# ------------------------------------------------------------------ the GRU baseline (zoo.GRU)
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def numpy_gru_step(cell, x_t, h_prev, record=None):
+    """One Keras GRU step (reset_after) written from the equations, each tensor the int8 step
+    holds fake-quantized at the cell's ranges, the weights on their int8 grid."""
+    ranges = cell.quant_points.as_dict()
+    w = {v.path.rsplit("/", 1)[-1]: keras.ops.convert_to_numpy(v) for v in cell.weights}
+    d = cell.units
+
+    def fq(name, value):
+        if record is not None:
+            record.setdefault(name, []).append(value)
+        return fake_quant(value, *ranges[name])
+
+    x, h = fq("x", x_t), fq("h", h_prev)
+    wx = fq("wx", x @ int8_weight(w["kernel"]) + w["bias"][0])
+    uh = fq("uh", h @ int8_weight(w["recurrent_kernel"]) + w["bias"][1])
+    z = fq("z", sigmoid(fq("z_pre", wx[:, :d] + uh[:, :d])))
+    r = fq("r", sigmoid(fq("r_pre", wx[:, d:2 * d] + uh[:, d:2 * d])))
+    cand = fq("cand", np.tanh(fq("cand_pre", wx[:, 2 * d:] + fq("r_uh", r * uh[:, 2 * d:]))))
+    return fq("h", fq("zh", z * h) + fq("prod", fq("one_minus_z", 1.0 - z) * cand))
+
+
+def gru_model(qat_mode, units=16, timesteps=12, features=5, seed=0):
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((timesteps, features)),
+                              zoo.GRU(units, qat=qat_mode), keras.layers.Dense(2)])
+    return model, model.layers[0].cell
+
+
+def test_float_gru_is_keras_gru():
+    """Without qat, zoo.GRU is Keras's GRU: its cell, and the same outputs for the same weights
+    (the registry's "gru" builds it)."""
+    model, cell = gru_model(None)
+    assert type(cell) is keras.layers.GRUCell and "qat" not in model.layers[0].get_config()
+    reference = keras.Sequential([keras.Input((12, 5)), keras.layers.GRU(16),
+                                  keras.layers.Dense(2)])
+    reference.set_weights(model.get_weights())
+    x = sequences()
+    np.testing.assert_array_equal(model.predict(x, verbose=0), reference.predict(x, verbose=0))
+    assert type(zoo.create_model("gru", (12, 5), 2).layers[1]) is zoo.GRU
+
+
+def test_qat_gru_step_equals_numpy_reference():
+    """As the SiRNN test above: the Keras QAT GRU cell and the NumPy step agree on the state's
+    grid step by step, up to a level where a value lies within round-off of a boundary."""
+    model, cell = gru_model("int8", units=32)
+    x = sequences()
+    qat.track_ranges(model, x)
+    h = np.zeros((len(x), 32), np.float32)
+    lo, hi = cell.quant_points.as_dict()["h"]
+    step = nudged(lo, hi)[2]
+    deviation, moved, record = [], 0, {}
+    for t in range(x.shape[1]):
+        h_keras = keras.ops.convert_to_numpy(cell(x[:, t], [h])[0])
+        deviation.append(np.abs(h_keras - numpy_gru_step(cell, x[:, t], h, record)) / step)
+        moved += int(np.sum(h_keras != h))
+        h = h_keras
+    deviation = np.concatenate(deviation)
+    assert set(record) == set(cell.quant_points.names)  # the oracle quantizes at every point
+    assert moved > 0.2 * deviation.size
+    assert deviation.max() <= 1.0 + 1e-3, f"max deviation {deviation.max():.3f} grid steps"
+    assert np.mean(deviation < 1e-3) >= 0.999, f"equal: {np.mean(deviation < 1e-3):.4f}"
+    # and the float GRU is not that step: the quantization is really applied
+    float_h = keras.ops.convert_to_numpy(keras.layers.GRUCell.call(cell, x[:, 0], [h * 0])[0])
+    assert np.abs(float_h - numpy_gru_step(cell, x[:, 0], h * 0)).max() > step / 4
+
+
+def test_qat_gru_gates_are_on_tflite_fixed_grids_and_options_are_checked(tmp_path):
+    model, cell = gru_model("int8")
+    ranges = cell.quant_points.as_dict()
+    assert ranges["z"] == ranges["r"] == (0.0, 255 / 256) and ranges["cand"] == (-1.0, 127 / 128)
+    for options, says in (({"reset_after": False}, "reset_after"), ({"dropout": 0.1}, "dropout"),
+                          ({"activation": "relu"}, "activation")):
+        with pytest.raises(ValueError, match=says):
+            zoo.GRU(8, qat="int8", **options)
+    qat.track_ranges(model, sequences())
+    path = tmp_path / "gru.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.layers[0].cell.quant_points.as_dict() == cell.quant_points.as_dict()
+    x = sequences()
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
