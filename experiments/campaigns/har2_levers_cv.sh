@@ -4,7 +4,7 @@
 # beside the Keras GRU / LSTM without rotation and with rotation 25 at the same budget (the pair
 # of har2_lean_cv.sh's rotation-15 baselines). Round 3 (session 10): rotation 25 with weight
 # averaging (EMA), 60 epochs, rotation 35 and 45, QAT stages at lower rates, and QAT of the
-# rotation-35 model (a stage, and from scratch). Every finished trial lands in experiments/results/har2-campaign/ (commit
+# rotation-35 model (a stage, and from scratch); the GRU's QAT stage (zoo.GRU, qat=int8). Every finished trial lands in experiments/results/har2-campaign/ (commit
 # it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
@@ -51,10 +51,12 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
-    for model in gru lstm; do
-      python -m experiments.sweep cv "${common[@]}" --model $model "${baseline[@]}" \
-        --variant base_e30={} --variant "rot25_e30={\"augment\": {$rot25}}"
-    done
+    rot25_e30="rot25_e30={\"augment\": {$rot25}}"
+    python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" \
+      --variant base_e30={} --variant "$rot25_e30" \
+      --variant "rot25_qat={\"augment\": {$rot25}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot25_e30\"}"
+    python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" \
+      --variant base_e30={} --variant "$rot25_e30"
   ) &
 fi
 wait
