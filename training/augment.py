@@ -1,4 +1,5 @@
-"""IMU data augmentation in the input pipeline (off unless ``TrainConfig.augment`` asks for it).
+"""Data augmentation in the input pipeline (off unless ``TrainConfig.augment`` asks for it): IMU
+transforms, and SpecAugment's masks for spectrogram features.
 
 The transforms are those of Um et al., "Data augmentation of wearable sensor data for Parkinson's
 disease monitoring using convolutional neural networks" (ICMI 2017), which the issue names as the
@@ -18,6 +19,14 @@ at another angle, moves faster or slower, has another sensor gain):
   channels (time is shared by every sensor), linear interpolation.
 * ``jitter`` (sigma, in units of each channel's training standard deviation): additive Gaussian
   noise, so after the z-score normalisation it has standard deviation ``sigma``.
+
+SpecAugment's masks (Park et al., "SpecAugment: A Simple Data Augmentation Method for Automatic
+Speech Recognition", Interspeech 2019), for the speech tasks' log-mel features (any task's
+channels, in fact):
+
+* ``time_mask`` (T, steps) and ``feature_mask`` (F, channels): ``masks`` bands of each kind per
+  window, each of a width uniform in [0, T] (or [0, F]) at a uniform position, set to the
+  training mean (0 after the z-score normalisation), as SpecAugment sets them to the mean.
 
 Batches arrive normalised (the trainer z-scores every split once); the augmenter maps them back
 to sensor units, where rotation is a rotation, transforms them, and normalises again. Random
@@ -39,6 +48,10 @@ OPTIONS = {
     "time_warp": (0.0, "a standard deviation in [0, 1)", lambda v: 0 <= v < 1),
     "jitter": (0.0, "a standard deviation >= 0 (in channel standard deviations)", lambda v: v >= 0),
     "knots": (4, "an integer >= 1", lambda v: float(v).is_integer() and v >= 1),
+    "time_mask": (0, "an integer >= 0 (time steps)", lambda v: float(v).is_integer() and v >= 0),
+    "feature_mask": (0, "an integer >= 0 (channels)",
+                     lambda v: float(v).is_integer() and v >= 0),
+    "masks": (2, "an integer >= 1", lambda v: float(v).is_integer() and v >= 1),
 }
 
 
@@ -113,6 +126,22 @@ def time_warp(x: np.ndarray, rng: np.random.Generator, sigma: float, knots: int)
     return a * (1 - frac) + b * frac
 
 
+def mask_bands(x: np.ndarray, rng: np.random.Generator, axis: int, max_width: int,
+               count: int) -> np.ndarray:
+    """``x`` (N, T, C) with ``count`` bands along ``axis`` (1: time, 2: channels) of each window
+    set to 0: each band's width uniform in [0, max_width] (at most the axis' length), its start
+    uniform over the positions where it fits."""
+    n, length = x.shape[0], x.shape[axis]
+    position = np.arange(length)
+    out = x
+    for _ in range(count):
+        width = rng.integers(0, min(max_width, length) + 1, size=n)
+        start = np.floor(rng.random(n) * (length - width + 1)).astype(int)
+        band = (position >= start[:, None]) & (position < (start + width)[:, None])
+        out = np.where(np.expand_dims(band, 3 - axis), np.zeros((), x.dtype), out)
+    return out
+
+
 class Augmenter:
     """The per-batch transform of a run: ``augmenter(x_batch, rng) -> x_batch``, on normalised
     batches (see the module docstring)."""
@@ -141,4 +170,9 @@ class Augmenter:
             raw = time_warp(raw, rng, o["time_warp"], int(o["knots"]))
         if o["jitter"]:
             raw = raw + rng.normal(0.0, 1.0, size=raw.shape) * (o["jitter"] * self.std)
-        return ((raw - self.mean) / self.std).astype(np.float32)
+        out = ((raw - self.mean) / self.std).astype(np.float32)
+        if o["time_mask"]:
+            out = mask_bands(out, rng, 1, int(o["time_mask"]), int(o["masks"]))
+        if o["feature_mask"]:
+            out = mask_bands(out, rng, 2, int(o["feature_mask"]), int(o["masks"]))
+        return out

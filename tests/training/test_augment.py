@@ -108,3 +108,39 @@ def test_invalid_options_are_refused_naming_them(bad):
 def test_rotation_on_a_task_without_sensors_is_refused():
     with pytest.raises(ValueError, match="sensor"):
         Augmenter({"rotation": 10}, (), np.zeros(1), np.ones(1))
+
+
+# ------------------------------------------------------------------ SpecAugment (Park et al. 2019)
+
+
+def test_spec_masks_are_bands_of_the_mean_within_the_widths_at_uniform_positions():
+    """Each window gets `masks` contiguous bands per axis, set to the training mean (0 after
+    normalisation), each at most T (F) wide; what is not masked is untouched; over many windows
+    the widths cover 0..T and every position is masked about as often (uniform starts)."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4000, 99, 32)).astype(np.float32) + 5.0  # no zeros of its own
+    mean, std = np.full(32, 1.5), np.full(32, 0.5)
+    a = Augmenter({"time_mask": 10, "feature_mask": 4, "masks": 2}, (), mean, std)
+    y = a(x, np.random.default_rng(0))
+    zero = y == 0
+    assert np.array_equal(y[~zero], x[~zero])  # the rest untouched (the identity transform)
+    time_rows = zero.all(axis=2)  # (N, T): whole time steps masked
+    feature_cols = zero.all(axis=1)  # (N, C): whole channels masked
+    assert np.array_equal(zero, time_rows[:, :, None] | feature_cols[:, None, :])  # bands only
+    assert time_rows.sum(axis=1).max() <= 2 * 10 and feature_cols.sum(axis=1).max() <= 2 * 4
+    single = Augmenter({"time_mask": 10, "masks": 1}, (), mean, std)(x, np.random.default_rng(1))
+    rows = (single == 0).all(axis=2)
+    widths = rows.sum(axis=1)
+    assert sorted(set(widths.tolist())) == list(range(11))  # every width 0..10
+    starts = rows.argmax(axis=1)[widths > 0]
+    assert np.all(np.diff(rows.astype(int), axis=1).clip(0).sum(axis=1) <= 1)  # one band
+    counts = np.bincount(starts, minlength=99)
+    assert counts[:89].min() > 0.4 * counts[:89].mean()  # positions where any width fits
+
+
+def test_spec_masks_off_by_default_and_checked():
+    assert augment.check_options({})["time_mask"] == 0
+    with pytest.raises(ValueError, match="time_mask"):
+        augment.check_options({"time_mask": 2.5})
+    with pytest.raises(ValueError, match="masks"):
+        augment.check_options({"masks": 0})
