@@ -31,6 +31,7 @@ import os
 import sys
 from pathlib import Path
 
+from experiments.trials import Trial
 from training.flags import int_in, key_value, number_in, program_name
 
 
@@ -175,7 +176,7 @@ def check_folds(args, config: dict, print_fn=print) -> None:
                          "(each fold holds out at least one subject)")
 
 
-def plan(args, print_fn=print) -> list[dict]:
+def plan(args, print_fn=print) -> list[Trial]:
     """The sweep's trials (see `experiments.trials`); ValueError for settings that no trial
     could train with, before Ray starts."""
     from experiments import trials
@@ -205,19 +206,19 @@ def results_dir(args) -> Path | None:
     return Path(__file__).resolve().parent / "results" / Path(args.out).resolve().name
 
 
-def execute(todo: list[dict], args, print_fn=print) -> int:
+def execute(todo: list[Trial], args, print_fn=print) -> int:
     """Train the unfinished trials of ``todo`` (Ray or local processes); 1 if any failed."""
     from experiments import engine, trials
 
     for t in todo:  # results files of runs finished before there were any
-        if t.get("result") and trials.recorded(t) is None:
+        if t.result and trials.recorded(t) is None:
             trials.record_result(t)
     left = [t for t in todo if not trials.is_finished(t)]
     print_fn(f"{len(todo) - len(left)} of {len(todo)} trials already finished (reused); "
              f"{len(left)} to run")
     if not left or args.report:
         return 0
-    backend = left[0]["config"]["backend"]
+    backend = left[0].config["backend"]
     if args.engine == "processes":
         failed = engine.run_processes(left, max_concurrent=args.max_concurrent or 1,
                                       threads=max(1, int(args.cpus_per_trial)),
@@ -233,7 +234,7 @@ def execute(todo: list[dict], args, print_fn=print) -> int:
     return 1 if failed else 0
 
 
-def record_plan(out: Path, todo: list[dict]) -> None:
+def record_plan(out: Path, todo: list[Trial]) -> None:
     """Add this sweep's trials to ``<out>/sweep.json``. Several sweeps may share one ``--out`` (a
     campaign script runs its SiRNN, GRU and LSTM sweeps side by side): each replaces its own
     earlier entries (by run directory) and keeps the others', so the plan holds every trial of
@@ -247,8 +248,9 @@ def record_plan(out: Path, todo: list[dict]) -> None:
     with open(out / ".sweep.json.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         plan = json.loads(path.read_text()) if path.is_file() else {}
-        mine = {t["run_dir"] for t in todo}
-        trials = [t for t in plan.get("trials", []) if t["run_dir"] not in mine] + todo
+        mine = {t.run_dir for t in todo}
+        trials = ([t for t in plan.get("trials", []) if t["run_dir"] not in mine]
+                  + [t.to_dict() for t in todo])
         commands = plan.get("argvs") or ([plan["argv"]] if plan.get("argv") else [])
         commands = [c for c in commands if c != sys.argv] + [sys.argv]
         write_json_atomic(path, {"argv": sys.argv, "argvs": commands, "trials": trials})
@@ -261,7 +263,7 @@ def write(out: Path, name: str, text: str, data=None) -> None:
         (out / f"{name}.json").write_text(json.dumps(data, indent=1, default=str))
 
 
-def report_cv(todo: list[dict], out: Path) -> tuple[str, list[dict]]:
+def report_cv(todo: list[Trial], out: Path) -> tuple[str, list[dict]]:
     from experiments import tables
 
     rows = tables.cv_rows(todo)
@@ -273,7 +275,7 @@ def report_cv(todo: list[dict], out: Path) -> tuple[str, list[dict]]:
     return text, rows
 
 
-def run_final(todo: list[dict], rows: list[dict], args, print_fn=print) -> int:
+def run_final(todo: list[Trial], rows: list[dict], args, print_fn=print) -> int:
     """The shipping retrain of each (task, model)'s CV choice, then ``final.md``."""
     from experiments import tables, trials
 
@@ -283,7 +285,7 @@ def run_final(todo: list[dict], rows: list[dict], args, print_fn=print) -> int:
         return 1
     finals = []
     for row in chosen:
-        cv_trial = next(t for t in todo if (t["task"], t["label"], t["variant"])
+        cv_trial = next(t for t in todo if (t.task, t.label, t.variant)
                         == (row["task"], row["label"], row["variant"]))
         finals.append((row, trials.final_trial(cv_trial, row["epoch"], args.out)))
     code = execute([f for _, f in finals], args, print_fn)
@@ -301,8 +303,7 @@ def run_sweep(args, print_fn=print) -> int:
         return 2
     if args.dry_run:
         for t in todo:
-            print_fn(f"{t['task']} / {t['label']} / {t['variant']} / fold {t['fold']} -> "
-                     f"{t['run_dir']}")
+            print_fn(f"{t.task} / {t.label} / {t.variant} / fold {t.fold} -> {t.run_dir}")
         return 0
     out = Path(args.out)
     record_plan(out, todo)
