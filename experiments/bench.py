@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import logging
 import time
 from pathlib import Path
 
@@ -19,6 +20,8 @@ import numpy as np
 from training.config import MAX_UNITS
 from training.flags import int_in, number_in
 from training.rundir import RunDirectory
+
+_log = logging.getLogger(__name__)
 
 # label -> (registry name, model options). Zoo cells at the papers' hidden size 80; the iRNN
 # family with the bounded, fake-quantized state that integer export needs (docs/export.md).
@@ -127,7 +130,7 @@ def time_c_loop(export_dir: Path, card: dict, args, out: Path) -> dict:
 
 
 # ----------------------------------------------------------------------------------------- running
-def _train_or_load(task, model, options, args, out: Path, print_fn) -> Path:
+def _train_or_load(task, model, options, args, out: Path) -> Path:
     from training.config import TrainConfig
     from training.runs import train_or_reuse
 
@@ -135,7 +138,7 @@ def _train_or_load(task, model, options, args, out: Path, print_fn) -> Path:
                          batch_size=args.batch_size, lr=args.lr, seed=args.seed, clipnorm=1.0,
                          early_stopping_patience=10)
     return train_or_reuse(config, out / "runs" / _label(model, options), data_dir=args.data_dir,
-                          verbose=0, print_fn=print_fn)
+                          verbose=0)
 
 
 def _label(model, options) -> str:
@@ -143,7 +146,7 @@ def _label(model, options) -> str:
     return f"{model}-{units}" if units else model
 
 
-def _export(run_dir: Path, mode: str, out: Path, args, print_fn):
+def _export(run_dir: Path, mode: str, out: Path, args):
     """The smallest artifact that works for this mode: the streaming step model, else the
     sequence model (WHILE loop), else the unrolled sequence model; None when none converts."""
     from export.exportdir import ExportDirectory
@@ -156,16 +159,16 @@ def _export(run_dir: Path, mode: str, out: Path, args, print_fn):
             return target, ExportDirectory(target).read_card().to_dict()
         try:
             card = export_run(run_dir, target, quantize=mode, form=form, unroll=unroll,
-                              data_dir=args.data_dir, allow_drop=True, overwrite=True,
-                              print_fn=print_fn)
+                              data_dir=args.data_dir, allow_drop=True, overwrite=True)
             return target, card
         except Exception as err:  # noqa: BLE001 - record why, try the next form
             errors.append(f"{form}{' unrolled' if unroll else ''}: {str(err).splitlines()[0]}")
-    print_fn(f"  {run_dir.name} {mode}: no artifact ({'; '.join(errors)})")
+    _log.info(f"  {run_dir.name} {mode}: no artifact ({'; '.join(errors)})")
     return None, {"errors": errors}
 
 
-def measure(args, print_fn=print) -> list[dict]:
+def measure(args) -> list[dict]:
+    """Train or reuse, export and time every model; its progress logged, the table printed."""
     from training.runs import load_keras_model
     from training.tasks import get_task
     from zoo.macs import model_macs_per_sequence
@@ -182,21 +185,21 @@ def measure(args, print_fn=print) -> list[dict]:
             raise ValueError(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}")
         for units in (int(u) for u in (sizes or "80").split(",")):
             entries.append((f"{name}-{units}", name, {"units": units}, "keras"))
-    print_fn(f"measuring the runtime's matrix-multiply peak ...")
+    _log.info("measuring the runtime's matrix-multiply peak ...")
     peak = matmul_peak()
-    print_fn(f"  peak (LiteRT, 1 thread, 128x512 @ 512x512 FULLY_CONNECTED): float32 "
-             f"{peak['float32'] / 1e9:.2f} GMAC/s, int8 {peak['int8'] / 1e9:.2f} GMAC/s")
+    _log.info(f"  peak (LiteRT, 1 thread, 128x512 @ 512x512 FULLY_CONNECTED): float32 "
+              f"{peak['float32'] / 1e9:.2f} GMAC/s, int8 {peak['int8'] / 1e9:.2f} GMAC/s")
     rows = []
     for label, model_name, options, family in entries:
-        print_fn(f"== {label}")
-        run_dir = _train_or_load(args.task, model_name, options, args, out, print_fn)
+        _log.info(f"== {label}")
+        run_dir = _train_or_load(args.task, model_name, options, args, out)
         run = RunDirectory(run_dir)
         metrics = run.read_metrics()
         macs = metrics.get("macs_per_sequence")  # recorded by training since it was added
         if macs is None:
             macs = model_macs_per_sequence(load_keras_model(run.model))
         for mode in args.modes:
-            export_dir, card = _export(run_dir, mode, out, args, print_fn)
+            export_dir, card = _export(run_dir, mode, out, args)
             row = {"model": label, "family": family, "mode": mode,
                    "parameters": metrics["parameters"], "macs_per_sequence": macs,
                    "keras_accuracy": 100 * metrics["test"]["accuracy"]}
@@ -220,9 +223,9 @@ def measure(args, print_fn=print) -> list[dict]:
                 "export_dir": str(export_dir)})
             row.update(time_c_loop(export_dir, card, args, out))
             rows.append(row)
-            print_fn(f"  {mode:>8} {row['form']:<10} acc {row['accuracy']:.2f}%  "
-                     f"{row['bytes']:,} B  {latency_us:.0f} us/seq  arena {row['arena_bytes']}")
-    _write_outputs(rows, peak, out, print_fn)
+            _log.info(f"  {mode:>8} {row['form']:<10} acc {row['accuracy']:.2f}%  "
+                      f"{row['bytes']:,} B  {latency_us:.0f} us/seq  arena {row['arena_bytes']}")
+    _write_outputs(rows, peak, out)
     return rows
 
 
@@ -230,7 +233,7 @@ def _fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
-def _write_outputs(rows, peak, out: Path, print_fn):
+def _write_outputs(rows, peak, out: Path):
     keys = list(dict.fromkeys(k for r in rows for k in r))
     with open(out / "results.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=keys)
@@ -259,7 +262,7 @@ def _write_outputs(rows, peak, out: Path, print_fn):
             f"{_fmt(r.get('c_step_us'), '.2f')} |")
     lines += ["", *targets(rows)]
     (out / "results.md").write_text("\n".join(lines) + "\n")
-    print_fn("\n".join(lines))
+    print("\n".join(lines))  # the command's output: printed whatever the log level
     pareto_plot(rows, out / "pareto.png")
 
 

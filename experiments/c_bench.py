@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 
+from training import logs
 from training.config import MAX_UNITS
 from training.flags import int_in, program_name
+
+_log = logging.getLogger(__name__)
 
 # label -> (registry name, model options); as experiments.device_latency / `zoo bench` train them.
 CELLS = {
@@ -56,8 +60,8 @@ def _run_dir(label: str, args, out: Path) -> Path:
     name, options = CELLS[label]
     config = TrainConfig(task="har2", model=name, model_options=options, epochs=args.epochs,
                          batch_size=64, lr=1e-2, clipnorm=1.0, seed=0)
-    return train_or_reuse(config, out / "runs" / label, data_dir=args.data_dir, verbose=0,
-                          print_fn=lambda *a, **k: None)
+    with logs.quieted():  # the table is this script's output, not the library's progress
+        return train_or_reuse(config, out / "runs" / label, data_dir=args.data_dir, verbose=0)
 
 
 def _exports(label: str, run_dir: Path, args, out: Path) -> tuple[Path, Path]:
@@ -66,11 +70,12 @@ def _exports(label: str, run_dir: Path, args, out: Path) -> tuple[Path, Path]:
     from export.exporter import export_run
 
     step, c = out / "exports" / f"{label}-step-int8", out / "exports" / f"{label}-c"
-    if not (step / "model_card.json").is_file():
-        export_run(run_dir, step, quantize="int8", form="step", data_dir=args.data_dir,
-                   allow_drop=True, print_fn=lambda *a, **k: None)
-    if not (c / "c_check.json").is_file():
-        export_c(step, c, print_fn=lambda *a, **k: None)
+    with logs.quieted():
+        if not (step / "model_card.json").is_file():
+            export_run(run_dir, step, quantize="int8", form="step", data_dir=args.data_dir,
+                       allow_drop=True)
+        if not (c / "c_check.json").is_file():
+            export_c(step, c)
     return step, c
 
 
@@ -117,12 +122,13 @@ def _lstm(args, out: Path) -> dict:
 
     config = TrainConfig(task="har2", model="lstm", model_options={"units": args.lstm_units},
                          epochs=args.epochs, batch_size=64, lr=1e-2, clipnorm=1.0, seed=0)
-    run = train_or_reuse(config, out / "runs" / f"lstm-{args.lstm_units}",
-                         data_dir=args.data_dir, verbose=0, print_fn=lambda *a, **k: None)
     export_dir = out / "exports" / f"lstm-{args.lstm_units}-float"
-    if not (export_dir / "model_card.json").is_file():
-        export_run(run, export_dir, quantize="none", form="sequence", data_dir=args.data_dir,
-                   allow_drop=True, print_fn=lambda *a, **k: None)
+    with logs.quieted():
+        run = train_or_reuse(config, out / "runs" / f"lstm-{args.lstm_units}",
+                             data_dir=args.data_dir, verbose=0)
+        if not (export_dir / "model_card.json").is_file():
+            export_run(run, export_dir, quantize="none", form="sequence",
+                       data_dir=args.data_dir, allow_drop=True)
     export = ExportDirectory(export_dir)
     card = export.read_card()
     window = export.read_testset(card)[0][0]
@@ -131,7 +137,8 @@ def _lstm(args, out: Path) -> dict:
     return {"per_window_us": timing["per_sequence"]["median_us"]}
 
 
-def measure(args, print_fn=print) -> dict:
+def measure(args) -> dict:
+    """Time each cell's C and TFLite Micro loops (each row logged at DEBUG when measured)."""
     out = Path(args.out)
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
@@ -145,7 +152,7 @@ def measure(args, print_fn=print) -> dict:
         rows[label] = {"c": _time_c(c, raw.astype(np.float32), work, args.reps),
                        "tflm": _time_tflm(step, x[0], Path(args.tflm), work, args.reps),
                        "bit_exact": check["check"], "const_bytes": check["const_bytes"]}
-        print_fn(row_line(label, rows[label]))
+        _log.debug(row_line(label, rows[label]))
     lstm = _lstm(args, out) if args.lstm_units else None
     return {"rows": rows, "lstm": lstm, "lstm_units": args.lstm_units}
 
@@ -175,7 +182,7 @@ def table(result: dict) -> list[str]:
     return lines
 
 
-def agreement(args, print_fn=print) -> list[str]:
+def agreement(args) -> list[str]:
     """For every cell's step export in OUT: C generated for each --match target against each
     runtime, windows with identical int8 logits and final state (of the whole test split)."""
     from export.c_backend import check
@@ -197,7 +204,7 @@ def agreement(args, print_fn=print) -> list[str]:
             r = check.compare(step, c_dir / "zoo_app", runtime)
             cells.append(f"{r['identical_logits']} / {r['identical_states']} of {r['windows']}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        print_fn(lines[-1])
+        _log.debug(lines[-1])  # the table is printed once, at the end (`main`)
     return lines
 
 
@@ -226,7 +233,7 @@ def shipped_step_with_testset(tag: str, data_root: Path, out: Path) -> Path:
     return out
 
 
-def shipped_agreement(data_root: Path, print_fn=print) -> list[str]:
+def shipped_agreement(data_root: Path) -> list[str]:
     """The shipped IMU tags' own step models (not re-exported) compiled to C for each target and
     compared on the test windows of the data in ``data_root`` (`shipped_step_with_testset`)."""
     import tempfile
@@ -248,7 +255,7 @@ def shipped_agreement(data_root: Path, print_fn=print) -> list[str]:
                 cells.append(f"{r['identical_logits']} / {r['identical_states']} of "
                              f"{r['windows']}")
         lines.append(f"| `{tag}` | " + " | ".join(cells) + " |")
-        print_fn(lines[-1])
+        _log.debug(lines[-1])
     return lines
 
 
@@ -278,7 +285,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.shipped:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        lines = shipped_agreement(Path(args.shipped), print_fn=lambda *a, **k: None)
+        lines = shipped_agreement(Path(args.shipped))
         Path(args.out, "c_shipped.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
         return 0
@@ -289,11 +296,11 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown --cells {', '.join(unknown)}; valid: {', '.join(CELLS)}")
     if args.agreement:
-        lines = agreement(args, print_fn=lambda *a, **k: None)
+        lines = agreement(args)
         Path(args.out, "c_agreement.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
         return 0
-    result = measure(args, print_fn=lambda *a, **k: None)
+    result = measure(args)
     lines = table(result)
     Path(args.out, "c_bench.md").write_text("\n".join(lines) + "\n")
     Path(args.out, "c_bench.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import tempfile
 from pathlib import Path
 
@@ -26,8 +27,11 @@ import numpy as np
 
 from export import device_bench, device_build, device_runtime
 from export.exportdir import ExportDirectory
+from training import logs
 from training.config import MAX_UNITS
 from training.flags import int_in, number_in, program_name
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["measure", "main"]
 
@@ -49,8 +53,10 @@ def _train(task, name, options, args, out: Path) -> Path:
 
     config = TrainConfig(task=task, model=name, model_options=options, epochs=args.epochs,
                          batch_size=64, lr=args.lr, clipnorm=1.0, seed=args.seed)
-    return train_or_reuse(config, out / "runs" / f"{name}-{options.get('units', '')}".rstrip("-"),
-                          data_dir=args.data_dir, verbose=0, print_fn=lambda *a, **k: None)
+    with logs.quieted():  # the rows and the table are this script's output
+        return train_or_reuse(config,
+                              out / "runs" / f"{name}-{options.get('units', '')}".rstrip("-"),
+                              data_dir=args.data_dir, verbose=0)
 
 
 def _export(run_dir: Path, mode: str, form: str, args, out: Path) -> Path:
@@ -58,8 +64,9 @@ def _export(run_dir: Path, mode: str, form: str, args, out: Path) -> Path:
 
     target = out / "exports" / f"{run_dir.name}-{form}-{mode}"
     if not ExportDirectory(target).has_card():
-        export_run(run_dir, target, quantize=mode, form=form, data_dir=args.data_dir,
-                   allow_drop=True, overwrite=True, print_fn=lambda *a, **k: None)
+        with logs.quieted():
+            export_run(run_dir, target, quantize=mode, form=form, data_dir=args.data_dir,
+                       allow_drop=True, overwrite=True)
     return target
 
 
@@ -102,8 +109,9 @@ def measure_lstm(run_dir: Path, args, out: Path, reps: int) -> dict:
             "accuracy": card.accuracy["tflite"]}
 
 
-def measure(args, print_fn=print) -> list[dict]:
-    """Every model in ``args.models`` and mode in ``args.modes``; one row per export."""
+def measure(args) -> list[dict]:
+    """Every model in ``args.models`` and mode in ``args.modes``; one row per export (each
+    logged as it is measured), then the table (printed)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tflm = device_build.check_tflm_dir(args.tflm)
@@ -115,19 +123,19 @@ def measure(args, print_fn=print) -> list[dict]:
             name, options = STEP_MODELS[label]
             run_dir = _train(args.task, name, {**options, "units": args.units}, args, out)
             for mode in args.modes:
-                print_fn(f"== {label} {mode}")
+                _log.info(f"== {label} {mode}")
                 export_dir = _export(run_dir, mode, "step", args, out)
                 row = {"model": label, "mode": mode, "form": "step",
                        **measure_step_export(export_dir, tflm, args.reps, Path(tmp))}
                 rows.append(row)
-                print_fn(_row_line(row))
+                _log.info(_row_line(row))
                 _write(rows, out)  # after every row: a long run stopped early keeps its rows
         if args.lstm_units:
             run_dir = _train(args.task, "lstm", {"units": args.lstm_units}, args, out)
             rows.append({"model": f"lstm-{args.lstm_units}", "mode": "none", "form": "sequence",
                          **measure_lstm(run_dir, args, out, args.reps)})
-            print_fn(_row_line(rows[-1]))
-    print_fn(_write(rows, out))
+            _log.info(_row_line(rows[-1]))
+    print(_write(rows, out))
     return rows
 
 
@@ -197,4 +205,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    logs.configure()  # run as a script: its progress, as `zoo device latency` prints it
     raise SystemExit(main())

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 import traceback
 from pathlib import Path
+
+from experiments.trials import Trial
+from training import logs
 
 EXTRA = "pip install 'edge-rnn-zoo[sweep]'"
 # Ray's own chatter off unless the user set these (usage-stats prompt, per-trial loggers).
 QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",
              "RAY_AIR_NEW_OUTPUT": "0", "RAY_DEDUP_LOGS": "0"}
+_log = logging.getLogger(__name__)
 
 
 def require_ray():
@@ -44,15 +49,15 @@ def thread_env(threads: int, backend: str) -> dict[str, str]:
     return env
 
 
-def log_path(trial: dict) -> Path:
+def log_path(trial: Trial) -> Path:
     """A trial's log, beside its run directory (Ray keeps worker output in its temp folder,
     which goes with the session): the epochs, and the traceback of a failure."""
-    run_dir = Path(trial["run_dir"])
+    run_dir = Path(trial.run_dir)
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     return run_dir.with_name(run_dir.name + ".log")
 
 
-def run_trial(params: dict, trials: list[dict]) -> None:
+def run_trial(params: dict, trials: list[Trial]) -> None:
     """Tune's trainable: train (or resume, or reuse) one trial's run directory, then report its
     summary. Runs in a Ray worker process."""
     from ray import tune
@@ -62,24 +67,19 @@ def run_trial(params: dict, trials: list[dict]) -> None:
     from training.runs import train_or_reuse
 
     trial = trials[params["index"]]
-    with open(log_path(trial), "a") as log:
-        def print_fn(*words, **options):  # print's signature: the trainer passes end=, flush=
-            options.pop("file", None)
-            print(*words, **{**options, "flush": True})
-            print(*words, file=log, **{**options, "flush": True})
-
+    with open(log_path(trial), "a") as log, logs.written_to(log), logs.written_to(sys.stdout):
         try:
-            train_or_reuse(TrainConfig.from_dict(trial["config"]), trial["run_dir"],
-                           data_dir=trial["data_dir"], print_fn=print_fn)
+            train_or_reuse(TrainConfig.from_dict(trial.config), trial.run_dir,
+                           data_dir=trial.data_dir)
         except BaseException:
             traceback.print_exc(file=log)
             raise
-    summary = summarise(trial["run_dir"])
+    summary = summarise(trial.run_dir)
     record_result(trial)
     tune.report({k: v for k, v in summary.items() if isinstance(v, (int, float))})
 
 
-def _progress_callback(tune, trials: list[dict], print_fn):
+def _progress_callback(tune, trials: list[Trial]):
     """One line per trial that ends (Tune's own progress table is off)."""
     started = time.monotonic()
 
@@ -89,8 +89,8 @@ def _progress_callback(tune, trials: list[dict], print_fn):
         def _line(self, trial, what):
             spec = trials[trial.config["index"]]
             Progress.done += 1
-            print_fn(f"[{Progress.done}/{len(trials)} {time.monotonic() - started:.0f}s] {what}: "
-                     f"{_trial_name(spec)} -> {spec['run_dir']}")
+            _log.info(f"[{Progress.done}/{len(trials)} {time.monotonic() - started:.0f}s] "
+                      f"{what}: {spec.name} -> {spec.run_dir}")
 
         def on_trial_complete(self, **info):
             self._line(info["trial"], "done")
@@ -101,10 +101,10 @@ def _progress_callback(tune, trials: list[dict], print_fn):
     return Progress()
 
 
-def run(trials: list[dict], *, out, address: str | None = None, num_cpus: int | None = None,
+def run(trials: list[Trial], *, out, address: str | None = None, num_cpus: int | None = None,
         num_gpus: int | None = None, cpus_per_trial: float = 1, gpus_per_trial: float = 0,
-        max_concurrent: int | None = None, retries: int = 0, backend: str = "tensorflow",
-        print_fn=print) -> list[str]:
+        max_concurrent: int | None = None, retries: int = 0,
+        backend: str = "tensorflow") -> list[str]:
     """Run ``trials`` as Tune trials; the run directories of those that failed are returned.
 
     ``address`` None starts an embedded local Ray (a new one, never someone else's: address
@@ -142,36 +142,32 @@ def run(trials: list[dict], *, out, address: str | None = None, num_cpus: int | 
                 name=time.strftime("sweep-%Y%m%d-%H%M%S"),
                 storage_path=str(Path(out, "_tune").resolve()), verbose=0, log_to_file=True,
                 failure_config=tune.FailureConfig(max_failures=retries),
-                callbacks=[_progress_callback(tune, trials, print_fn)]))
+                callbacks=[_progress_callback(tune, trials)]))
         results = tuner.fit()
-        return [trials[r.config["index"]]["run_dir"] for r in results if r.error is not None]
+        return [trials[r.config["index"]].run_dir for r in results if r.error is not None]
     finally:
         ray.shutdown()
 
 
-def _train_in_process(trial: dict, env: dict) -> None:
+def _train_in_process(trial: Trial, env: dict) -> None:
     """One trial in a fresh worker process: its thread limits set before Keras loads."""
     os.environ.update(env)
     from experiments.trials import record_result
     from training.config import TrainConfig
     from training.runs import train_or_reuse
 
-    with open(log_path(trial), "a") as log:
-        def print_fn(*words, **options):
-            options.pop("file", None)
-            print(*words, file=log, **{**options, "flush": True})
-
+    with open(log_path(trial), "a") as log, logs.written_to(log):
         try:
-            train_or_reuse(TrainConfig.from_dict(trial["config"]), trial["run_dir"],
-                           data_dir=trial["data_dir"], print_fn=print_fn)
+            train_or_reuse(TrainConfig.from_dict(trial.config), trial.run_dir,
+                           data_dir=trial.data_dir)
             record_result(trial)
         except BaseException:
             traceback.print_exc(file=log)
             raise
 
 
-def run_processes(trials: list[dict], *, max_concurrent: int, threads: int = 1,
-                  backend: str = "tensorflow", print_fn=print) -> list[str]:
+def run_processes(trials: list[Trial], *, max_concurrent: int, threads: int = 1,
+                  backend: str = "tensorflow") -> list[str]:
     """Run ``trials`` on ``max_concurrent`` local worker processes (one new process per trial,
     ``threads`` threads each), without Ray; returns the run directories of those that failed.
     A trial that starts from another trial's run (``init_from``) waits until that one is done;
@@ -187,27 +183,22 @@ def run_processes(trials: list[dict], *, max_concurrent: int, threads: int = 1,
     with concurrent.futures.ProcessPoolExecutor(max_concurrent, mp_context=context,
                                                 max_tasks_per_child=1) as pool:
         while waiting or running:
-            unfinished = {t["run_dir"] for t in waiting} | {t["run_dir"] for t in running.values()}
-            for trial in [t for t in waiting if t["config"].get("init_from") not in unfinished]:
+            unfinished = {t.run_dir for t in waiting} | {t.run_dir for t in running.values()}
+            for trial in [t for t in waiting if t.config.get("init_from") not in unfinished]:
                 waiting.remove(trial)
                 running[pool.submit(_train_in_process, trial, env)] = trial
             if not running:  # what is left waits on a trial that failed
-                failed += [t["run_dir"] for t in waiting]
+                failed += [t.run_dir for t in waiting]
                 break
             finished, _ = concurrent.futures.wait(running, return_when="FIRST_COMPLETED")
             for future in finished:
                 trial, done = running.pop(future), done + 1
                 ok = future.exception() is None
                 if not ok:
-                    orphans = [t for t in waiting if t["config"].get("init_from") == trial["run_dir"]]
-                    failed += [trial["run_dir"]] + [t["run_dir"] for t in orphans]
+                    orphans = [t for t in waiting if t.config.get("init_from") == trial.run_dir]
+                    failed += [trial.run_dir] + [t.run_dir for t in orphans]
                     waiting = [t for t in waiting if t not in orphans]
-                print_fn(f"[{done}/{len(trials)} {time.monotonic() - started:.0f}s] "
-                         f"{'done' if ok else 'FAILED (its log: the run directory + .log)'}: "
-                         f"{_trial_name(trial)}")
+                _log.info(f"[{done}/{len(trials)} {time.monotonic() - started:.0f}s] "
+                          f"{'done' if ok else 'FAILED (its log: the run directory + .log)'}: "
+                          f"{trial.name}")
     return failed
-
-
-def _trial_name(spec: dict) -> str:
-    fold = "final" if spec["fold"] is None else f"fold {spec['fold']}"
-    return f"{spec['task']} / {spec['label']} / {spec['variant']} / {fold}"

@@ -18,18 +18,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 from pathlib import Path
 
 import numpy as np
 
 from experiments.benchmarks.realscale import mean_sd
+from training import logs
+
+_log = logging.getLogger(__name__)
 
 GOAL_POINTS = 0.5
 
 
-def fold_int8(run_dir: Path, data_dir=None, print_fn=print) -> dict:
-    """The float and int8 accuracy of ``run_dir`` on its validation split, and their agreement."""
+def fold_int8(run_dir: Path, data_dir=None) -> dict:
+    """The float and int8 accuracy of ``run_dir`` on its validation split, and their agreement
+    (also logged)."""
     from export.exporter import export_run, stream_logits
     from training.evaluate import load_run
     from training.rundir import RunDirectory
@@ -44,8 +49,9 @@ def fold_int8(run_dir: Path, data_dir=None, print_fn=print) -> dict:
     y_val = np.asarray(data.val.y)
     out = Path(run_dir) / "export-step-int8"
     if not (out / "stream.tflite").is_file():
-        export_run(run_dir, out, quantize="int8", form="step", data_dir=data_dir,
-                   allow_drop=True, micro=False, print_fn=lambda *a, **k: None)
+        with logs.quieted():  # the export's progress is not this script's
+            export_run(run_dir, out, quantize="int8", form="step", data_dir=data_dir,
+                       allow_drop=True, micro=False)
     int8 = stream_logits((out / "stream.tflite").read_bytes(), x_val).argmax(-1)
     keras = model.predict(x_val, batch_size=256, verbose=0).argmax(-1)
     result = {"windows": int(len(y_val)), "float": 100 * float(np.mean(keras == y_val)),
@@ -53,9 +59,9 @@ def fold_int8(run_dir: Path, data_dir=None, print_fn=print) -> dict:
               "agreement": 100 * float(np.mean(int8 == keras)),
               "qat": bool((config.get("model_options") or {}).get("qat"))}
     result["drop"] = result["float"] - result["int8"]
-    print_fn(f"{run_dir}: float {result['float']:.2f}%, int8 {result['int8']:.2f}% "
-             f"({result['drop']:+.2f} points below), agreement {result['agreement']:.2f}% on "
-             f"{result['windows']} validation windows")
+    _log.info(f"{run_dir}: float {result['float']:.2f}%, int8 {result['int8']:.2f}% "
+              f"({result['drop']:+.2f} points below), agreement {result['agreement']:.2f}% on "
+              f"{result['windows']} validation windows")
     return result
 
 
@@ -112,4 +118,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    logs.configure()  # run as a script: each run's line, as `zoo bench fold-int8` prints it
     raise SystemExit(main())

@@ -28,6 +28,7 @@ import statistics
 from pathlib import Path
 
 from experiments.benchmarks.realscale import mean_sd
+from experiments.trials import Trial
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -108,9 +109,9 @@ def results_trials(results: Path, task: str) -> list[dict]:
         first = next(iter(done.values()))[1]
         for fold in range(folds):
             f, data = done.get(fold, (variant_dir / f"fold{fold}.json", first))
-            trials.append({"task": task, "label": first["label"], "variant": first["variant"],
-                           "fold": fold, "folds": folds, "config": data["config"],
-                           "run_dir": str(f.with_suffix("")), "result": str(f)})
+            trials.append(Trial(task=task, label=first["label"], variant=first["variant"],
+                                fold=fold, folds=folds, config=data["config"],
+                                run_dir=str(f.with_suffix("")), result=str(f)))
     return trials
 
 
@@ -121,7 +122,7 @@ def cv_by_graph(results_dirs: list[Path], task: str) -> list[dict]:
     rows = []
     for results in results_dirs:
         trials = results_trials(results, task)
-        configs = {(t["label"], t["variant"]): t["config"] for t in trials}
+        configs = {(t.label, t.variant): t.config for t in trials}
         for row in cv_rows(trials):
             config = configs[(row["label"], row["variant"])]
             rows.append({**row, "study": Path(results).name,

@@ -28,6 +28,7 @@ import numpy as np
 from export import device_bench, device_runtime
 from export.card import card_markdown
 from export.exportdir import NORMALIZATION_FILE, ExportDirectory
+from training import logs
 from training.flags import int_in
 from training.rundir import RunDirectory
 
@@ -91,8 +92,8 @@ def export_one(run_dir: str, out: Path, form: str, reuse: bool = False) -> dict:
                 and card.quantize == "int8" and card.frontend is not None):
             return card.to_dict()
 
-    export_run(run_dir, out, quantize="int8", form=form, allow_drop=True, overwrite=True,
-               print_fn=lambda *a: None)
+    with logs.quieted():  # the table is this script's output, not the export's progress
+        export_run(run_dir, out, quantize="int8", form=form, allow_drop=True, overwrite=True)
     card = export.read_card()
     card.frontend = FRONTEND
     export.write_card(card, card_markdown(card))

@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from training import logs
 from training.rundir import RunDirectory
 
 # label, model, model options, name of an accuracy-benchmark run with the same settings
@@ -111,8 +112,8 @@ def ensure_run(task, label, model, options, reuse_name, runs: Path, reuse: Path 
                                              *row[4:]))
     config = TrainConfig(task=task, model=model, model_options=dict(options), **budget)
     print(f"training {run} ...", flush=True)
-    return train_or_reuse(config, run, data_dir=data_dir, verbose=0,
-                          print_fn=lambda *a, **k: None)
+    with logs.quieted():  # the rows are this script's output, not the training's progress
+        return train_or_reuse(config, run, data_dir=data_dir, verbose=0)
 
 
 def export_modes(row: dict, run: Path, out_stem: Path, data_dir) -> None:
@@ -125,9 +126,10 @@ def export_modes(row: dict, run: Path, out_stem: Path, data_dir) -> None:
         if mode in row and row.get("run_at_export") == str(run):
             continue
         try:
-            card = export_run(run, out_stem.with_name(f"{out_stem.name}-{mode}"), quantize=mode,
-                              form="step", data_dir=data_dir, allow_drop=True, overwrite=True,
-                              micro_sequences=100, print_fn=lambda *a, **k: None)
+            with logs.quieted():
+                card = export_run(run, out_stem.with_name(f"{out_stem.name}-{mode}"),
+                                  quantize=mode, form="step", data_dir=data_dir,
+                                  allow_drop=True, overwrite=True, micro_sequences=100)
         except ValueError as err:
             row["error"] = str(err).split(":")[0]
             break

@@ -11,6 +11,7 @@ built on it.)
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import sys
 from pathlib import Path
@@ -20,12 +21,14 @@ import numpy as np
 from export.flatbuffer import read_model, write_model
 from export.sequence_int8 import (OUT_NAME, Built, build_from_export, build_sequence,
                                   identity_exact, op_names, requantize_exact, requantize_ops)
+from training import logs
 from training.flags import int_in, program_name
 
 __all__ = ["load_test_split", "loop_logits", "SequenceRunner", "compare", "interleaved_latency",
            "lstm_reference", "available_runtimes", "smallest_arena_or_none", "build_and_check",
            "percentiles", "main", "Built", "build_sequence", "build_from_export", "op_names",
            "requantize_ops", "requantize_exact", "identity_exact", "read_model", "write_model"]
+_log = logging.getLogger(__name__)
 
 
 def percentiles(seconds) -> dict:
@@ -199,10 +202,12 @@ def smallest_arena_or_none(blob: bytes, runtime: str) -> int | None:
     return smallest_arena(blob)
 
 
-def build_and_check(args, print_fn=print) -> dict:
-    """Build, check against the step loop in every runtime, time; the report as a dict."""
+def build_and_check(args, print_fn=None) -> dict:
+    """Build, check against the step loop in every runtime, time; the report as a dict. Each
+    check is logged at INFO as it finishes (``print_fn``, deprecated: given, it gets the lines)."""
     from export.micro import quiet_stderr
 
+    say = logs.reporter(_log, print_fn)
     export_dir = Path(args.export_dir)
     out = Path(args.out) if args.out else export_dir / OUT_NAME
     built = build_from_export(export_dir, keep_identity_ops=args.keep_identity_ops)
@@ -211,53 +216,53 @@ def build_and_check(args, print_fn=print) -> dict:
     out.write_bytes(blob)
     report = {"export_dir": str(export_dir), "out": str(out), "bytes": len(blob),
               "ops": op_names(blob), "runtimes": available_runtimes()}
-    print_fn(f"{out}: {len(blob):,} bytes, ops {', '.join(report['ops'])}")
+    say(f"{out}: {len(blob):,} bytes, ops {', '.join(report['ops'])}")
     arena = None
     if "tflite-micro" in report["runtimes"]:
         arena = report["tflm_arena_bytes"] = smallest_arena_or_none(blob, "tflite-micro")
-        print_fn(f"  TFLite Micro: smallest arena {arena:,} bytes")
-    report["requantize"] = _check_requantize(blob, report["runtimes"], print_fn)
-    report["dropped"] = _check_dropped(built.dropped, report["runtimes"], print_fn)
+        say(f"  TFLite Micro: smallest arena {arena:,} bytes")
+    report["requantize"] = _check_requantize(blob, report["runtimes"], say)
+    report["dropped"] = _check_dropped(built.dropped, report["runtimes"], say)
     x, y, raw = load_test_split(export_dir, args.data_dir)
     report["agreement"] = {}
     for runtime in report["runtimes"]:
         with quiet_stderr():  # the TFLM wrapper prints its input-count probing to fd 2
             r = compare(export_dir, out, x, y, runtime, arena)
         report["agreement"][runtime] = r
-        print_fn(f"  {runtime}: logits identical to the step loop on {r['identical']}/"
-                 f"{r['windows']} test windows (max |diff| {r['max_abs_diff_lsb']} LSB); "
-                 f"accuracy {100 * r['accuracy']:.2f}% (step loop {100 * r['loop_accuracy']:.2f}%)")
+        say(f"  {runtime}: logits identical to the step loop on {r['identical']}/"
+            f"{r['windows']} test windows (max |diff| {r['max_abs_diff_lsb']} LSB); "
+            f"accuracy {100 * r['accuracy']:.2f}% (step loop {100 * r['loop_accuracy']:.2f}%)")
     if args.reps:
-        report["latency"] = _latency(args, export_dir, out, arena, x, y, raw, print_fn)
+        report["latency"] = _latency(args, export_dir, out, arena, x, y, raw, say)
     return report
 
 
-def _check_requantize(blob, runtimes, print_fn) -> list:
+def _check_requantize(blob, runtimes, say) -> list:
     checks = []
     for op in requantize_ops(blob):
         for runtime in runtimes:
             r = {**op, "runtime": runtime, **requantize_exact(op["in"], op["out"], runtime)}
             checks.append(r)
-            print_fn(f"  QUANTIZE in {op['subgraph']} ({op['in'][0]:.9g}, {op['in'][1]}) -> "
-                     f"({op['out'][0]:.9g}, {op['out'][1]}), {runtime}: "
-                     f"{256 - r['differ']}/256 int8 values as the step loop requantizes them")
+            say(f"  QUANTIZE in {op['subgraph']} ({op['in'][0]:.9g}, {op['in'][1]}) -> "
+                f"({op['out'][0]:.9g}, {op['out'][1]}), {runtime}: "
+                f"{256 - r['differ']}/256 int8 values as the step loop requantizes them")
     return checks
 
 
-def _check_dropped(dropped, runtimes, print_fn) -> list:
+def _check_dropped(dropped, runtimes, say) -> list:
     checks = []
     for op in dropped:
         for runtime in runtimes:
             r = {**op, "runtime": runtime, **identity_exact(op, runtime)}
             checks.append(r)
             bound = "" if op["constant"] is None else f" against {op['constant']}"
-            print_fn(f"  left out {op['op']}{bound} in {op['subgraph']} (scale "
-                     f"{op['quant'][0]:.9g}, zero point {op['quant'][1]}): {runtime} returns "
-                     f"{256 - r['differ']}/256 int8 values unchanged")
+            say(f"  left out {op['op']}{bound} in {op['subgraph']} (scale "
+                f"{op['quant'][0]:.9g}, zero point {op['quant'][1]}): {runtime} returns "
+                f"{256 - r['differ']}/256 int8 values unchanged")
     return checks
 
 
-def _latency(args, export_dir, out, arena, x, y, raw, print_fn) -> dict:
+def _latency(args, export_dir, out, arena, x, y, raw, say) -> dict:
     from export.micro import quiet_stderr
 
     refs = {}
@@ -266,8 +271,8 @@ def _latency(args, export_dir, out, arena, x, y, raw, print_fn) -> dict:
                              out.with_name(f"{out.stem}.lstm-reference-{n}.tflite"))
         name = f"lstm{ref['units']}_float" + ("" if n == 0 else f"_{n}")
         refs[name] = ref
-        print_fn(f"  reference {name}: Keras float LSTM-{ref['units']} WHILE model ({run_dir}), "
-                 f"{ref['bytes']:,} bytes, accuracy {100 * ref['accuracy']:.2f}% (LiteRT)")
+        say(f"  reference {name}: Keras float LSTM-{ref['units']} WHILE model ({run_dir}), "
+            f"{ref['bytes']:,} bytes, accuracy {100 * ref['accuracy']:.2f}% (LiteRT)")
     result = {"reps": args.reps,
               "references": {k: {f: v for f, v in r.items() if f != "window"}
                              for k, r in refs.items()}}
@@ -280,12 +285,12 @@ def _latency(args, export_dir, out, arena, x, y, raw, print_fn) -> dict:
                                                _lstm_arena(ref, runtime)), ref["window"])
         t = result[runtime] = interleaved_latency(models, args.reps)
         line = ", ".join(f"{k} {v['median_us']:.0f} / {v['p90_us']:.0f}" for k, v in t.items())
-        print_fn(f"  {runtime} per window (median / p90 us, {args.reps} interleaved reps): {line}")
-        result[runtime + " ratios"] = _ratios(t, refs, runtime, print_fn)
+        say(f"  {runtime} per window (median / p90 us, {args.reps} interleaved reps): {line}")
+        result[runtime + " ratios"] = _ratios(t, refs, runtime, say)
     return result
 
 
-def _ratios(timing: dict, refs: dict, runtime: str, print_fn) -> dict:
+def _ratios(timing: dict, refs: dict, runtime: str, say) -> dict:
     """Per-window time of the int8 one-invoke model and of the int8 step loop over each float
     LSTM's, of the medians and of the minima (below 1: faster than the LSTM)."""
     out = {}
@@ -293,10 +298,10 @@ def _ratios(timing: dict, refs: dict, runtime: str, print_fn) -> dict:
         for ours in ("sequence_int8", "step_loop_int8"):
             for stat in ("median_us", "min_us"):
                 out[f"{ours} / {name} ({stat[:-3]})"] = timing[ours][stat] / timing[name][stat]
-        print_fn(f"  {runtime}: int8 one-invoke / {name} = "
-                 f"{out[f'sequence_int8 / {name} (median)']:.2f} (medians), "
-                 f"{out[f'sequence_int8 / {name} (min)']:.2f} (minima); int8 step loop / {name} "
-                 f"= {out[f'step_loop_int8 / {name} (median)']:.2f} (medians)")
+        say(f"  {runtime}: int8 one-invoke / {name} = "
+            f"{out[f'sequence_int8 / {name} (median)']:.2f} (medians), "
+            f"{out[f'sequence_int8 / {name} (min)']:.2f} (minima); int8 step loop / {name} "
+            f"= {out[f'step_loop_int8 / {name} (median)']:.2f} (medians)")
     return out
 
 
@@ -338,4 +343,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    logs.configure()  # run as a script: the checks, as `zoo bench sequence-int8` prints them
     raise SystemExit(main())

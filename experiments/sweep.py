@@ -27,11 +27,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
 
+from experiments.trials import Trial
 from training.flags import int_in, key_value, number_in, program_name
+
+_log = logging.getLogger(__name__)
 
 
 def _json_pair(text: str) -> tuple[str, dict]:
@@ -141,7 +145,7 @@ def _check_resources(args) -> None:
                          "(<= 1) or a whole number of GPUs")
 
 
-def check_folds(args, config: dict, print_fn=print) -> None:
+def check_folds(args, config: dict) -> None:
     """``--folds`` against the training subjects the data holds (fold k holds out nobody when k is
     past the last subject, so each such trial would fail on Ray). Loads the data once (its
     cache). A dry run does not download, and a cluster's workers may see data this machine does
@@ -161,7 +165,8 @@ def check_folds(args, config: dict, print_fn=print) -> None:
     except DataNotFoundError as err:
         if not (args.address or (args.dry_run and args.data_dir is None)):
             raise
-        print_fn(f"--folds {args.folds} not checked against the data: {str(err).split('. ')[0]}")
+        _log.info(f"--folds {args.folds} not checked against the data: "
+                  f"{str(err).split('. ')[0]}")
         return
     finally:
         if saved is None:
@@ -175,7 +180,7 @@ def check_folds(args, config: dict, print_fn=print) -> None:
                          "(each fold holds out at least one subject)")
 
 
-def plan(args, print_fn=print) -> list[dict]:
+def plan(args) -> list[Trial]:
     """The sweep's trials (see `experiments.trials`); ValueError for settings that no trial
     could train with, before Ray starts."""
     from experiments import trials
@@ -191,7 +196,7 @@ def plan(args, print_fn=print) -> list[dict]:
         overrides["model_options"] = dict(args.option)
     base = trials.base_config(args.task, args.model, args.recipe, overrides)
     variants = dict(args.variant) or {"base": {}}
-    check_folds(args, base, print_fn)
+    check_folds(args, base)
     return trials.cv_trials(args.task, args.label or args.model, base, variants, args.folds,
                             args.out, args.data_dir, results_dir(args))
 
@@ -205,35 +210,35 @@ def results_dir(args) -> Path | None:
     return Path(__file__).resolve().parent / "results" / Path(args.out).resolve().name
 
 
-def execute(todo: list[dict], args, print_fn=print) -> int:
+def execute(todo: list[Trial], args) -> int:
     """Train the unfinished trials of ``todo`` (Ray or local processes); 1 if any failed."""
     from experiments import engine, trials
 
     for t in todo:  # results files of runs finished before there were any
-        if t.get("result") and trials.recorded(t) is None:
+        if t.result and trials.recorded(t) is None:
             trials.record_result(t)
     left = [t for t in todo if not trials.is_finished(t)]
-    print_fn(f"{len(todo) - len(left)} of {len(todo)} trials already finished (reused); "
-             f"{len(left)} to run")
+    _log.info(f"{len(todo) - len(left)} of {len(todo)} trials already finished (reused); "
+              f"{len(left)} to run")
     if not left or args.report:
         return 0
-    backend = left[0]["config"]["backend"]
+    backend = left[0].config["backend"]
     if args.engine == "processes":
         failed = engine.run_processes(left, max_concurrent=args.max_concurrent or 1,
                                       threads=max(1, int(args.cpus_per_trial)),
-                                      backend=backend, print_fn=print_fn)
+                                      backend=backend)
     else:
         failed = engine.run(left, out=args.out, address=args.address, num_cpus=args.num_cpus,
                             num_gpus=args.num_gpus, cpus_per_trial=args.cpus_per_trial,
                             gpus_per_trial=args.gpus_per_trial,
                             max_concurrent=args.max_concurrent, retries=args.retries,
-                            backend=backend, print_fn=print_fn)
+                            backend=backend)
     for run_dir in failed:
-        print_fn(f"failed: {run_dir} (its log: {run_dir}.log)")
+        _log.info(f"failed: {run_dir} (its log: {run_dir}.log)")
     return 1 if failed else 0
 
 
-def record_plan(out: Path, todo: list[dict]) -> None:
+def record_plan(out: Path, todo: list[Trial]) -> None:
     """Add this sweep's trials to ``<out>/sweep.json``. Several sweeps may share one ``--out`` (a
     campaign script runs its SiRNN, GRU and LSTM sweeps side by side): each replaces its own
     earlier entries (by run directory) and keeps the others', so the plan holds every trial of
@@ -247,8 +252,9 @@ def record_plan(out: Path, todo: list[dict]) -> None:
     with open(out / ".sweep.json.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         plan = json.loads(path.read_text()) if path.is_file() else {}
-        mine = {t["run_dir"] for t in todo}
-        trials = [t for t in plan.get("trials", []) if t["run_dir"] not in mine] + todo
+        mine = {t.run_dir for t in todo}
+        trials = ([t for t in plan.get("trials", []) if t["run_dir"] not in mine]
+                  + [t.to_dict() for t in todo])
         commands = plan.get("argvs") or ([plan["argv"]] if plan.get("argv") else [])
         commands = [c for c in commands if c != sys.argv] + [sys.argv]
         write_json_atomic(path, {"argv": sys.argv, "argvs": commands, "trials": trials})
@@ -261,7 +267,7 @@ def write(out: Path, name: str, text: str, data=None) -> None:
         (out / f"{name}.json").write_text(json.dumps(data, indent=1, default=str))
 
 
-def report_cv(todo: list[dict], out: Path) -> tuple[str, list[dict]]:
+def report_cv(todo: list[Trial], out: Path) -> tuple[str, list[dict]]:
     from experiments import tables
 
     rows = tables.cv_rows(todo)
@@ -273,49 +279,49 @@ def report_cv(todo: list[dict], out: Path) -> tuple[str, list[dict]]:
     return text, rows
 
 
-def run_final(todo: list[dict], rows: list[dict], args, print_fn=print) -> int:
-    """The shipping retrain of each (task, model)'s CV choice, then ``final.md``."""
+def run_final(todo: list[Trial], rows: list[dict], args) -> int:
+    """The shipping retrain of each (task, model)'s CV choice, then ``final.md`` (printed)."""
     from experiments import tables, trials
 
     chosen = tables.best_variants(rows)
     if not chosen:
-        print_fn("--final: no variant has all its planned folds finished yet; run the CV first")
+        _log.info("--final: no variant has all its planned folds finished yet; run the CV first")
         return 1
     finals = []
     for row in chosen:
-        cv_trial = next(t for t in todo if (t["task"], t["label"], t["variant"])
+        cv_trial = next(t for t in todo if (t.task, t.label, t.variant)
                         == (row["task"], row["label"], row["variant"]))
         finals.append((row, trials.final_trial(cv_trial, row["epoch"], args.out)))
-    code = execute([f for _, f in finals], args, print_fn)
+    code = execute([f for _, f in finals], args)
     text = tables.final_table(finals)
     write(Path(args.out), "final", text)
-    print_fn(text)
+    print(text)
     return code
 
 
-def run_sweep(args, print_fn=print) -> int:
+def run_sweep(args) -> int:
+    """Plan, train what is not finished, print the table (the trials, with --dry-run)."""
     try:
-        todo = plan(args, print_fn)
+        todo = plan(args)
     except (ValueError, FileNotFoundError) as err:
         print(f"zoo sweep {args.table}: error: {err}", file=sys.stderr)
         return 2
     if args.dry_run:
         for t in todo:
-            print_fn(f"{t['task']} / {t['label']} / {t['variant']} / fold {t['fold']} -> "
-                     f"{t['run_dir']}")
+            print(f"{t.task} / {t.label} / {t.variant} / fold {t.fold} -> {t.run_dir}")
         return 0
     out = Path(args.out)
     record_plan(out, todo)
-    code = execute(todo, args, print_fn)
+    code = execute(todo, args)
     if args.table == "realscale":
         from experiments.benchmarks import realscale
 
-        print_fn(realscale.report(args))
+        print(realscale.report(args))
         return code
     text, rows = report_cv(todo, out)
-    print_fn(text)
+    print(text)
     if args.final and not args.report:
-        code = run_final(todo, rows, args, print_fn) or code
+        code = run_final(todo, rows, args) or code
     return code
 
 
@@ -332,4 +338,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from training import logs
+
+    logs.configure()  # run as a script (the campaign scripts): progress as `zoo sweep` prints it
     raise SystemExit(main())

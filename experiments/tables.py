@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 from experiments.benchmarks.realscale import T_975, mean_sd, paired_difference
-from experiments.trials import result_of, summarise
+from experiments.trials import Trial, result_of, summarise
 from training.rundir import RunDirectory
 
 
@@ -27,20 +27,20 @@ def cv_epoch(curves: list[list[float]]) -> tuple[int, list[float]] | None:
     return best + 1, [c[best] for c in curves]
 
 
-def group(trials: list[dict]) -> dict[tuple, list[dict]]:
+def group(trials: list[Trial]) -> dict[tuple, list[Trial]]:
     """CV trials by (task, label, variant), in the plan's order."""
-    out: dict[tuple, list[dict]] = {}
+    out: dict[tuple, list[Trial]] = {}
     for t in trials:
-        if t["fold"] is not None:
-            out.setdefault((t["task"], t["label"], t["variant"]), []).append(t)
+        if t.fold is not None:
+            out.setdefault((t.task, t.label, t.variant), []).append(t)
     return out
 
 
-def cv_rows(trials: list[dict]) -> list[dict]:
+def cv_rows(trials: list[Trial]) -> list[dict]:
     """One row per (task, label, variant) with its finished folds summarised."""
     rows = []
     for (task, label, variant), planned in group(trials).items():
-        done = [(t["fold"], s) for t in planned if (s := result_of(t)) is not None]
+        done = [(t.fold, s) for t in planned if (s := result_of(t)) is not None]
         chosen = cv_epoch([s["curve"] for _, s in done])
         rows.append({"task": task, "label": label, "variant": variant,
                      "planned": len(planned), "folds": [f for f, _ in done],
@@ -117,15 +117,15 @@ def best_variants(rows: list[dict]) -> list[dict]:
     return list(best.values())
 
 
-def final_table(finals: list[tuple[dict, dict]]) -> str:
+def final_table(finals: list[tuple[dict, Trial]]) -> str:
     """The shipped retrains beside the CV estimate that chose them."""
     lines = ["| task | model | variant | epochs (CV) | CV estimate % (val at the CV epoch, folds) "
              "| test % (visible, retrained on all training subjects) | params | run |",
              "|---|---|---|---|---|---|---|---|"]
     for row, trial in finals:
-        done = RunDirectory(trial["run_dir"]).is_finished()
-        test = f"{summarise(trial['run_dir'])['test']:.2f}" if done else "not finished"
+        done = RunDirectory(trial.run_dir).is_finished()
+        test = f"{summarise(trial.run_dir)['test']:.2f}" if done else "not finished"
         lines.append(f"| {row['task']} | {row['label']} | {row['variant']} | {row['epoch']} | "
                      f"{mean_sd(row['val_at_epoch'])} ({len(row['runs'])}) | {test} | "
-                     f"{row['runs'][0]['parameters']:,} | `{trial['run_dir']}` |")
+                     f"{row['runs'][0]['parameters']:,} | `{trial.run_dir}` |")
     return "\n".join(lines) + "\n"

@@ -1,10 +1,11 @@
 """What a sweep trains: one trial = one ordinary ``zoo train`` run directory.
 
-A trial is a plain dict (JSON, so Ray ships it to any worker and ``sweep.json`` records it)::
+A trial is a `Trial`: a frozen dataclass of plain values (it pickles, so the process engine's
+spawned workers and Ray's get it as it is; ``sweep.json`` records it as `Trial.to_dict`)::
 
-    {"task", "label", "variant", "fold", "folds", "config": TrainConfig.to_dict(),
-     "run_dir": absolute path, "data_dir": absolute path or None,
-     "result": absolute path of its results file, or None}
+    Trial(task, label, variant, fold, folds, config=TrainConfig.to_dict(),
+          run_dir=absolute path, data_dir=absolute path or None,
+          result=absolute path of its results file, or None)
 
 Because each trial *is* a run directory, a sweep inherits the run directory's guarantees: a
 finished run is reused, an interrupted one resumes from its last committed epoch, and one that
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
@@ -31,6 +33,49 @@ from pathlib import Path
 # accuracy for every epoch and the epoch count can be chosen on the mean curve (shipping
 # protocol, docs/realscale.md).
 CV_OVERRIDES = {"early_stopping_patience": 0}
+# The variant name of the real-scale table's trials (they have no results files).
+REALSCALE = "realscale"
+
+
+@dataclasses.dataclass(frozen=True)
+class Trial:
+    """One trial of a sweep: one ``zoo train`` run directory and what it is in the study.
+
+    ``fold`` is the CV fold (the seed for the real-scale table; None for the shipping retrain);
+    ``config`` a `training.config.TrainConfig` as a dict (frozen means the fields: change a
+    setting with ``dataclasses.replace(trial, config={**trial.config, ...})``, never in place).
+    Paths are absolute strings, so a trial means the same in any worker's working folder.
+    """
+
+    task: str
+    label: str
+    variant: str
+    fold: int | None
+    folds: int
+    config: dict
+    run_dir: str
+    data_dir: str | None = None
+    result: str | None = None  # its results file (`record_result`), if it has one
+
+    def to_dict(self) -> dict:
+        """The trial as ``sweep.json`` records it: the fields in order. A real-scale trial's
+        entry has no ``result`` (it never had one; its plans stay byte for byte as written)."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if self.variant == REALSCALE and self.result is None:
+            del data["result"]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Trial:
+        """A trial from its ``sweep.json`` entry (`to_dict`); keys it does not know are left."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @property
+    def name(self) -> str:
+        """``task / label / variant / fold k`` (``final`` for the shipping retrain)."""
+        fold = "final" if self.fold is None else f"fold {self.fold}"
+        return f"{self.task} / {self.label} / {self.variant} / {fold}"
 
 
 def slug(text: str) -> str:
@@ -70,7 +115,7 @@ def base_config(task: str, model: str, recipe: str | None, overrides: dict) -> d
 
 
 def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], folds: int,
-              out, data_dir, results=None) -> list[dict]:
+              out, data_dir, results=None) -> list[Trial]:
     """One trial per (variant, fold): validation = fold k of ``folds`` of the training subjects
     (``val_fold=[k, folds]``), seed k, the whole epoch budget. Fold-major order, so that the
     variants of a fold finish together and a partial sweep still gives paired folds."""
@@ -88,12 +133,11 @@ def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], fold
                 "val_fold": [fold, folds]}
             TrainConfig.from_dict(config)  # invalid settings fail here, before Ray starts
             where = Path(task) / slug(label) / slug(variant) / f"fold{fold}"
-            trials.append({"task": task, "label": label, "variant": variant, "fold": fold,
-                           "folds": folds, "config": config,
-                           "run_dir": absolute(Path(out) / where),
-                           "data_dir": absolute(data_dir),
-                           "result": (absolute(Path(results) / where.with_suffix(".json"))
-                                      if results else None)})
+            trials.append(Trial(task=task, label=label, variant=variant, fold=fold, folds=folds,
+                                config=config, run_dir=absolute(Path(out) / where),
+                                data_dir=absolute(data_dir),
+                                result=(absolute(Path(results) / where.with_suffix(".json"))
+                                        if results else None)))
     return trials
 
 
@@ -109,23 +153,24 @@ def _init_from(value, variants, out, task: str, label: str, fold: int):
     return absolute(Path(out) / task / slug(label) / slug(name) / f"fold{fold}")
 
 
-def final_trial(cv_trial: dict, epochs: int, out) -> dict:
+def final_trial(cv_trial: Trial, epochs: int, out) -> Trial:
     """The shipping retrain of a CV variant: every training subject (no validation split, hence
     no early stopping), ``epochs`` epochs (chosen by the CV), seed 0."""
     from training.config import TrainConfig
 
-    config = merge(cv_trial["config"], {"epochs": epochs, "seed": 0,
-                                        "early_stopping_patience": 0})
+    config = merge(cv_trial.config, {"epochs": epochs, "seed": 0,
+                                     "early_stopping_patience": 0})
     config["task_options"] = {**{k: v for k, v in config["task_options"].items()
                                  if k not in ("val_subjects", "val_fold")},
                               "val_fraction": 0.0}
     TrainConfig.from_dict(config)
-    name = f"final-{slug(cv_trial['variant'])}-e{epochs}"
-    return {**cv_trial, "fold": None, "config": config, "result": None,
-            "run_dir": absolute(Path(out) / cv_trial["task"] / slug(cv_trial["label"]) / name)}
+    name = f"final-{slug(cv_trial.variant)}-e{epochs}"
+    return dataclasses.replace(
+        cv_trial, fold=None, config=config, result=None,
+        run_dir=absolute(Path(out) / cv_trial.task / slug(cv_trial.label) / name))
 
 
-def realscale_trials(args) -> list[dict]:
+def realscale_trials(args) -> list[Trial]:
     """The real-scale table (`experiments.benchmarks.realscale`) as trials, in its order and its
     run-directory layout, so the runs of the former ``--shard`` processes are reused."""
     from experiments.benchmarks import realscale
@@ -133,11 +178,12 @@ def realscale_trials(args) -> list[dict]:
     trials = []
     for task, label, seed in realscale.grid(args):
         data = args.har if task == "har2" else args.dsa
-        trials.append({"task": task, "label": label, "variant": "realscale", "fold": seed,
-                       "folds": realscale.FOLDS[task],
-                       "config": realscale.run_config(task, label, seed, args).to_dict(),
-                       "run_dir": absolute(realscale.run_dir_of(Path(args.out), task, label, seed)),
-                       "data_dir": absolute(data)})
+        trials.append(Trial(task=task, label=label, variant=REALSCALE, fold=seed,
+                            folds=realscale.FOLDS[task],
+                            config=realscale.run_config(task, label, seed, args).to_dict(),
+                            run_dir=absolute(realscale.run_dir_of(Path(args.out), task, label,
+                                                                  seed)),
+                            data_dir=absolute(data)))
     return trials
 
 
@@ -157,11 +203,11 @@ def summarise(run_dir) -> dict:
             "best_epoch": metrics["best_epoch"]}
 
 
-def is_finished(trial: dict) -> bool:
+def is_finished(trial: Trial) -> bool:
     """Its run directory holds a finished run, or its results file holds its settings."""
     from training.rundir import RunDirectory
 
-    return RunDirectory(trial["run_dir"]).is_finished() or recorded(trial) is not None
+    return RunDirectory(trial.run_dir).is_finished() or recorded(trial) is not None
 
 
 def portable(config: dict, run_dir) -> dict:
@@ -181,36 +227,36 @@ def portable(config: dict, run_dir) -> dict:
     return out
 
 
-def recorded(trial: dict) -> dict | None:
+def recorded(trial: Trial) -> dict | None:
     """The summary in ``trial``'s results file when that file holds ``trial``'s settings."""
-    path = trial.get("result")
+    path = trial.result
     if not path or not Path(path).is_file():
         return None
     data = json.loads(Path(path).read_text())
     if data.get("config") is None:
         return None
-    same = portable(data["config"], trial["run_dir"]) == portable(trial["config"], trial["run_dir"])
+    same = portable(data["config"], trial.run_dir) == portable(trial.config, trial.run_dir)
     return data["summary"] if same else None
 
 
-def result_of(trial: dict) -> dict | None:
+def result_of(trial: Trial) -> dict | None:
     """``trial``'s summary: from its finished run directory, else from its results file."""
     from training.rundir import RunDirectory
 
-    if RunDirectory(trial["run_dir"]).is_finished():
-        return summarise(trial["run_dir"])
+    if RunDirectory(trial.run_dir).is_finished():
+        return summarise(trial.run_dir)
     return recorded(trial)
 
 
-def record_result(trial: dict) -> None:
+def record_result(trial: Trial) -> None:
     """Write ``trial``'s results file from its finished run directory (nothing without one)."""
     from training.rundir import RunDirectory
     from training.storage import write_json_atomic
 
-    if not trial.get("result") or not RunDirectory(trial["run_dir"]).is_finished():
+    if not trial.result or not RunDirectory(trial.run_dir).is_finished():
         return
     keep = ("task", "label", "variant", "fold", "folds")
-    data = {**{k: trial[k] for k in keep}, "config": portable(trial["config"], trial["run_dir"]),
-            "summary": summarise(trial["run_dir"])}
-    Path(trial["result"]).parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(Path(trial["result"]), data)
+    data = {**{k: getattr(trial, k) for k in keep},
+            "config": portable(trial.config, trial.run_dir), "summary": summarise(trial.run_dir)}
+    Path(trial.result).parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(Path(trial.result), data)

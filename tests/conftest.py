@@ -39,3 +39,9 @@ def session_cache(tmp_path_factory) -> Path:
         mp.setenv("ZOO_OFFLINE", "1")
         mp.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
         yield cache
+
+
+@pytest.fixture(scope="session")
+def har_dir(shared_data) -> Path:
+    """The shared HAR subset (the export tests' data, and the sequence-int8 checks')."""
+    return shared_data / "har"

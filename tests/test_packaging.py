@@ -1,7 +1,7 @@
 """The wheel builds without setuptools' warnings and carries every recipe and pretrained file.
 
 Built with pip's build isolation (the newest setuptools the index offers); the slow test in
-tests/training/test_pretrained.py builds with this environment's setuptools.
+tests/zoo/test_pretrained.py builds with this environment's setuptools.
 
 setuptools' own build is the judge: its ``BuildBackendWarning`` lines announce what a later
 setuptools will refuse (a TOML-table ``project.license``; data folders Python can import but

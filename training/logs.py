@@ -20,6 +20,8 @@ from typing import Callable
 
 # The top-level packages whose loggers `configure` sets (every module logs under one of them).
 PACKAGES = ("zoo", "training", "export", "experiments", "edge_rnn_zoo")
+# ... and a module run as a script (``python -m experiments.sweep``), whose logger is __main__.
+_CONFIGURED = (*PACKAGES, "__main__")
 
 
 def reporter(logger: logging.Logger, print_fn: Callable | None = None) -> Callable:
@@ -62,7 +64,7 @@ def configure(level: int = logging.INFO) -> None:
     ``logging.basicConfig()`` the first time it logs, and that root handler would print every
     line a second time, as ``INFO:export.exporter:...`` on stderr.
     """
-    for name in PACKAGES:
+    for name in _CONFIGURED:
         logger = logging.getLogger(name)
         logger.setLevel(level)
         logger.propagate = False
@@ -75,7 +77,7 @@ def command_output(level: int = logging.INFO):
     """`configure` for the duration of one command, then the loggers as they were: ``zoo``'s
     ``main`` called in a process that goes on (a test, a notebook) leaves no handler behind."""
     saved = [(logger, logger.level, logger.propagate, list(logger.handlers))
-             for logger in map(logging.getLogger, PACKAGES)]
+             for logger in map(logging.getLogger, _CONFIGURED)]
     configure(level)
     try:
         yield
@@ -84,6 +86,47 @@ def command_output(level: int = logging.INFO):
             logger.setLevel(level_was)
             logger.propagate = propagate
             logger.handlers[:] = handlers
+
+
+@contextlib.contextmanager
+def quieted(packages: tuple[str, ...] = ("zoo", "training", "export"),
+            level: int = logging.WARNING):
+    """The loggers of ``packages`` (the library's, by default) at ``level`` at least for the
+    block: an experiment that trains and exports on the way to its own table keeps their
+    progress out of its output (what passing ``print_fn=lambda *a, **k: None`` did)."""
+    loggers = [logging.getLogger(name) for name in packages]
+    saved = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(level, logger.getEffectiveLevel()))
+    try:
+        yield
+    finally:
+        for logger, level_was in zip(loggers, saved):
+            logger.setLevel(level_was)
+
+
+@contextlib.contextmanager
+def written_to(stream, level: int = logging.INFO):
+    """The zoo's records at ``level`` and above written to ``stream`` too (bare messages,
+    flushed at once), and to no handler above the zoo's loggers, for the block, whatever the
+    loggers' level was: a sweep trial's log file, in the worker process that trains it."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setLevel(level)
+    loggers = [logging.getLogger(name) for name in PACKAGES]
+    saved = [(logger, logger.level, logger.propagate) for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.propagate = False  # absl's root handler would print each record again
+        if not logger.isEnabledFor(level):
+            logger.setLevel(level)
+    try:
+        yield
+    finally:
+        for logger, level_was, propagate in saved:
+            logger.removeHandler(handler)
+            logger.setLevel(level_was)
+            logger.propagate = propagate
 
 
 def level_from_flags(verbose: bool, quiet: bool) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -11,7 +12,10 @@ import numpy as np
 from experiments.analysis import gradients, memory, stability, truncation
 from experiments.analysis.equilibrium import irnn_report
 from experiments.analysis.stepper import CellStepper, flatten_steps
+from training import logs
 from zoo.irnn import IRNNCell
+
+_log = logging.getLogger(__name__)
 
 DEFAULTS = {"jacobian_sequences": 16, "sensitivity_sequences": 64, "max_sequences": 2000,
             "epsilons": (1.0, 0.1, 0.01), "regime_tolerance": 0.01, "ridge": 1e-3, "folds": 5,
@@ -170,7 +174,7 @@ def load_validation(run_dir: Path, data_dir=None):
     return config, model, norm.apply(split.x).astype("float32"), split.y, task.kind
 
 
-def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=print, **options) -> dict:
+def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=None, **options) -> dict:
     """Analyse a `zoo train` run directory and write report.md, report.json and plots.
 
     Args:
@@ -178,7 +182,8 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=print, **options)
         out_dir: where the report goes (default ``RUN_DIR/analysis``); created, and never
             written into when it already holds files other than a previous report.
         data_dir: the dataset (default: where the run found its data, `RunDirectory.data_source`).
-        print_fn: progress messages.
+        print_fn: deprecated; given, it receives the progress and summary lines that are
+            otherwise logged at INFO (``zoo analyze`` prints them).
         **options: `analyze_model` options.
 
     Example:
@@ -188,12 +193,13 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=print, **options)
     from experiments.analysis.plots import write_plots
     from experiments.analysis.markdown import render, summary
 
+    say = logs.reporter(_log, print_fn)
     run_dir = Path(run_dir)
     out_dir = Path(out_dir) if out_dir else run_dir / "analysis"
     _check_out_dir(out_dir)
     start = time.perf_counter()
     config, model, x, y, kind = load_validation(run_dir, data_dir)
-    print_fn(f"analysing {config['model']} on {config['task']}: {len(x)} validation sequences")
+    say(f"analysing {config['model']} on {config['task']}: {len(x)} validation sequences")
     result = analyze_model(model, x, y, kind, **options)
     result.update({"run_dir": str(run_dir), "model": config["model"], "task": config["task"],
                    "model_options": config.get("model_options_resolved",
@@ -204,8 +210,8 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=print, **options)
     (out_dir / "report.json").write_text(json.dumps(result, indent=1))
     (out_dir / "report.md").write_text(render(result))
     for line in summary(result):
-        print_fn(line)
-    print_fn(f"report: {out_dir / 'report.md'} ({result['seconds']['total']:.1f}s)")
+        say(line)
+    say(f"report: {out_dir / 'report.md'} ({result['seconds']['total']:.1f}s)")
     return result
 
 

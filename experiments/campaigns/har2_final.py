@@ -17,6 +17,7 @@ CAMPAIGN_OUT holds the campaign's ``sweep.json`` (written by the sweeps of the c
 beside this one); finished runs are reused.
 """
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -28,18 +29,17 @@ from training.runs import train_or_reuse
 
 def main(out: str, float_variant: str, qat_variant: str) -> None:
     plan = json.loads(Path(out, "sweep.json").read_text())["trials"]
-    fold0 = {t["variant"]: t for t in plan if t["fold"] == 0}
+    fold0 = {t.variant: t for t in map(trials.Trial.from_dict, plan) if t.fold == 0}
     missing = [v for v in (float_variant, qat_variant) if v not in fold0]
     if missing:
         raise SystemExit(f"{out}/sweep.json has no variant {', '.join(missing)}; "
                          f"it has: {', '.join(sorted(fold0))}")
     base = trials.final_trial(fold0[float_variant], 30, out)
-    train_or_reuse(TrainConfig.from_dict(base["config"]), base["run_dir"],
-                   data_dir=base["data_dir"])
+    train_or_reuse(TrainConfig.from_dict(base.config), base.run_dir, data_dir=base.data_dir)
     qat = trials.final_trial(fold0[qat_variant], 10, out)
-    qat["config"]["init_from"] = base["run_dir"]
-    train_or_reuse(TrainConfig.from_dict(qat["config"]), qat["run_dir"], data_dir=qat["data_dir"])
-    print("final runs:", base["run_dir"], qat["run_dir"])
+    qat = dataclasses.replace(qat, config={**qat.config, "init_from": base.run_dir})
+    train_or_reuse(TrainConfig.from_dict(qat.config), qat.run_dir, data_dir=qat.data_dir)
+    print("final runs:", base.run_dir, qat.run_dir)
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
     from export.exportdir import MARKER
     from training import storage
 
-    print_fn = logs.reporter(_log, print_fn)
+    say = logs.reporter(_log, print_fn)
     source = Path(source)
     if match not in RUNTIMES:
         raise CExportError(f"--match {match!r}; valid: {', '.join(RUNTIMES)}")
@@ -90,17 +90,18 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
     with storage.replacing(out, MARKER, check=refuse) as replacement:
         stage = replacement.stage()
         try:
-            summary = _build(source, stage, match, check, print_fn, step_options)
+            summary = _build(source, stage, match, check, say, step_options)
         except CExportError as err:  # name the folder asked for, not the temporary one
             raise CExportError(str(err).replace(str(stage), f"{out} (being built)")) from None
         replacement.swap_in()
-    print_fn(f"wrote {out}: zoo_model.c ({summary['const_bytes']} bytes of constants, state "
-             f"{summary['state_bytes']} bytes), bit-exact target {match}")
+    say(f"wrote {out}: zoo_model.c ({summary['const_bytes']} bytes of constants, state "
+        f"{summary['state_bytes']} bytes), bit-exact target {match}")
     return summary
 
 
-def _build(source: Path, stage: Path, match: str, check: bool, print_fn, step_options) -> dict:
-    """The C export of ``source`` written into the (marked, empty) folder ``stage``."""
+def _build(source: Path, stage: Path, match: str, check: bool, say, step_options) -> dict:
+    """The C export of ``source`` written into the (marked, empty) folder ``stage``; ``say``
+    reports its progress (`export_c`'s, and that of the step export made first)."""
     with tempfile.TemporaryDirectory(prefix=".zoo-c-step-", dir=stage) as tmp:
         step_dir = find_step_export(source)
         made_here = step_dir is None
@@ -111,7 +112,7 @@ def _build(source: Path, stage: Path, match: str, check: bool, print_fn, step_op
 
             def said(*parts, **kwargs):  # its "wrote" line would name a temporary folder
                 if parts != (f"  wrote {step_dir}",):
-                    print_fn(*parts, **kwargs)
+                    say(*parts, **kwargs)
 
             try:
                 export_run(source, step_dir, quantize="int8", form="step", print_fn=said,
@@ -130,7 +131,7 @@ def _build(source: Path, stage: Path, match: str, check: bool, print_fn, step_op
             summary.update(kws.add_kws_files(step_dir, stage))
     summary["step_export"] = "made from the run" if made_here else str(step_dir)
     if check:
-        summary["check"] = check_c(stage, match, print_fn, windows)
+        summary["check"] = check_c(stage, match, say, windows)
     (stage / CHECK_FILE).write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
@@ -181,12 +182,12 @@ def check_c(c_dir: Path, match: str, print_fn=None, windows=None) -> dict:
     when there are no test windows or no C compiler is found."""
     from export.c_backend import check
 
-    print_fn = logs.reporter(_log, print_fn)  # deprecated argument: given, it gets the lines
+    say = logs.reporter(_log, print_fn)  # print_fn (deprecated): given, it gets the lines
     x = None
     if windows is not None:
         x, why = windows
         if x is None:
-            print_fn(f"  no C check on test windows: {why}")
+            say(f"  no C check on test windows: {why}")
             return {"skipped": why}
     elif not (c_dir / "testset.npz").is_file():
         return {"skipped": "the step export has no testset.npz"}
@@ -198,9 +199,9 @@ def check_c(c_dir: Path, match: str, print_fn=None, windows=None) -> dict:
     if x is not None:
         result["windows_from"] = "the task's data on disk (the shipped tag has no test set)"
     windows = result["windows"]
-    print_fn(f"  C vs {reference}: identical int8 logits on {result['identical_logits']}/"
-             f"{windows} test windows, identical final state on "
-             f"{result['identical_states']}/{windows}")
+    say(f"  C vs {reference}: identical int8 logits on {result['identical_logits']}/"
+        f"{windows} test windows, identical final state on "
+        f"{result['identical_states']}/{windows}")
     if min(result["identical_logits"], result["identical_states"],
            result["identical_logits_raw_float_input"]) != windows:
         raise CExportError(f"{c_dir}: the C code differs from {reference} on some test windows "

@@ -1,6 +1,7 @@
 """``zoo sweep``: the trials it plans, the tables it writes, and a tiny sweep on a local Ray
 (run, resumed, then the shipping retrain on all training subjects)."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -39,13 +40,13 @@ def _base():
 def test_cv_trials_hold_out_each_fold_once_per_variant(tmp_path):
     planned = trials.cv_trials("har2", "sirnn", _base(), {"a": {}, "b": {"lr": 0.003}}, 5,
                                tmp_path, None)
-    assert len(planned) == 10 and len({t["run_dir"] for t in planned}) == 10
+    assert len(planned) == 10 and len({t.run_dir for t in planned}) == 10
     for variant in ("a", "b"):
-        mine = [t for t in planned if t["variant"] == variant]
-        assert [t["config"]["task_options"]["val_fold"] for t in mine] == [[k, 5] for k in range(5)]
-        assert all(t["config"]["early_stopping_patience"] == 0 for t in mine)  # whole curves
-        assert all(t["config"]["model_options"]["state_clip"] == 1.0 for t in mine)  # recipe kept
-    assert {t["config"]["lr"] for t in planned if t["variant"] == "b"} == {0.003}
+        mine = [t for t in planned if t.variant == variant]
+        assert [t.config["task_options"]["val_fold"] for t in mine] == [[k, 5] for k in range(5)]
+        assert all(t.config["early_stopping_patience"] == 0 for t in mine)  # whole curves
+        assert all(t.config["model_options"]["state_clip"] == 1.0 for t in mine)  # recipe kept
+    assert {t.config["lr"] for t in planned if t.variant == "b"} == {0.003}
     # The shipped recipe's own fold (val_fold [1, 5]) is replaced, not kept beside ours.
     assert _base()["task_options"] == {"val_fold": [1, 5]}
 
@@ -53,7 +54,7 @@ def test_cv_trials_hold_out_each_fold_once_per_variant(tmp_path):
 def test_the_final_trial_trains_on_every_training_subject(shared_data, tmp_path):
     cv = trials.cv_trials("har2", "sirnn", _base(), {"a": {}}, 2, tmp_path, None)[0]
     final = trials.final_trial(cv, 7, tmp_path)
-    config = final["config"]
+    config = final.config
     assert config["epochs"] == 7 and config["early_stopping_patience"] == 0
     data = get_task("har2", **config["task_options"]).load(shared_data / "har")
     assert len(data.val) == 0 and data.info["train_subjects"] == [1, 3, 21, 25]
@@ -116,9 +117,9 @@ def test_the_realscale_table_keeps_its_runs_and_settings(tmp_path):
     planned = trials.realscale_trials(args)
     assert len(planned) == len(realscale.grid(args)) == 2 * 2 * len(realscale.MODELS)
     for t, (task, label, seed) in zip(planned, realscale.grid(args)):
-        assert t["run_dir"] == str(realscale.run_dir_of(tmp_path, task, label, seed).resolve())
-        assert t["config"] == realscale.run_config(task, label, seed, args).to_dict()
-        assert t["data_dir"].endswith("/h" if task == "har2" else "/d")
+        assert t.run_dir == str(realscale.run_dir_of(tmp_path, task, label, seed).resolve())
+        assert t.config == realscale.run_config(task, label, seed, args).to_dict()
+        assert t.data_dir.endswith("/h" if task == "har2" else "/d")
 
 
 def _row(variant, folds, vals):
@@ -150,19 +151,20 @@ def test_a_results_file_from_another_machine_is_reused_and_a_changed_setting_is_
                             results=tmp_path / "results")
     there = trials.cv_trials("har2", "sirnn", _base(), variants, 2, tmp_path / "there", None)
     for mine, theirs in zip(here, there):
-        theirs["config"]["recipe"] = "/elsewhere/zoo/models/recipes/har2-sirnn.yaml"
-        keep = {k: theirs[k] for k in ("task", "label", "variant", "fold", "folds")}
-        Path(mine["result"]).parent.mkdir(parents=True, exist_ok=True)
-        Path(mine["result"]).write_text(json.dumps(
-            {**keep, "config": trials.portable(theirs["config"], theirs["run_dir"]),  # as written
-             "summary": {"val": 90.0 + mine["fold"]}}))
+        theirs = dataclasses.replace(theirs, config={
+            **theirs.config, "recipe": "/elsewhere/zoo/models/recipes/har2-sirnn.yaml"})
+        keep = {k: getattr(theirs, k) for k in ("task", "label", "variant", "fold", "folds")}
+        Path(mine.result).parent.mkdir(parents=True, exist_ok=True)
+        Path(mine.result).write_text(json.dumps(
+            {**keep, "config": trials.portable(theirs.config, theirs.run_dir),  # as written
+             "summary": {"val": 90.0 + mine.fold}}))
     assert [trials.recorded(t) for t in here] == [{"val": 90.0}] * 2 + [{"val": 91.0}] * 2
-    assert here[1]["config"]["init_from"].endswith("here/har2/sirnn/f/fold0")
+    assert here[1].config["init_from"].endswith("here/har2/sirnn/f/fold0")
 
     changed = trials.cv_trials("har2", "sirnn", _base(), {**variants, "f": {"lr": 0.003}}, 2,
                                tmp_path / "here", None, results=tmp_path / "results")
     assert [trials.recorded(t) for t in changed] == [None, {"val": 90.0}, None, {"val": 91.0}]
-    elsewhere = dict(here[1], config={**here[1]["config"], "init_from": "/other/run"})
+    elsewhere = dataclasses.replace(here[1], config={**here[1].config, "init_from": "/other/run"})
     assert trials.recorded(elsewhere) is None  # a parent outside the sweep is compared as given
 
 
@@ -180,5 +182,34 @@ def test_sweeps_sharing_an_out_folder_keep_each_others_plan(tmp_path, monkeypatc
         record_plan(tmp_path, plans[label])
     saved = json.loads((tmp_path / "sweep.json").read_text())
     assert sorted(t["run_dir"] for t in saved["trials"]) == sorted(
-        t["run_dir"] for t in plans["sirnn"] + plans["gru"])
+        t.run_dir for t in plans["sirnn"] + plans["gru"])
     assert [c[-1] for c in saved["argvs"]] == ["gru", "sirnn"]
+
+
+def test_a_trial_is_recorded_in_the_plan_as_the_dict_it_was_and_pickles(tmp_path):
+    """`Trial` is what the engines ship to their workers (spawned processes pickle it, Ray too)
+    and what sweep.json records: the same keys in the same order as the plain dict it replaced
+    (a real-scale trial's entry without ``result``), read back into an equal trial."""
+    import argparse
+    import pickle
+
+    from experiments.benchmarks import realscale
+
+    cv = trials.cv_trials("har2", "sirnn", _base(), {"a": {}}, 2, tmp_path, None,
+                          results=tmp_path / "results")[0]
+    keys = ["task", "label", "variant", "fold", "folds", "config", "run_dir", "data_dir", "result"]
+    assert list(cv.to_dict()) == keys
+    assert trials.Trial.from_dict(json.loads(json.dumps(cv.to_dict()))) == cv
+    assert pickle.loads(pickle.dumps(cv)) == cv
+    final = trials.final_trial(cv, 3, tmp_path)
+    assert list(final.to_dict()) == keys and final.result is None and final.fold is None
+    assert final.name == "har2 / sirnn / a / final" and cv.name == "har2 / sirnn / a / fold 0"
+    parser = argparse.ArgumentParser()
+    realscale.add_table_arguments(parser)
+    args = parser.parse_args(["--har", "h", "--dsa", "d", "--seeds", "1", "--out", str(tmp_path)])
+    args.backend = "tensorflow"
+    scale = trials.realscale_trials(args)[0]
+    assert list(scale.to_dict()) == keys[:-1]
+    assert trials.Trial.from_dict(scale.to_dict()) == scale
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cv.run_dir = "elsewhere"

@@ -8,11 +8,6 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def har_dir(shared_data) -> Path:
-    return shared_data / "har"
-
-
-@pytest.fixture(scope="session")
 def har_run(tmp_path_factory) -> Path:
     """A copy of the shipped ``sirnn.har2_gen1`` run directory (SiRNN, 80 units, rank 16, state clipped
     to [0, 1] with 8-bit fake quantization, trained on the full HAR-2 training split; its test

@@ -2,6 +2,7 @@
 averaging through Keras's ``use_ema``), validation scores that average, and old results files
 (written before the setting existed) still match their trials."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -86,7 +87,7 @@ def test_ema_with_early_stopping_is_refused_with_the_fix():
 
 
 def test_a_results_file_written_before_a_setting_existed_still_matches(tmp_path):
-    from experiments.trials import recorded
+    from experiments.trials import Trial, recorded
 
     config = TrainConfig(task="har2", model="sirnn", early_stopping_patience=0).to_dict()
     older = {k: v for k, v in config.items() if k != "ema_momentum"}
@@ -94,7 +95,8 @@ def test_a_results_file_written_before_a_setting_existed_still_matches(tmp_path)
     result = tmp_path / "fold0.json"
     result.write_text(json.dumps({"config": older, "summary": {"val": 91.0}}))
     run_dir = tmp_path / "out" / "har2" / "sirnn" / "v" / "fold0"
-    assert recorded({"result": str(result), "run_dir": str(run_dir), "config": config}) == {
-        "val": 91.0}
+    trial = Trial(task="har2", label="sirnn", variant="v", fold=0, folds=5, config=config,
+                  run_dir=str(run_dir), result=str(result))
+    assert recorded(trial) == {"val": 91.0}
     changed = {**config, "ema_momentum": 0.99}
-    assert recorded({"result": str(result), "run_dir": str(run_dir), "config": changed}) is None
+    assert recorded(dataclasses.replace(trial, config=changed)) is None

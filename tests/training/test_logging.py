@@ -126,3 +126,37 @@ def test_library_logs_at_info_and_prints_nothing_by_default(tmp_path, shared_dat
     assert len(result) == 1 and result[0].name == "training.trainer"
     assert f"accuracy {100 * metrics['test']['accuracy']:.2f}%" in result[0].getMessage()
     assert not [r for r in caplog.records if r.levelno == logging.DEBUG]  # INFO set, not DEBUG
+
+
+def test_written_to_copies_the_zoos_records_to_a_file_whatever_the_level(tmp_path, capsys,
+                                                                         restore_loggers):
+    """A sweep trial's log: the worker's records at INFO and above go to the file (bare lines),
+    even where nothing configured the loggers (a spawned worker: Python's WARNING default);
+    afterwards the loggers are as they were."""
+    log = logging.getLogger("training.callbacks")
+    path = tmp_path / "fold0.log"
+    before = [(logger.level, logger.propagate) for logger in map(logging.getLogger, logs.PACKAGES)]
+    with open(path, "a") as stream, logs.written_to(stream):
+        log.debug("a debug line")
+        log.info("epoch    1/1  ...")
+        logging.getLogger("zoo.qat").warning("a warning")
+    log.info("after the block")
+    assert path.read_text() == "epoch    1/1  ...\na warning\n"
+    assert capsys.readouterr().err == ""  # in the file, not printed again by a root handler
+    assert [(logger.level, logger.propagate)
+            for logger in map(logging.getLogger, logs.PACKAGES)] == before
+    assert path.read_text().count("\n") == 2  # "after the block" is not in the file
+
+
+def test_quieted_keeps_the_librarys_progress_out_and_puts_the_level_back(capsys,
+                                                                          restore_loggers):
+    """What an experiment passed as ``print_fn=lambda *a, **k: None`` to train / export: their
+    INFO lines hidden for the block, warnings still shown, its own loggers untouched."""
+    logs.configure(logging.INFO)
+    with logs.quieted():
+        logging.getLogger("training.trainer").info("epoch line")
+        logging.getLogger("export.exporter").warning("a warning")
+        logging.getLogger("experiments.bench").info("== sirnn")
+    logging.getLogger("training.trainer").info("after")
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("== sirnn\nafter\n", "a warning\n")

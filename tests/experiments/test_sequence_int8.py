@@ -48,7 +48,7 @@ def sirnn_report(sirnn_export, har_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("seq") / "sequence_int8.tflite"
     args = argparse.Namespace(export_dir=str(sirnn_export), out=str(out), data_dir=str(har_dir),
                               lstm=None, reps=2, json=None, keep_identity_ops=False)
-    return sx.build_and_check(args, print_fn=lambda *a, **k: None)
+    return sx.build_and_check(args)
 
 
 @pytest.fixture(scope="module")
