@@ -61,7 +61,7 @@ def _train_one(job: dict) -> dict:
     overrides = {"epochs": job["epochs"], "batch_size": 100, "lr": job["lr"], "optimizer": "adam",
                  "seed": job["seed"], "early_stopping_patience": job["patience"],
                  "backend": keras.backend.backend(), "model_options": job["options"],
-                 "task_options": job["task_options"]}
+                 "task_options": job["task_options"], "augment": job["augment"]}
     config = resolve(TASK, job["model"], "none", overrides)
     out = Path(job["out"])
     if not RunDirectory(out).is_finished():
@@ -98,6 +98,9 @@ def main(argv=None) -> int:
     p.add_argument("--task-option", type=key_value, action="append", default=[],
                    metavar="KEY=VALUE", help="a task option of every run, e.g. "
                    "--task-option features=int_logmel (the C app's integer front end)")
+    p.add_argument("--augment", type=key_value, action="append", default=[],
+                   metavar="KEY=VALUE", help="an augment option of every run, e.g. --augment "
+                   "time_mask=10 (SpecAugment's masks, training.augment)")
     p.add_argument("--no-train", action="store_true",
                    help="train nothing: write the selection from the runs already finished")
     p.add_argument("--selection", default="selection.json",
@@ -114,7 +117,7 @@ def main(argv=None) -> int:
         model, options = MODELS[name]
         return {"name": name, "model": model, "options": options, "lr": lr, "seed": seed,
                 "epochs": args.epochs, "patience": args.patience, "data_dir": args.data_dir,
-                "task_options": task_options,
+                "task_options": task_options, "augment": dict(args.augment) or None,
                 "out": str(out / folder), "no_train": args.no_train,
                 "log_level": logging.getLogger("training").getEffectiveLevel()}
 
@@ -127,7 +130,7 @@ def main(argv=None) -> int:
             continue
         best = max(rows, key=lambda r: r["val_accuracy"])
         selection[name] = {"model": best["model"], "options": best["options"], "lr": best["lr"],
-                           "task_options": task_options,
+                           "task_options": task_options, "augment": dict(args.augment) or None,
                            "val_accuracy_by_lr": {f"{r['lr']:g}": r["val_accuracy"] for r in rows},
                            "runs": [best["out"]]}
     seeds = _pool_map([job(n, sel["lr"], s, f"{n}-lr{sel['lr']:g}-s{s}")
