@@ -61,13 +61,15 @@ def _export(run_dir: Path, stage: Path, data_dir) -> tuple[dict, str]:
     whole-window model; else the float sequence model (Keras's LSTM: two states, and the int8
     sequence conversion of its loop crashes the converter, TensorFlow #75140)."""
     from export.exporter import export_run
+    from export.step import StepFormError
 
     if _is_recurrent(run_dir):
         try:
             card = export_run(run_dir, stage / "export-step-int8", quantize="int8", form="step",
                               data_dir=data_dir)
             return card, "export-step-int8"
-        except ValueError as err:  # e.g. LSTM: two states, no step form
+        except StepFormError as err:  # e.g. LSTM: two states, no step form (any other failure
+            # of the step export stops the ship: a float model would go out in its place)
             print(f"no int8 step export ({err})", file=sys.stderr)
         quantize = "none"
     else:  # nothing to step (the DS-CNN): its whole-window model takes int8 calibration

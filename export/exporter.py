@@ -46,6 +46,17 @@ class ExportDirError(storage.StorageError):
     """The output directory cannot be used (exists, or is not an export)."""
 
 
+def check_backend() -> None:
+    """The converter reads TensorFlow graphs: under another Keras backend the conversion fails
+    deep inside (JAX: a pytree error of ``jax2tf``), so say what to do before starting."""
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        raise ValueError(f"exporting to TFLite needs Keras's TensorFlow backend; this process runs "
+                         f"{keras.backend.backend()!r}: set KERAS_BACKEND=tensorflow (a model "
+                         "trained under JAX loads there as it is)")
+
+
 class AccuracyDropError(RuntimeError):
     """The quantized model lost more accuracy than allowed; the export is kept for inspection
     in ``OUT.failed`` (never in ``out``: a failed export does not replace a good one)."""
@@ -169,6 +180,7 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
             unless ``allow_drop``.
     """
     opts = ExportOptions(quantize=quantize, form=form, unroll=unroll, **options)
+    check_backend()
     out = Path(out) if out else opts.default_out(run_dir)
     check = functools.partial(check_out, overwrite=opts.overwrite)
     with storage.replacing(storage.real_target(out), MARKER, check=check) as replacement:

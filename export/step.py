@@ -19,7 +19,12 @@ import numpy as np
 from export.convert import clone_with_config
 from zoo.layers import recurrent_layers
 
-__all__ = ["recurrent_layers", "state_size", "split_model", "step_models", "trajectories",
+
+class StepFormError(ValueError):
+    """The model has no step form (not input -> one recurrent layer -> Dense on its last state,
+    or a cell with more than one state vector): export it with ``--form sequence``."""
+
+__all__ = ["StepFormError", "recurrent_layers", "state_size", "split_model", "step_models", "trajectories",
            "calibration_pairs", "without_fake_quant", "for_integer_conversion", "is_qat"]
 
 # Input names of the step signature. The converter orders inputs alphabetically, so device code
@@ -41,15 +46,15 @@ def split_model(model: keras.Model):
     other = [layer for layer in model.layers if layer not in rnn + dense
              and not isinstance(layer, keras.layers.InputLayer)]
     if len(rnn) != 1 or len(dense) != 1 or other:
-        raise ValueError(f"step export needs input -> one recurrent layer -> Dense; model "
+        raise StepFormError(f"step export needs input -> one recurrent layer -> Dense; model "
                          f"{model.name} has {[type(l).__name__ for l in model.layers]}")
     layer = rnn[0]
     if layer.return_sequences or layer.go_backwards:
-        raise ValueError("step export needs a classifier of the last state (head='last', "
+        raise StepFormError("step export needs a classifier of the last state (head='last', "
                          "forward); this model has return_sequences or go_backwards")
     state_size = layer.cell.state_size
     if isinstance(state_size, (list, tuple)):
-        raise ValueError(f"step export needs a single state vector; {type(layer.cell).__name__} "
+        raise StepFormError(f"step export needs a single state vector; {type(layer.cell).__name__} "
                          f"carries {list(state_size)} (e.g. iRNN eta_timesteps: a step counter); "
                          "use --form sequence")
     return layer, dense[0]

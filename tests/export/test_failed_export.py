@@ -3,6 +3,7 @@
 model_card.md starts with FAILED."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +47,34 @@ def test_the_advice_is_always_a_more_precise_mode():
     assert accuracy_drop_advice("none") == ""
     for mode in MODES:
         assert f" {mode} " not in accuracy_drop_advice(mode) + " "
+
+
+def _run_under_jax(args, cwd):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    return subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_export_under_another_backend_says_to_use_tensorflow_and_writes_nothing(
+        har_run, har_dir, tmp_path):
+    """Under JAX the converter failed deep inside (a jax2tf pytree error); the export now says
+    what to do before anything is written, and `zoo ship` stops instead of shipping the float
+    sequence model in the step model's place (which it did, printing only a stderr note)."""
+    out = tmp_path / "out"
+    proc = _run_under_jax(["-m", "edge_rnn_zoo", "export", str(har_run), "--quantize", "int8",
+                           "--form", "step", "--data-dir", str(har_dir), "--out", str(out)],
+                          tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "needs Keras's TensorFlow backend" in proc.stderr and "'jax'" in proc.stderr
+    assert not out.exists()
+    dest = tmp_path / "pretrained"
+    proc = _run_under_jax(["-m", "experiments.ship", str(har_run), "--tag", "sirnn.har2",
+                           "--command", "test", "--data-dir", str(har_dir), "--dest", str(dest)],
+                          Path(__file__).resolve().parents[2])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "KERAS_BACKEND=tensorflow" in proc.stderr
+    assert not (dest / "sirnn.har2").exists()
