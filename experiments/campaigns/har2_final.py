@@ -8,10 +8,14 @@ as ``zoo sweep cv --final`` lays out its runs, with the QAT fine-tune chained to
 2. QAT (its fine-tune variant, e.g. ``rot25_qat``): that run fine-tuned with ``qat="int8"`` for
    10 epochs at lr 1e-3 (`--init-from` the run of step 1).
 
-    KERAS_BACKEND=jax python experiments/campaigns/har2_final.py CAMPAIGN_OUT FLOAT QAT
+    KERAS_BACKEND=jax python experiments/campaigns/har2_final.py CAMPAIGN_OUT FLOAT QAT [LABEL]
     # sirnn.har2 (generation 2):   bench/sweeps/har2-campaign rot15 rot15_qat
     # sirnn.har2_lean:             bench/sweeps/har2-lean l_r16_u48 l_r16_u48_qat
     # sirnn.dsa19 (generation 2):  bench/sweeps/dsa19-campaign rot25_e30 rot25_qat
+    # sirnn.har2 (generation 3):   bench/sweeps/har2-levers rot35_e30 rot35_qat
+    # gru.har2 (QAT):              bench/sweeps/har2-levers-baselines rot25_e30 rot25_qat gru
+
+LABEL names the model when CAMPAIGN_OUT holds several (a baselines folder: gru and lstm).
 
 CAMPAIGN_OUT holds the campaign's ``sweep.json`` (written by the sweeps of the campaign scripts
 beside this one); finished runs are reused.
@@ -27,13 +31,18 @@ from training.config import TrainConfig
 from training.runs import train_or_reuse
 
 
-def main(out: str, float_variant: str, qat_variant: str) -> None:
-    plan = json.loads(Path(out, "sweep.json").read_text())["trials"]
-    fold0 = {t.variant: t for t in map(trials.Trial.from_dict, plan) if t.fold == 0}
+def main(out: str, float_variant: str, qat_variant: str, label: str | None = None) -> None:
+    plan = [t for t in map(trials.Trial.from_dict,
+                           json.loads(Path(out, "sweep.json").read_text())["trials"])
+            if t.fold == 0]
+    labels = sorted({t.label for t in plan})
+    if label is None and len(labels) > 1:  # e.g. gru and lstm sharing a baselines folder
+        raise SystemExit(f"{out}/sweep.json holds the models {', '.join(labels)}: name one (LABEL)")
+    fold0 = {t.variant: t for t in plan if t.label == (label or labels[0])}
     missing = [v for v in (float_variant, qat_variant) if v not in fold0]
     if missing:
-        raise SystemExit(f"{out}/sweep.json has no variant {', '.join(missing)}; "
-                         f"it has: {', '.join(sorted(fold0))}")
+        raise SystemExit(f"{out}/sweep.json has no variant {', '.join(missing)} of "
+                         f"{label or labels[0]}; it has: {', '.join(sorted(fold0))}")
     base = trials.final_trial(fold0[float_variant], 30, out)
     train_or_reuse(TrainConfig.from_dict(base.config), base.run_dir, data_dir=base.data_dir)
     qat = trials.final_trial(fold0[qat_variant], 10, out)
@@ -45,7 +54,7 @@ def main(out: str, float_variant: str, qat_variant: str) -> None:
 if __name__ == "__main__":
     from training import logs
 
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         raise SystemExit(__doc__)
     logs.configure()  # the training progress, as `zoo train` prints it
     main(*sys.argv[1:])
