@@ -48,7 +48,8 @@ def test_measured_factor_uses_the_step_jacobians():
                            max_sequences=4, folds=2, sensitivity_sequences=2)
     measured = result["stability"]["recurrence"]["memory_factor_measured"]
     assert measured["z"] == result["stability"]["contraction"]["max"]
-    assert measured["z"] < 2  # nothing like ||U||
+    # nothing like ||U|| (13.7 for sirnn.har2_gen2, whose z is 1.84; 15.3 for generation 3, 2.23)
+    assert measured["z"] < stability.recurrence_report(_shipped_sirnn()[1], 128)["sigma_max"] / 4
     lines = summary(result)
     assert any("||dh_T/dh_1||" in line for line in lines)
     assert any("(measured)" in line for line in lines)
