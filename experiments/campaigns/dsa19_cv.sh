@@ -2,8 +2,8 @@
 # The DSA-19 campaign (issue #29): 4-fold subject CV (the 4 training subjects p1-p4, one held out
 # per fold) of the shipped dsa19-sirnn recipe with and without rotation augmentation (each of the
 # five sensor units turned by its own random rotation), 30 epochs, its QAT fine-tune, and Keras GRU
-# with the same levers (BASELINES=0 skips it); round 3 adds rotation 35 and 45 and the QAT of
-# rotation 35. Every finished trial lands in experiments/results/dsa19-campaign/ (commit it); run
+# with the same levers (BASELINES=0 skips it); round 3 adds rotation 35 and 45 and their QAT
+# stages. Every finished trial lands in experiments/results/dsa19-campaign/ (commit it); run
 # again anywhere to finish what is left.
 #   bash experiments/campaigns/dsa19_cv.sh DATA [SLOTS] [OUT]
 set -u
@@ -24,7 +24,9 @@ python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --f
   --variant "rot35_e30={\"augment\": {\"rotation\": 35}}" \
   --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" \
   --variant "rot35_qat={\"augment\": {\"rotation\": 35}, \"model_options\": {\"qat\": \"int8\"},
-    $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" &
+    $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
+  --variant "rot45_qat={\"augment\": {\"rotation\": 45}, \"model_options\": {\"qat\": \"int8\"},
+    $QAT_STAGE, \"init_from\": \"variant:rot45_e30\"}" &
 if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU at the HAR-2 baselines' settings, same levers
   python -m experiments.sweep cv --task dsa19 --model gru --data-dir "$data" --folds 4 --epochs 30 \
     --backend jax --engine processes --results experiments/results/dsa19-campaign \
