@@ -102,6 +102,10 @@ def _run_c_export(args) -> int:
         print(f"zoo export: error: --form c is int8; --quantize {args.quantize} does not apply",
               file=sys.stderr)
         return 2
+    if args.unroll:  # it used to be dropped without a word
+        print("zoo export: error: --unroll applies to --form sequence; --form c is the int8 step "
+              "(its time loop is the caller's)", file=sys.stderr)
+        return 2
     try:
         export_c(args.run_dir, args.out, match=args.match, overwrite=args.overwrite,
                  data_dir=args.data_dir, max_drop=args.max_drop, allow_drop=args.allow_drop,

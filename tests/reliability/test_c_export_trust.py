@@ -249,3 +249,14 @@ def test_a_shipped_tag_without_its_data_at_hand_says_so_and_downloads_nothing(tm
         "skipped"]
     assert any("no C check on test windows" in line for line in lines), lines
     assert np.all([(tmp_path / "c" / name).is_file() for name in ("zoo_model.c", "main.c")])
+
+
+def test_unroll_with_form_c_is_refused_not_dropped(tmp_path, capsys):
+    """--unroll is a sequence-form option; with --form c it was silently ignored."""
+    from edge_rnn_zoo.cli import main
+
+    tag = Path(__file__).resolve().parents[2] / "models" / "pretrained" / "sirnn.har2"
+    code = main(["export", str(tag), "--form", "c", "--unroll", "--out", str(tmp_path / "c")])
+    assert code == 2
+    assert "--unroll applies to --form sequence" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
