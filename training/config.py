@@ -30,7 +30,7 @@ class TrainConfig:
     clipnorm: float | None = None
     # Polyak averaging (Keras's optimizer ``use_ema``): the run keeps the exponential moving
     # average of the weights, avg = m * avg + (1 - m) * w after every batch, in place of the last
-    # weights. Validation during training sees the raw weights.
+    # weights; validation during training scores the average (the trainer's SwapEMAWeights).
     ema_momentum: float | None = None
     early_stopping_patience: int | None = 20
     monitor: str = "val_loss"
