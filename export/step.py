@@ -19,13 +19,9 @@ import numpy as np
 from export.convert import clone_with_config
 from zoo.layers import recurrent_layers
 
-
-class StepFormError(ValueError):
-    """The model has no step form (not input -> one recurrent layer -> Dense on its last state,
-    or a cell with more than one state vector): export it with ``--form sequence``."""
-
-__all__ = ["StepFormError", "recurrent_layers", "state_size", "split_model", "step_models", "trajectories",
-           "calibration_pairs", "without_fake_quant", "for_integer_conversion", "is_qat"]
+__all__ = ["StepFormError", "recurrent_layers", "state_size", "split_model", "step_models",
+           "trajectories", "calibration_pairs", "without_fake_quant", "for_integer_conversion",
+           "is_qat"]
 
 # Input names of the step signature. The converter orders inputs alphabetically, so device code
 # must look the indices up (zoo export records them in model_card.json as step_io).
@@ -39,6 +35,11 @@ def state_size(model: keras.Model) -> int | None:
     return next((int(size) for size in sizes if isinstance(size, int)), None)
 
 
+class StepFormError(ValueError):
+    """The model has no step form (not input -> one recurrent layer -> Dense on its last state,
+    or a cell with more than one state vector): export it with ``--form sequence``."""
+
+
 def split_model(model: keras.Model):
     """(recurrent layer, Dense head) of a zoo classifier; raises if it is not streamable."""
     rnn = recurrent_layers(model)
@@ -47,16 +48,16 @@ def split_model(model: keras.Model):
              and not isinstance(layer, keras.layers.InputLayer)]
     if len(rnn) != 1 or len(dense) != 1 or other:
         raise StepFormError(f"step export needs input -> one recurrent layer -> Dense; model "
-                         f"{model.name} has {[type(l).__name__ for l in model.layers]}")
+                            f"{model.name} has {[type(l).__name__ for l in model.layers]}")
     layer = rnn[0]
     if layer.return_sequences or layer.go_backwards:
         raise StepFormError("step export needs a classifier of the last state (head='last', "
-                         "forward); this model has return_sequences or go_backwards")
+                            "forward); this model has return_sequences or go_backwards")
     state_size = layer.cell.state_size
     if isinstance(state_size, (list, tuple)):
-        raise StepFormError(f"step export needs a single state vector; {type(layer.cell).__name__} "
-                         f"carries {list(state_size)} (e.g. iRNN eta_timesteps: a step counter); "
-                         "use --form sequence")
+        raise StepFormError(f"step export needs a single state vector; "
+                            f"{type(layer.cell).__name__} carries {list(state_size)} (e.g. iRNN "
+                            "eta_timesteps: a step counter); use --form sequence")
     return layer, dense[0]
 
 
