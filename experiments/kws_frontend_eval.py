@@ -52,10 +52,10 @@ def load_test_clips(data_dir):
     return np.stack([pad_to(c, 16000) for c in clips]), data.test.y, clips
 
 
-def trained_on_integer_features(export_dir: Path) -> bool:
-    """Whether the export's model was trained on the integer front end (``features:
-    int_logmel``); the float front end's features are then not what it was trained on."""
-    card = read_card(str(export_dir))
+def trained_on_integer_features(card) -> bool:
+    """Whether the export's model (its `ModelCard`) was trained on the integer front end
+    (``features: int_logmel``); the float front end's features are then not what it was trained
+    on."""
     return (card.task_options or {}).get("features") == "int_logmel"
 
 
@@ -65,8 +65,9 @@ def accuracies(export_dir: Path, waves: np.ndarray, y: np.ndarray) -> dict:
     x_int = input_map(export_dir)(clip_log_mel_q8(waves))
     pred_i = reference(model, x_int)[0].argmax(axis=1)
     pct = lambda v: round(100.0 * float(np.mean(v)), 2)
-    result = {"clips": len(y), "trained_on": "int_logmel" if trained_on_integer_features(
-        export_dir) else "logmel", "int_frontend_int8_acc": pct(pred_i == y)}
+    result = {"clips": len(y),
+              "trained_on": "int_logmel" if trained_on_integer_features(card) else "logmel",
+              "int_frontend_int8_acc": pct(pred_i == y)}
     if result["trained_on"] == "logmel":
         norm = json.loads((export_dir / "normalization.json").read_text())
         mean, std = (np.asarray(norm[k], np.float32) for k in ("mean", "std"))

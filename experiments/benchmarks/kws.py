@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     from training.tasks import get_task
 
-    task_options = dict(args.task_option)
+    task_options, augment = dict(args.task_option), dict(args.augment) or None
     # Featurise once, before the workers read the cache (an invalid option fails here).
     get_task(TASK, **task_options).load(args.data_dir)
 
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
         model, options = MODELS[name]
         return {"name": name, "model": model, "options": options, "lr": lr, "seed": seed,
                 "epochs": args.epochs, "patience": args.patience, "data_dir": args.data_dir,
-                "task_options": task_options, "augment": dict(args.augment) or None,
+                "task_options": task_options, "augment": augment,
                 "out": str(out / folder), "no_train": args.no_train,
                 "log_level": logging.getLogger("training").getEffectiveLevel()}
 
@@ -130,7 +130,7 @@ def main(argv=None) -> int:
             continue
         best = max(rows, key=lambda r: r["val_accuracy"])
         selection[name] = {"model": best["model"], "options": best["options"], "lr": best["lr"],
-                           "task_options": task_options, "augment": dict(args.augment) or None,
+                           "task_options": task_options, "augment": augment,
                            "val_accuracy_by_lr": {f"{r['lr']:g}": r["val_accuracy"] for r in rows},
                            "runs": [best["out"]]}
     seeds = _pool_map([job(n, sel["lr"], s, f"{n}-lr{sel['lr']:g}-s{s}")
