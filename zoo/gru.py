@@ -156,17 +156,16 @@ class GRU(keras.layers.GRU):
             bias_constraint=bias_constraint, dropout=dropout, recurrent_dropout=recurrent_dropout,
             seed=seed, reset_after=reset_after)
         qat = check_qat(qat)
-        if not qat:
+        if qat:
+            cell = GRUCell(units, qat=qat, qat_weights=qat_weights, name="gru_cell",
+                           dtype=kwargs.get("dtype"), trainable=kwargs.get("trainable", True),
+                           **cell_args)
+            # keras.layers.GRU.__init__ would build Keras's own cell: the RNN layer takes ours.
+            keras.layers.RNN.__init__(self, cell, **kwargs)
+            self.input_spec = InputSpec(ndim=3)
+            self.use_cudnn = False
+        else:
             super().__init__(units, use_cudnn=use_cudnn, **cell_args, **kwargs)
-            self.qat, self.qat_weights = None, bool(qat_weights)
-            return
-        cell = GRUCell(units, qat=qat, qat_weights=qat_weights, name="gru_cell",
-                       dtype=kwargs.get("dtype"), trainable=kwargs.get("trainable", True),
-                       **cell_args)
-        # keras.layers.GRU.__init__ would build Keras's own cell: the RNN layer takes ours.
-        keras.layers.RNN.__init__(self, cell, **kwargs)
-        self.input_spec = InputSpec(ndim=3)
-        self.use_cudnn = False
         self.qat, self.qat_weights = qat, bool(qat_weights)
 
     def get_config(self):
