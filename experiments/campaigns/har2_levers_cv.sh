@@ -4,8 +4,10 @@
 # beside the Keras GRU / LSTM without rotation and with rotation 25 at the same budget (the pair
 # of har2_lean_cv.sh's rotation-15 baselines). Round 3 (session 10): rotation 25 with weight
 # averaging (EMA), 60 epochs, rotation 35 and 45, QAT stages at lower rates, and QAT of the
-# rotation-35 model (a stage, and from scratch); the GRU's QAT stage (zoo.GRU, qat=int8). Every finished trial lands in experiments/results/har2-campaign/ (commit
-# it); run again anywhere to finish what is left (finished trials are skipped).
+# rotation-35 model (a stage, and from scratch); the GRU's QAT stage (zoo.GRU, qat=int8).
+# Round 4 (session 11): the GRU at rotation 35 and 45 and its rotation-35 QAT stage, the fair
+# pairs of the SiRNN's best recipe. Every finished trial lands in
+# experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
 set -u
@@ -54,7 +56,10 @@ if [ "$s2" -gt 0 ]; then
     rot25_e30="rot25_e30={\"augment\": {$rot25}}"
     python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" \
       --variant base_e30={} --variant "$rot25_e30" \
-      --variant "rot25_qat={\"augment\": {$rot25}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot25_e30\"}"
+      --variant "rot25_qat={\"augment\": {$rot25}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot25_e30\"}" \
+      --variant "rot35_e30={\"augment\": {\"rotation\": 35}}" \
+      --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" \
+      --variant "rot35_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}"
     python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" \
       --variant base_e30={} --variant "$rot25_e30"
   ) &
