@@ -2,7 +2,8 @@
 # The HAR-2 frontier campaign (issues #28, #29): 5-fold subject CV of the lean SiRNN graphs that
 # meet the device goal (<= 12,000 Cortex-M4 instructions per step, <= 6 KB flash; see
 # docs/frontier.md), each trained float with rotation 15 and then fine-tuned with whole-step
-# QAT, beside Keras GRU / LSTM trained with the same rotation (the fair baselines).
+# QAT, beside Keras GRU / LSTM trained with the same rotation (the fair baselines); round 2 adds
+# rotation 35.
 # Every finished trial lands in experiments/results/har2-campaign/ (commit it); run again
 # anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_lean_cv.sh DATA [SLOTS_LEAN] [SLOTS_BASELINES] [OUT]
@@ -23,6 +24,16 @@ for graph in "r16_u48 16 48" "r4_u80 4 80" "r8_u80 8 80" "r16_u64 16 64"; do
   variants+=(--variant "l_${name}={$rot, \"model_options\": {$opts}}")
   variants+=(--variant "l_${name}_qat={$rot, \"model_options\": {$opts, \"qat\": \"int8\"},
     $QAT_STAGE, \"init_from\": \"variant:l_${name}\"}")
+done
+# Round 2 (session 11): the two lean graphs nearest the device goal with rotation 35, the angle
+# that won on the premultiplied graph (har2_levers_cv.sh), and their QAT stages.
+rot35='"augment": {"rotation": 35}'
+for graph in "r16_u64 16 64" "r8_u80 8 80"; do
+  read -r name rank units <<<"$graph"
+  opts="\"premultiply\": false, \"rank\": $rank, \"units\": $units"
+  variants+=(--variant "l_${name}_rot35={$rot35, \"model_options\": {$opts}}")
+  variants+=(--variant "l_${name}_rot35_qat={$rot35, \"model_options\": {$opts, \"qat\": \"int8\"},
+    $QAT_STAGE, \"init_from\": \"variant:l_${name}_rot35\"}")
 done
 JAX_PLATFORMS=${LEAN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn --out "$out" \
   --epochs 30 --max-concurrent "$s1" "${variants[@]}" &
