@@ -1,26 +1,41 @@
-# kws_measure.py ELF [N]: Cortex-M4 instructions per 10 ms hop of the streaming KWS pipeline
-# (kws_main.c under qemu-arm with the instruction-count plugin, as measure.py counts the models):
-# per hop = (count(2N) - count(N)) / N, so start-up cancels; the driver's own sample loop is
-# subtracted. Prints instructions per hop and per second of audio (100 hops).
+# kws_measure.py ELF [N] [--dscnn DSCNN_ELF]: Cortex-M4 instructions per 10 ms hop of the
+# streaming KWS pipeline (kws_main.c under qemu-arm with the instruction-count plugin, as
+# measure.py counts the models): per hop = (count(2N) - count(N)) / N, so start-up cancels; the
+# driver's own sample loop is subtracted. Prints instructions per hop and per second of audio
+# (100 hops). With --dscnn (make dscnn.elf: the DS-CNN under TFLite Micro + CMSIS-NN), the same
+# run also counts one DS-CNN window (dscnn_main.cc, per invoke = (count(2M) - count(M)) / M,
+# window - loop) and prints the DS-CNN fed by the same front end, answering every 1 s and every
+# 10 ms, beside the step model's pipeline, with the ratios.
 import os, re, subprocess, sys
 
-elf = sys.argv[1]
-N = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+argv = sys.argv[1:]
+dscnn_elf = None
+if "--dscnn" in argv:
+    i = argv.index("--dscnn")
+    dscnn_elf = argv[i + 1]
+    del argv[i:i + 2]
+elf = argv[0]
+N = int(argv[1]) if len(argv) > 1 else 200
+M = 2  # DS-CNN windows per count: each is tens of millions of instructions
 PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libinsncount.so")
 
 
-def count(part, n):
-    cmd = ["qemu-arm", "-cpu", "cortex-a15", "-plugin", PLUGIN, "-d", "plugin", elf, "kws", part,
-           str(n)]
+def count(part, n, program=elf, model="kws"):
+    cmd = ["qemu-arm", "-cpu", "cortex-a15", "-plugin", PLUGIN, "-d", "plugin", program, model,
+           part, str(n)]
     txt = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     out = txt.stdout + txt.stderr
     m = re.search(r"insns: (\d+)", out)
-    if not m or f"done kws {part} n={n}" not in out:
+    if not m or f"done {model} {part} n={n}" not in out:
         raise SystemExit(f"no count for {cmd}: {out[-500:]}")
     return int(m.group(1))
 
 
-per = {p: (count(p, 2 * N) - count(p, N)) / N for p in ("hop", "frontend", "loop", "frame", "power")}
+def per_call(part, n, **kw):
+    return (count(part, 2 * n, **kw) - count(part, n, **kw)) / n
+
+
+per = {p: per_call(p, N) for p in ("hop", "frontend", "loop", "frame", "power")}
 hop, fe = per["hop"] - per["loop"], per["frontend"] - per["loop"]
 print("| part | instructions / hop | per second of audio (100 hops) |")
 print("|---|---|---|")
@@ -31,3 +46,15 @@ rows = (("  of which kws_power_spectrum (window, FFT, power)", per["power"]),
         ("whole pipeline", hop))
 for name, v in rows:
     print(f"| {name} | {v:,.0f} | {100 * v:,.0f} |")
+if dscnn_elf:
+    window = (per_call("window", M, program=dscnn_elf, model="dscnn")
+              - per_call("loop", M, program=dscnn_elf, model="dscnn"))
+    print()
+    print("| pipeline | instructions / second of audio | / step pipeline |")
+    print("|---|---|---|")
+    rows = (("step model, a score every 10 ms (the pipeline above)", 100 * hop),
+            ("DS-CNN window (one invoke, TFLite Micro + CMSIS-NN)", window),
+            ("front end + DS-CNN, a score every 1 s", 100 * fe + window),
+            ("front end + DS-CNN, a score every 10 ms", 100 * fe + 100 * window))
+    for name, v in rows:
+        print(f"| {name} | {v:,.0f} | {v / (100 * hop):.2f} |")
