@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from export import device_bench, device_runtime
-from export.card import card_markdown
-from export.exportdir import NORMALIZATION_FILE, ExportDirectory
+from export.exportdir import ExportDirectory
 from training import logs
 from training.flags import int_in
 from training.rundir import RunDirectory
@@ -40,27 +39,6 @@ ANCHORS = [
     ("Arm ML-zoo DS-CNN-S int8", 47616, 93.11, ""),
     ("iRNN K=5, Google-12 (Kag et al. 2020)", None, 94.71, "float"),
 ]
-
-# What a device must compute before the model: FbankFrontend's defaults, in words.
-FRONTEND = {
-    "input": "16 kHz mono PCM, int16 sample values used as they are (not scaled to [-1, 1]); a "
-             "clip shorter than 1 s is zero-padded at the end to 16,000 samples",
-    "pre_emphasis": "y[0] = x[0]; y[n] = x[n] - 0.97 x[n-1]",
-    "frames": "400-sample frames (25 ms) every 160 samples (10 ms): 1 + ceil((16000 - 400) / 160)"
-              " = 99 frames; the last frame is zero-padded past the signal",
-    "window": "Hamming, 400 points, symmetric: 0.54 - 0.46 cos(2 pi n / 399) (numpy.hamming)",
-    "fft": "512-point real FFT of the windowed frame (zero-padded from 400); power spectrum "
-           "|X[k]|^2 / 512 for k = 0..256",
-    "mel_filters": "32 triangular filters between 0 and 8000 Hz: 34 points equally spaced in mel "
-                   "(mel = 2595 log10(1 + f / 700)), mapped to FFT bins b = floor(513 f / 16000); "
-                   "filter j rises (k - b[j]) / (b[j+1] - b[j]) on b[j] <= k < b[j+1] and falls "
-                   "(b[j+2] - k) / (b[j+2] - b[j+1]) on b[j+1] <= k < b[j+2] "
-                   "(python_speech_features 0.6 get_filterbanks)",
-    "log": "e = filter energy; e = 2.220446e-16 where e == 0; feature = ln(e + 1e-10)",
-    "normalisation": "per filter: (feature - mean[j]) / std[j], mean and std in "
-                     f"{NORMALIZATION_FILE} (training split statistics; std < 1e-6 -> 1)",
-    "reference_code": "training/data/audio.py FbankFrontend (EdgeML process_google.py)",
-}
 
 
 def frontend_cost_us(repeats: int = 30) -> dict:
@@ -94,10 +72,7 @@ def export_one(run_dir: str, out: Path, form: str, reuse: bool = False) -> dict:
 
     with logs.quieted():  # the table is this script's output, not the export's progress
         export_run(run_dir, out, quantize="int8", form=form, allow_drop=True, overwrite=True)
-    card = export.read_card()
-    card.frontend = FRONTEND
-    export.write_card(card, card_markdown(card))
-    return card.to_dict()
+    return export.read_card().to_dict()  # its frontend entry: export.exporter.frontend_entry
 
 
 def time_export(out: Path, runs: int) -> dict:

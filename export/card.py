@@ -98,6 +98,12 @@ def _running_it(card: ModelCard) -> list[str]:
              f"Inputs are normalised per feature with `{NORMALIZATION_FILE}` "
              f"(`x = (raw - mean) / std`) before quantization; `{TESTSET_FILE}` is already "
              "normalised.", ""]
+    if card.frontend:  # a speech model: the features it was trained on, which a device computes
+        kind = {"logmel": "the float log-mel filterbank",
+                "int_logmel": "the integer log-mel front end"}.get(card.frontend.get("features"),
+                                                                     card.frontend.get("features"))
+        lines += [f"The inputs are {kind} of the audio (`frontend` in `model_card.json`, step by "
+                  f"step; reference: {card.frontend.get('reference_code')}).", ""]
     if card.form == "step":
         lines += _step_usage(card) + (_stream_usage(card.stream) if card.stream else [])
     return lines + ["```bash",

@@ -33,7 +33,7 @@ import numpy as np
 
 from export import device_runtime
 from export.card import card_markdown, on_sequences, versus_float
-from export.card_schema import FORMS, ModelCard
+from export.card_schema import FORMS, NORMALIZATION_FILE, ModelCard
 from export.exportdir import MARKER, ExportDirectory
 from export.quantize import CALIBRATED, MODES, accuracy_drop_advice
 from training import logs, rundir, storage
@@ -309,7 +309,19 @@ def write_artifacts(export: ExportDirectory, run: _Run, converted: _Converted,
         total_bytes=sum(len(b) for b in models.values()), ops=converted.ops)
     if opts.form == "step":
         card.step_io, card.state_quantization = _step_io(export.model("step"))
+    card.frontend = frontend_entry(task)
     return card
+
+
+def frontend_entry(task) -> dict | None:
+    """What a device must compute before the model, for a task with a front end (the speech
+    tasks: float or integer log-mel, as the run was trained); None for sensor tasks."""
+    frontend = getattr(task, "frontend", None)
+    if frontend is None:
+        return None
+    return {**frontend.describe(),
+            "normalisation": f"per filter: (feature - mean[j]) / std[j], mean and std in "
+                             f"{NORMALIZATION_FILE} (training split statistics; std < 1e-6 -> 1)"}
 
 
 def check_litert(export: ExportDirectory, card: ModelCard, run: _Run, converted: _Converted,

@@ -1,11 +1,11 @@
-"""The front end written into the KWS model cards (experiments/kws_bench.py FRONTEND) is enough to
-reimplement it: a from-the-words NumPy version matches FbankFrontend on real clips."""
+"""The front end written into the KWS model cards (`FbankFrontend.describe`, the card's
+``frontend``) is enough to reimplement it: a from-the-words NumPy version matches FbankFrontend on
+real clips."""
 
 import math
 
 import numpy as np
 
-from experiments.kws_bench import FRONTEND
 from training.data.audio import FbankFrontend, pad_to, read_wav
 
 
@@ -37,6 +37,7 @@ def _from_the_card(x: np.ndarray) -> np.ndarray:
 
 
 def test_card_front_end_reimplements_fbank(shared_data):
+    FRONTEND = FbankFrontend().describe()
     assert "0.97" in FRONTEND["pre_emphasis"] and "160 samples" in FRONTEND["frames"]
     assert "512-point" in FRONTEND["fft"] and "32 triangular" in FRONTEND["mel_filters"]
     folder = shared_data / "speech_commands_v0.01"

@@ -203,3 +203,31 @@ class FbankFrontend:
 
     def settings(self) -> dict:
         return dataclasses.asdict(self)
+
+    def describe(self) -> dict:
+        """What a device must compute before the model, in words (a model card's ``frontend``);
+        tests/experiments/test_kws_frontend_card.py reimplements it from these words."""
+        flen, step, nf, bins = self.frame_len, self.frame_step, self.num_frames, self.nfft // 2 + 1
+        return {
+            "features": "logmel",
+            "input": f"{self.sample_rate // 1000} kHz mono PCM, int16 sample values used as they "
+                     "are (not scaled to [-1, 1]); a clip shorter than "
+                     f"{self.clip_samples} samples is zero-padded at the end to {self.clip_samples}",
+            "pre_emphasis": f"y[0] = x[0]; y[n] = x[n] - {self.preemph:g} x[n-1]",
+            "frames": f"{flen}-sample frames every {step} samples: 1 + ceil(({self.clip_samples} "
+                      f"- {flen}) / {step}) = {nf} frames; the last frame is zero-padded past "
+                      "the signal",
+            "window": f"Hamming, {flen} points, symmetric: 0.54 - 0.46 cos(2 pi n / {flen - 1}) "
+                      "(numpy.hamming)",
+            "fft": f"{self.nfft}-point real FFT of the windowed frame (zero-padded from {flen}); "
+                   f"power spectrum |X[k]|^2 / {self.nfft} for k = 0..{bins - 1}",
+            "mel_filters": f"{self.nfilt} triangular filters between {self.lowfreq:g} and "
+                           f"{self.highfreq:g} Hz: {self.nfilt + 2} points equally spaced in mel "
+                           "(mel = 2595 log10(1 + f / 700)), mapped to FFT bins b = floor("
+                           f"{self.nfft + 1} f / {self.sample_rate}); filter j rises (k - b[j]) / "
+                           "(b[j+1] - b[j]) on b[j] <= k < b[j+1] and falls (b[j+2] - k) / "
+                           "(b[j+2] - b[j+1]) on b[j+1] <= k < b[j+2] "
+                           "(python_speech_features 0.6 get_filterbanks)",
+            "log": f"e = filter energy; e = 2.220446e-16 where e == 0; feature = ln(e + {LOG_EPS:g})",
+            "reference_code": "training/data/audio.py FbankFrontend (EdgeML process_google.py)",
+        }
