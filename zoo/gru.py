@@ -1,4 +1,5 @@
-"""The Keras GRU baseline, with quantization-aware training of the whole step (`zoo.qat`).
+"""The Keras GRU baseline, with quantization-aware training of the whole step (`zoo.qat`) and a
+lean step graph for the integer kernels (``step_graph="lean"``).
 
 Without ``qat`` the layer *is* Keras's GRU (its cell, its fused and cuDNN paths, its config), so
 the baseline stays the Keras baseline. With ``qat="int8"`` the cell computes the step as its int8
@@ -20,8 +21,27 @@ from zoo.registry import register_model
 # feeds back as it is.
 POINTS = ("x", "h", "wx", "uh", "z_pre", "z", "r_pre", "r", "r_uh", "cand_pre", "cand", "zh",
           "one_minus_z", "prod")
+# The lean step (``step_graph="lean"``): FULLY_CONNECTED x->2D, x->D, h->2D, h->D (no slices),
+# one ADD and one LOGISTIC for both gates, SPLIT, MUL, ADD, TANH, then
+# h_t = h~ + z * (h_{t-1} - h~): SUB, MUL, ADD (one MUL and the 1 - z SUB fewer).
+LEAN_POINTS = ("x", "h", "wx_zr", "wx_h", "uh_zr", "uh_h", "zr_pre", "zr", "r_uh", "cand_pre",
+               "cand", "diff", "z_diff")
 # TFLite's int8 LOGISTIC and TANH write fixed grids: [0, 255/256] and [-1, 127/128].
-FIXED = {"z": (0.0, 255.0 / 256.0), "r": (0.0, 255.0 / 256.0), "cand": (-1.0, 127.0 / 128.0)}
+FIXED = {"z": (0.0, 255.0 / 256.0), "r": (0.0, 255.0 / 256.0), "zr": (0.0, 255.0 / 256.0),
+         "cand": (-1.0, 127.0 / 128.0)}
+STEP_GRAPHS = ("keras", "lean")
+
+
+class _Float:
+    """The `QuantPoints` interface with no quantization: the lean graph in float."""
+
+    @staticmethod
+    def apply(name, x):
+        return x
+
+    @staticmethod
+    def weight(w):
+        return w
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
@@ -35,6 +55,13 @@ class GRUCell(keras.layers.GRUCell):
 
     Args:
         units: hidden size D.
+        step_graph: ``"keras"`` (default: Keras's cell) or ``"lean"``: the same function and
+            weights, computed as the integer kernels prefer: four products with no slicing
+            (``W_zr x``, ``W_h x``, ``U_zr h``, ``U_h h``), one sum and one sigmoid for both
+            gates, and ``h_t = h~ + z * (h_{t-1} - h~)``: 13 TFLite ops instead of 17, one
+            element-wise product and the ``1 - z`` fewer. Float outputs equal the Keras cell's
+            up to rounding, so a model trained with ``"keras"`` (the fused kernels) can be
+            fine-tuned or exported as ``"lean"``. Needs the same Keras defaults as ``qat``.
         qat: ``None`` (default: exactly `keras.layers.GRUCell`) or ``"int8"``: quantization-aware
             training of the whole step (`zoo.qat`): the input, the state, both products, every
             sum and product of the step, the gates and the candidate are fake-quantized at the
@@ -58,20 +85,24 @@ class GRUCell(keras.layers.GRUCell):
     ```
     """
 
-    def __init__(self, units, qat=None, qat_weights=True, **kwargs):
+    def __init__(self, units, qat=None, qat_weights=True, step_graph="keras", **kwargs):
         super().__init__(units, **kwargs)
         self.qat = check_qat(qat)
         self.qat_weights = bool(qat_weights)
+        self.step_graph = _check_step_graph(step_graph)
         self.quant_points = None
-        if self.qat:
+        if self.qat or self.step_graph != "keras":
             _check_qat_config(self)
 
     def build(self, input_shape):
         super().build(input_shape)
         if self.qat:
-            self.quant_points = QuantPoints(self, POINTS, fixed=FIXED, weights=self.qat_weights)
+            names = LEAN_POINTS if self.step_graph == "lean" else POINTS
+            self.quant_points = QuantPoints(self, names, fixed=FIXED, weights=self.qat_weights)
 
     def call(self, inputs, states, training=False):
+        if self.step_graph == "lean":
+            return self._lean_step(self.quant_points or _Float, inputs, states)
         if self.quant_points is None:
             return super().call(inputs, states, training=training)
         q, d = self.quant_points, self.units
@@ -88,11 +119,35 @@ class GRUCell(keras.layers.GRUCell):
         h_new = q.apply("h", kept + q.apply("prod", q.apply("one_minus_z", 1.0 - z) * cand))
         return h_new, next_state(h_new, states)
 
+    def _lean_step(self, q, inputs, states):
+        d, w, u = self.units, self.kernel, self.recurrent_kernel
+        # Each slice is its own constant in the int8 graph, rounded on its own per-tensor grid.
+        input_bias, recurrent_bias = self.bias[0], self.bias[1]
+        x, h = q.apply("x", inputs), q.apply("h", previous_state(states))
+        wx_zr = q.apply("wx_zr", ops.matmul(x, q.weight(w[:, :2 * d])) + input_bias[:2 * d])
+        wx_h = q.apply("wx_h", ops.matmul(x, q.weight(w[:, 2 * d:])) + input_bias[2 * d:])
+        uh_zr = q.apply("uh_zr", ops.matmul(h, q.weight(u[:, :2 * d])) + recurrent_bias[:2 * d])
+        uh_h = q.apply("uh_h", ops.matmul(h, q.weight(u[:, 2 * d:])) + recurrent_bias[2 * d:])
+        zr = q.apply("zr", ops.sigmoid(q.apply("zr_pre", wx_zr + uh_zr)))
+        z, r = ops.split(zr, 2, axis=-1)
+        cand = q.apply("cand", ops.tanh(q.apply("cand_pre", wx_h + q.apply("r_uh", r * uh_h))))
+        diff = q.apply("diff", h - cand)
+        h_new = q.apply("h", cand + q.apply("z_diff", z * diff))
+        return h_new, next_state(h_new, states)
+
     def get_config(self):
         config = super().get_config()
         if self.qat:  # only when set, so a float cell's config is Keras's own
             config.update(qat=self.qat, qat_weights=self.qat_weights)
+        if self.step_graph != "keras":
+            config.update(step_graph=self.step_graph)
         return config
+
+
+def _check_step_graph(step_graph) -> str:
+    if step_graph not in STEP_GRAPHS:
+        raise ValueError(f"step_graph must be one of {STEP_GRAPHS}, got {step_graph!r}")
+    return step_graph
 
 
 def _check_qat_config(cell) -> None:
@@ -105,25 +160,26 @@ def _check_qat_config(cell) -> None:
         ("dropout", cell.dropout, 0.0), ("recurrent_dropout", cell.recurrent_dropout, 0.0))
         if value != valid}
     if wrong:
-        raise ValueError(f"GRUCell(qat={cell.qat!r}) needs reset_after=True, use_bias=True, "
+        raise ValueError(f"GRUCell(qat={cell.qat!r}, step_graph={cell.step_graph!r}) needs "
+                         "reset_after=True, use_bias=True, "
                          "activation='tanh', recurrent_activation='sigmoid' and no dropout; "
                          f"got {wrong}")
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class GRU(keras.layers.GRU):
-    """`keras.layers.GRU` with the zoo's ``qat`` option.
+    """`keras.layers.GRU` with the zoo's ``qat`` and ``step_graph`` options.
 
-    Without ``qat`` it is Keras's layer unchanged (its cell, fused JAX and cuDNN paths included);
-    with ``qat="int8"`` its cell is `GRUCell` with QAT, run by the generic `keras.layers.RNN`
-    loop (the fused kernels would skip the fake quantization).
+    Without them it is Keras's layer unchanged (its cell, fused JAX and cuDNN paths included);
+    with ``qat="int8"`` or ``step_graph="lean"`` its cell is `GRUCell`, run by the generic
+    `keras.layers.RNN` loop (the fused kernels would skip the fake quantization).
 
     Args:
         units, activation, recurrent_activation, use_bias, kernel_initializer,
             recurrent_initializer, bias_initializer, kernel_regularizer, recurrent_regularizer,
             bias_regularizer, kernel_constraint, recurrent_constraint, bias_constraint, dropout,
             recurrent_dropout, seed, reset_after, use_cudnn: as in `keras.layers.GRU`.
-        qat, qat_weights: as in `GRUCell`.
+        qat, qat_weights, step_graph: as in `GRUCell`.
         **kwargs: the `keras.layers.RNN` arguments (``return_sequences``, ``return_state``,
             ``go_backwards``, ``stateful``, ``unroll``, ``activity_regularizer``) and the
             `keras.layers.Layer` ones.
@@ -146,7 +202,8 @@ class GRU(keras.layers.GRU):
                  bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
                  bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
                  bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None,
-                 reset_after=True, use_cudnn="auto", qat=None, qat_weights=True, **kwargs):
+                 reset_after=True, use_cudnn="auto", qat=None, qat_weights=True,
+                 step_graph="keras", **kwargs):
         cell_args = dict(
             activation=activation, recurrent_activation=recurrent_activation, use_bias=use_bias,
             kernel_initializer=kernel_initializer, recurrent_initializer=recurrent_initializer,
@@ -155,26 +212,28 @@ class GRU(keras.layers.GRU):
             kernel_constraint=kernel_constraint, recurrent_constraint=recurrent_constraint,
             bias_constraint=bias_constraint, dropout=dropout, recurrent_dropout=recurrent_dropout,
             seed=seed, reset_after=reset_after)
-        qat = check_qat(qat)
-        if qat:
-            cell = GRUCell(units, qat=qat, qat_weights=qat_weights, name="gru_cell",
-                           dtype=kwargs.get("dtype"), trainable=kwargs.get("trainable", True),
-                           **cell_args)
+        qat, step_graph = check_qat(qat), _check_step_graph(step_graph)
+        if qat or step_graph != "keras":
+            cell = GRUCell(units, qat=qat, qat_weights=qat_weights, step_graph=step_graph,
+                           name="gru_cell", dtype=kwargs.get("dtype"),
+                           trainable=kwargs.get("trainable", True), **cell_args)
             # keras.layers.GRU.__init__ would build Keras's own cell: the RNN layer takes ours.
             keras.layers.RNN.__init__(self, cell, **kwargs)
             self.input_spec = InputSpec(ndim=3)
             self.use_cudnn = False
         else:
             super().__init__(units, use_cudnn=use_cudnn, **cell_args, **kwargs)
-        self.qat, self.qat_weights = qat, bool(qat_weights)
+        self.qat, self.qat_weights, self.step_graph = qat, bool(qat_weights), step_graph
 
     def get_config(self):
         config = super().get_config()
         if self.qat:
             config.update(qat=self.qat, qat_weights=self.qat_weights)
+        if self.step_graph != "keras":
+            config.update(step_graph=self.step_graph)
         return config
 
 
 register_model("gru", GRU, defaults={"units": 80}, paper="Keras built-in layer",
                description="Keras GRU baseline (reset_after=True); qat='int8' trains its int8 "
-                           "step")
+                           "step, step_graph='lean' computes it in 13 TFLite ops instead of 17")

@@ -198,18 +198,20 @@ def test_weights_are_per_tensor_as_the_export_asks(qat_export):
 # ------------------------------------------------------------------ the GRU baseline with QAT
 
 
-@pytest.fixture(scope="module")
-def gru_qat_export(tmp_path_factory, shared_data):
+@pytest.fixture(scope="module", params=["keras", "lean"])
+def gru_qat_export(request, tmp_path_factory, shared_data):
     """(run, step export, C export summary) of a tiny QAT GRU (16 units, 2 epochs on the shared
-    HAR subset), exported --quantize int8 --form step, then as C."""
+    HAR subset), Keras's step graph or the lean one, exported --quantize int8 --form step, then
+    as C."""
     from export.c_backend.command import export_c
     from export.exporter import export_run
     from training.config import TrainConfig
     from training.trainer import train
 
     har = shared_data / "har"
-    root = tmp_path_factory.mktemp("gru-qat")
-    cfg = TrainConfig(task="har2", model="gru", model_options={"units": 16, "qat": "int8"},
+    root = tmp_path_factory.mktemp(f"gru-qat-{request.param}")
+    options = {"units": 16, "qat": "int8", "step_graph": request.param}
+    cfg = TrainConfig(task="har2", model="gru", model_options=options,
                       epochs=2, batch_size=64, lr=0.01, clipnorm=1.0, early_stopping_patience=0,
                       seed=0)
     train(cfg, root / "run", data_dir=har, verbose=0)
@@ -218,9 +220,36 @@ def gru_qat_export(tmp_path_factory, shared_data):
     return root / "run", root / "export", export_c(root / "export", root / "c")
 
 
+def gru_lean_step_points(graph: Graph) -> dict:
+    """The lean GRU step's tensors named as its QAT points, found by position: the four
+    FULLY_CONNECTED (told apart by width), the gates' ADD, LOGISTIC and SPLIT, the candidate,
+    then ``h~ + z (h - h~)``."""
+    h, x = graph.input("h_prev"), graph.input("x_t")
+    width = lambda i: int(graph.tensors[i]["shape"][-1])
+    t = {"x": x, "h": h}
+    for name, source in (("wx", x), ("uh", h)):
+        outs = [o["outputs"][0] for o in graph.ops if o["op_name"] == "FULLY_CONNECTED"
+                and source in o["inputs"]]
+        t[f"{name}_zr"], t[f"{name}_h"] = sorted(outs, key=width, reverse=True)
+    t["zr_pre"] = graph.output_of("ADD", t["wx_zr"], t["uh_zr"])
+    t["zr"] = graph.output_of("LOGISTIC", t["zr_pre"])
+    (split,) = [o for o in graph.ops if o["op_name"] == "SPLIT"]
+    z, r = (int(i) for i in split["outputs"])
+    t["r_uh"] = graph.output_of("MUL", r, t["uh_h"])
+    t["cand_pre"] = graph.output_of("ADD", t["wx_h"], t["r_uh"])
+    t["cand"] = graph.output_of("TANH", t["cand_pre"])
+    t["diff"] = graph.output_of("SUB", h, t["cand"])
+    t["z_diff"] = graph.output_of("MUL", z, t["diff"])
+    t["h_t"] = graph.output_of("ADD", t["cand"], t["z_diff"])
+    return t
+
+
 def gru_step_points(graph: Graph) -> dict:
     """The GRU step's tensors named as its QAT points, found by position in the graph: the two
     FULLY_CONNECTED, the three slices of each, then the gates, the candidate and the update."""
+    if any(op["op_name"] == "SPLIT" for op in graph.ops) and not any(
+            op["op_name"] == "STRIDED_SLICE" for op in graph.ops):
+        return gru_lean_step_points(graph)
     h, x = graph.input("h_prev"), graph.input("x_t")
     t = {"x": x, "h": h, "wx": graph.output_of("FULLY_CONNECTED", x),
          "uh": graph.output_of("FULLY_CONNECTED", h)}
@@ -259,6 +288,10 @@ def test_gru_int8_scales_are_the_trained_ranges(gru_qat_export):
     assert graph.quantization(points["h"]) == graph.quantization(points["h_t"])  # direct feedback
     ops = {op["op_name"] for op in graph.ops}
     assert not ops & {"QUANTIZE", "DEQUANTIZE"}, ops  # no requantization between the points
+    if cell.step_graph == "lean":  # 13 ops: 4 FC, 3 ADD, 2 MUL, SUB, LOGISTIC, TANH, SPLIT
+        names = sorted(op["op_name"] for op in graph.ops)
+        assert names == sorted(["FULLY_CONNECTED"] * 4 + ["ADD"] * 3 + ["MUL"] * 2 + [
+            "SUB", "LOGISTIC", "TANH", "SPLIT"]), names
 
 
 @pytest.mark.slow

@@ -416,7 +416,7 @@ def sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-def numpy_gru_step(cell, x_t, h_prev, record=None):
+def numpy_keras_gru_step(cell, x_t, h_prev, record=None):
     """One Keras GRU step (reset_after) written from the equations, each tensor the int8 step
     holds fake-quantized at the cell's ranges, the weights on their int8 grid."""
     ranges = cell.quant_points.as_dict()
@@ -437,10 +437,39 @@ def numpy_gru_step(cell, x_t, h_prev, record=None):
     return fq("h", fq("zh", z * h) + fq("prod", fq("one_minus_z", 1.0 - z) * cand))
 
 
-def gru_model(qat_mode, units=16, timesteps=12, features=5, seed=0):
+def numpy_lean_gru_step(cell, x_t, h_prev, record=None):
+    """The lean step (``step_graph="lean"``) from its equations: four products on the kernels'
+    column blocks, each block on its own int8 grid, one sum and one sigmoid for both gates,
+    ``h~ + z (h - h~)``; every tensor fake-quantized at the cell's ranges."""
+    ranges = cell.quant_points.as_dict()
+    w = {v.path.rsplit("/", 1)[-1]: keras.ops.convert_to_numpy(v) for v in cell.weights}
+    d, (bx, bh) = cell.units, w["bias"]
+
+    def fq(name, value):
+        if record is not None:
+            record.setdefault(name, []).append(value)
+        return fake_quant(value, *ranges[name])
+
+    def product(v, kernel, bias, cols):
+        return v @ int8_weight(kernel[:, cols]) + bias[cols]
+
+    zr_cols, h_cols = slice(0, 2 * d), slice(2 * d, 3 * d)
+    x, h = fq("x", x_t), fq("h", h_prev)
+    wx_zr, wx_h = (fq(f"wx_{n}", product(x, w["kernel"], bx, c))
+                   for n, c in (("zr", zr_cols), ("h", h_cols)))
+    uh_zr, uh_h = (fq(f"uh_{n}", product(h, w["recurrent_kernel"], bh, c))
+                   for n, c in (("zr", zr_cols), ("h", h_cols)))
+    zr = fq("zr", sigmoid(fq("zr_pre", wx_zr + uh_zr)))
+    z, r = zr[:, :d], zr[:, d:]
+    cand = fq("cand", np.tanh(fq("cand_pre", wx_h + fq("r_uh", r * uh_h))))
+    return fq("h", cand + fq("z_diff", z * fq("diff", h - cand)))
+
+
+def gru_model(qat_mode, units=16, timesteps=12, features=5, seed=0, step_graph="keras"):
     keras.utils.set_random_seed(seed)
     model = keras.Sequential([keras.Input((timesteps, features)),
-                              zoo.GRU(units, qat=qat_mode), keras.layers.Dense(2)])
+                              zoo.GRU(units, qat=qat_mode, step_graph=step_graph),
+                              keras.layers.Dense(2)])
     return model, model.layers[0].cell
 
 
@@ -457,10 +486,12 @@ def test_float_gru_is_keras_gru():
     assert type(zoo.create_model("gru", (12, 5), 2).layers[1]) is zoo.GRU
 
 
-def test_qat_gru_step_equals_numpy_reference():
+@pytest.mark.parametrize("step_graph", ["keras", "lean"])
+def test_qat_gru_step_equals_numpy_reference(step_graph):
     """As the SiRNN test above: the Keras QAT GRU cell and the NumPy step agree on the state's
     grid step by step, up to a level where a value lies within round-off of a boundary."""
-    model, cell = gru_model("int8", units=32)
+    numpy_gru_step = {"keras": numpy_keras_gru_step, "lean": numpy_lean_gru_step}[step_graph]
+    model, cell = gru_model("int8", units=32, step_graph=step_graph)
     x = sequences()
     qat.track_ranges(model, x)
     h = np.zeros((len(x), 32), np.float32)
@@ -480,6 +511,24 @@ def test_qat_gru_step_equals_numpy_reference():
     # and the float GRU is not that step: the quantization is really applied
     float_h = keras.ops.convert_to_numpy(keras.layers.GRUCell.call(cell, x[:, 0], [h * 0])[0])
     assert np.abs(float_h - numpy_gru_step(cell, x[:, 0], h * 0)).max() > step / 4
+
+
+def test_lean_gru_is_the_keras_gru_in_float():
+    """``step_graph="lean"`` changes the graph, not the function: with Keras GRU's weights it
+    gives Keras GRU's outputs (up to float rounding), and its config round-trips."""
+    model, _ = gru_model(None)
+    lean, cell = gru_model(None, step_graph="lean")
+    assert type(cell) is zoo.GRUCell and cell.step_graph == "lean"
+    lean.set_weights(model.get_weights())
+    x = sequences()
+    np.testing.assert_allclose(lean.predict(x, verbose=0), model.predict(x, verbose=0),
+                               atol=1e-5)
+    config = lean.layers[0].get_config()
+    assert config["step_graph"] == "lean" and zoo.GRU.from_config(config).cell.step_graph == "lean"
+    with pytest.raises(ValueError, match="step_graph must be one of"):
+        zoo.GRU(8, step_graph="fused")
+    with pytest.raises(ValueError, match="reset_after"):
+        zoo.GRU(8, step_graph="lean", reset_after=False)
 
 
 def test_qat_gru_gates_are_on_tflite_fixed_grids_and_options_are_checked(tmp_path):
