@@ -12,8 +12,9 @@ Two inputs, both committed:
   folds done (`experiments.tables.cv_rows`, the sweep's own table code).
 
 A CV variant is joined to the device variant with the same graph: the same model and the same
-graph-defining options (units, rank, premultiply, QAT, state clip, FastGRNN ranks), the model's
-registered defaults filling what a config leaves out, so augmentation or learning-rate variants
+graph-defining options (units, rank, premultiply, QAT, state clip, FastGRNN ranks, the GRU's
+step graph), the model's registered defaults filling what a config leaves out, so augmentation
+or learning-rate variants
 share their graph's cost. Variants without CV results yet are in the table with '-' and not in
 the plot; rerun when the campaign has finished:
 
@@ -36,7 +37,8 @@ DEVICE = HERE / "results" / "frontier" / "har2_device.json"
 RESULTS = HERE / "results" / "har2-campaign"
 INT8_RESULTS = HERE / "results" / "har2-campaign-int8"  # `zoo bench fold-int8` per-fold files
 # The options that change the exported step graph (and so its cost); the rest is training.
-GRAPH_OPTIONS = ("units", "rank", "premultiply", "qat", "state_clip", "w_rank", "u_rank")
+GRAPH_OPTIONS = ("units", "rank", "premultiply", "qat", "state_clip", "w_rank", "u_rank",
+                 "step_graph")
 # The device goal for a HAR-2 SiRNN-family model (drawn on the plot).
 GOAL_INSTRUCTIONS, GOAL_FLASH = 12_000, 6 * 1024
 # Per task: (instructions goal, flash goal, the sentence that states them); None: no line drawn.
@@ -70,6 +72,8 @@ def describe(model: str, options: dict) -> str:
         words.append(f"r{o['rank']}")
     if "premultiply" in o:
         words.append("premultiply" if o["premultiply"] else "lean")
+    if o.get("step_graph", "keras") != "keras":  # the GRU's lean step graph
+        words.append(o["step_graph"])
     if o.get("w_rank") or o.get("u_rank"):
         words.append(f"W r{o.get('w_rank')} U r{o.get('u_rank')}")
     if o.get("qat"):
