@@ -14,9 +14,8 @@ Two inputs, both committed:
 A CV variant is joined to the device variant with the same graph: the same model and the same
 graph-defining options (units, rank, premultiply, QAT, state clip, FastGRNN ranks, the GRU's
 step graph), the model's registered defaults filling what a config leaves out, so augmentation
-or learning-rate variants
-share their graph's cost. Variants without CV results yet are in the table with '-' and not in
-the plot; rerun when the campaign has finished:
+or learning-rate variants share their graph's cost. Variants without CV results yet are in the
+table with '-' and not in the plot; rerun when the campaign has finished:
 
     zoo bench frontier            # or: python -m experiments.frontier --help
 """
