@@ -28,6 +28,13 @@ channels, in fact):
   window, each of a width uniform in [0, T] (or [0, F]) at a uniform position, set to the
   training mean (0 after the z-score normalisation), as SpecAugment sets them to the mean.
 
+And for any sequence task:
+
+* ``time_shift`` (S, steps): each window moved by a whole number of steps uniform in [-S, S]
+  (later for a positive shift), the steps it leaves filled with its first (or last) step, as
+  TensorFlow's speech_commands ``time_shift_ms`` moves a clip in its 1 s frame. On features, not
+  audio: a shift by whole 10 ms frames.
+
 Batches arrive normalised (the trainer z-scores every split once); the augmenter maps them back
 to sensor units, where rotation is a rotation, transforms them, and normalises again. Random
 numbers come from a generator the caller seeds per epoch, so a resumed run sees the same
@@ -52,6 +59,7 @@ OPTIONS = {
     "feature_mask": (0, "an integer >= 0 (channels)",
                      lambda v: float(v).is_integer() and v >= 0),
     "masks": (2, "an integer >= 1", lambda v: float(v).is_integer() and v >= 1),
+    "time_shift": (0, "an integer >= 0 (time steps)", lambda v: float(v).is_integer() and v >= 0),
 }
 
 
@@ -142,6 +150,15 @@ def mask_bands(x: np.ndarray, rng: np.random.Generator, axis: int, max_width: in
     return out
 
 
+def shift_in_time(x: np.ndarray, rng: np.random.Generator, max_steps: int) -> np.ndarray:
+    """``x`` (N, T, C), each window moved by an integer uniform in [-max_steps, max_steps] steps
+    (edge steps repeated into the gap it leaves)."""
+    n, steps = x.shape[:2]
+    shift = rng.integers(-max_steps, max_steps + 1, size=n)
+    source = np.clip(np.arange(steps)[None, :] - shift[:, None], 0, steps - 1)
+    return np.take_along_axis(x, source[:, :, None], axis=1)
+
+
 class Augmenter:
     """The per-batch transform of a run: ``augmenter(x_batch, rng) -> x_batch``, on normalised
     batches (see the module docstring)."""
@@ -171,6 +188,8 @@ class Augmenter:
         if o["jitter"]:
             raw = raw + rng.normal(0.0, 1.0, size=raw.shape) * (o["jitter"] * self.std)
         out = ((raw - self.mean) / self.std).astype(np.float32)
+        if o["time_shift"]:
+            out = shift_in_time(out, rng, int(o["time_shift"]))
         if o["time_mask"]:
             out = mask_bands(out, rng, 1, int(o["time_mask"]), int(o["masks"]))
         if o["feature_mask"]:

@@ -144,3 +144,27 @@ def test_spec_masks_off_by_default_and_checked():
         augment.check_options({"time_mask": 2.5})
     with pytest.raises(ValueError, match="masks"):
         augment.check_options({"masks": 0})
+
+
+def test_time_shift_moves_each_window_whole_by_at_most_s_steps_edges_repeated():
+    """Each shifted window is its original moved by one integer k in [-S, S] (found by search,
+    not by the code's own draw), the gap filled with the edge step; all shifts occur about
+    equally often; S = 0 is the identity."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3000, 20, 3)).astype(np.float32)
+    mean, std = np.zeros(3), np.ones(3)
+    y = Augmenter({"time_shift": 4}, (), mean, std)(x, np.random.default_rng(0))
+
+    def shifted(window, k):  # written from the definition: out[t] = window[clip(t - k)]
+        return np.stack([window[min(max(t - k, 0), len(window) - 1)] for t in range(len(window))])
+
+    found = []
+    for window, out in zip(x[:400], y[:400]):
+        (k,) = [k for k in range(-4, 5) if np.allclose(shifted(window, k), out, atol=1e-6)]
+        found.append(k)
+    counts = np.bincount(np.array(found) + 4, minlength=9)
+    assert counts.min() > 0.5 * counts.mean()  # every shift in [-4, 4], none favoured
+    unchanged = Augmenter({"time_shift": 0}, (), mean, std)(x, np.random.default_rng(0))
+    np.testing.assert_allclose(unchanged, x, atol=1e-6)
+    with pytest.raises(ValueError, match="time_shift"):
+        augment.check_options({"time_shift": -1})
