@@ -3,8 +3,9 @@
 # per fold) of the shipped dsa19-sirnn recipe with and without rotation augmentation (each of the
 # five sensor units turned by its own random rotation), 30 epochs, its QAT fine-tune, and Keras GRU
 # with the same levers (BASELINES=0 skips it); round 3 adds rotation 35 and 45 and their QAT
-# stages; round 4 the GRU at rotation 45 and its QAT stage. Every finished trial lands in
-# experiments/results/dsa19-campaign/ (commit it); run again anywhere to finish what is left.
+# stages; round 4 the GRU at rotation 45 and its QAT stage, and the lean graph at rotation 45.
+# Every finished trial lands in experiments/results/dsa19-campaign/ (commit it); run again
+# anywhere to finish what is left.
 #   bash experiments/campaigns/dsa19_cv.sh DATA [SLOTS] [OUT]
 set -u
 . "$(dirname "$0")/common.sh"
@@ -26,7 +27,10 @@ python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --f
   --variant "rot35_qat={\"augment\": {\"rotation\": 35}, \"model_options\": {\"qat\": \"int8\"},
     $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
   --variant "rot45_qat={\"augment\": {\"rotation\": 45}, \"model_options\": {\"qat\": \"int8\"},
-    $QAT_STAGE, \"init_from\": \"variant:rot45_e30\"}" &
+    $QAT_STAGE, \"init_from\": \"variant:rot45_e30\"}" \
+  --variant "l_r16_u80_rot45={\"augment\": {\"rotation\": 45}, \"model_options\": {\"premultiply\": false}}" \
+  --variant "l_r16_u80_rot45_qat={\"augment\": {\"rotation\": 45}, \"model_options\": {\"premultiply\": false,
+    \"qat\": \"int8\"}, $QAT_STAGE, \"init_from\": \"variant:l_r16_u80_rot45\"}" &
 if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU at the HAR-2 baselines' settings, same levers
   python -m experiments.sweep cv --task dsa19 --model gru --data-dir "$data" --folds 4 --epochs 30 \
     --backend jax --engine processes --results experiments/results/dsa19-campaign \
