@@ -16,29 +16,27 @@ s1=${2:-2} s2=${3:-0} out=${4:-bench/sweeps/har2-lean}
 results=experiments/results/har2-campaign
 common=(--task har2 --data-dir "$data" --folds 5 --backend jax --engine processes
         --results "$results" ${DRY:+--dry-run})
-rot='"augment": {"rotation": 15}'
 variants=()
+add_lean() {  # NAME RANK UNITS ROTATION SUFFIX: the float variant and its QAT stage
+  local opts="\"premultiply\": false, \"rank\": $2, \"units\": $3"
+  local aug="\"augment\": {\"rotation\": $4}" name="l_$1$5"
+  variants+=(--variant "$name={$aug, \"model_options\": {$opts}}")
+  variants+=(--variant "${name}_qat={$aug, \"model_options\": {$opts, \"qat\": \"int8\"},
+    $QAT_STAGE, \"init_from\": \"variant:$name\"}")
+}
 for graph in "r16_u48 16 48" "r4_u80 4 80" "r8_u80 8 80" "r16_u64 16 64"; do
   read -r name rank units <<<"$graph"
-  opts="\"premultiply\": false, \"rank\": $rank, \"units\": $units"
-  variants+=(--variant "l_${name}={$rot, \"model_options\": {$opts}}")
-  variants+=(--variant "l_${name}_qat={$rot, \"model_options\": {$opts, \"qat\": \"int8\"},
-    $QAT_STAGE, \"init_from\": \"variant:l_${name}\"}")
+  add_lean "$name" "$rank" "$units" 15 ""
 done
 # Round 2 (session 11): the two lean graphs nearest the device goal with rotation 35, the angle
 # that won on the premultiplied graph (har2_levers_cv.sh), and their QAT stages.
-rot35='"augment": {"rotation": 35}'
-for graph in "r16_u64 16 64" "r8_u80 8 80"; do
-  read -r name rank units <<<"$graph"
-  opts="\"premultiply\": false, \"rank\": $rank, \"units\": $units"
-  variants+=(--variant "l_${name}_rot35={$rot35, \"model_options\": {$opts}}")
-  variants+=(--variant "l_${name}_rot35_qat={$rot35, \"model_options\": {$opts, \"qat\": \"int8\"},
-    $QAT_STAGE, \"init_from\": \"variant:l_${name}_rot35\"}")
-done
+add_lean r16_u64 16 64 35 _rot35
+add_lean r8_u80 8 80 35 _rot35
 JAX_PLATFORMS=${LEAN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn --out "$out" \
   --epochs 30 --max-concurrent "$s1" "${variants[@]}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --epochs 30 --max-concurrent "$s2" --out "$out-baselines")
+  rot='"augment": {"rotation": 15}'
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
     python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" --variant "rot15={$rot}"
     python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" --variant "rot15={$rot}"
