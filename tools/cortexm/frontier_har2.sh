@@ -34,7 +34,10 @@ done
 train fastgrnn_u80 --model fastgrnn --backend tensorflow
 train fastgrnn_u80_qat --model fastgrnn --backend tensorflow --option qat=int8
 train lstm_u80 --model lstm --recipe none --units 80
+# the GRU baseline's QAT graphs: Keras's step and the lean one (zoo.GRU step_graph="lean")
+train gru_u80_qat --model gru --recipe none --units 80 --option qat=int8
+train gru_u80_qat_lean --model gru --recipe none --units 80 --option qat=int8 --option step_graph=lean
 items=(sirnn.har2=models/pretrained/sirnn.har2 sirnn.har2_gen1=models/pretrained/sirnn.har2_gen1
-       gru.har2=models/pretrained/gru.har2)
+       gru.har2=models/pretrained/gru.har2 gru.har2_qat=models/pretrained/gru.har2_qat)
 for run in "$work"/runs/*/; do items+=("$(basename "$run")=$run"); done
 python tools/cortexm/c_frontier.py --out "$out" --work "$work/work" "${items[@]}"
