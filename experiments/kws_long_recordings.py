@@ -76,6 +76,8 @@ class Recording:
 
 @dataclasses.dataclass(frozen=True)
 class Counts:
+    """A recording's (or a sum of recordings') outcome; see `score`."""
+
     keywords: int = 0
     hits: int = 0
     missed: int = 0
@@ -198,10 +200,6 @@ def rank_key(setting, counts: Counts):
 def describe(setting) -> str:
     k, r = setting
     return f"{k} | {r.window} | {r.threshold} | {r.suppression}"
-
-
-def counts_cells(c: Counts) -> str:
-    return f"{c.hits}/{c.keywords} | {c.missed} | {c.duplicated} | {c.false_alarms}"
 
 
 class Scorer:
