@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from export.c_backend.kws import FRONTEND_DIR, tables_source, write_kws_project
+from experiments.kws_long_recordings import build_recording
 from export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
 from training.data.audio import FbankFrontend, pad_to, read_wav
 from training.tasks import int_frontend as F
@@ -222,6 +223,79 @@ def test_each_keyword_is_reported_once_at_most_and_in_its_own_second(word_clips,
     assert not wrong, wrong
     # measured: 7 of the 10 words (yes no right on off stop go); up, down and left are missed
     assert len(found) >= 7, found
+
+
+@pytest.fixture(scope="module")
+def background(speech):
+    """The real background-noise files of the shared subset (running tap, white noise)."""
+    return [read_wav(p, rate=16000) for p in sorted((speech / "_background_noise_").glob("*.wav"))]
+
+
+PHASES = 6  # offsets of a clip against the 99-hop resets at which it is streamed alone
+
+
+def reported_alone_at_every_phase(ref, recognizer, label, clip, background) -> bool:
+    """Whether the reference reports ``clip`` once, as its word, and nothing else, when it is
+    streamed alone in background noise (0.5 s before it, 0.75 s after) starting at each of
+    `PHASES` offsets spread over the reset period."""
+    for phase in range(PHASES):
+        lead = 8000 + phase * 15840 // PHASES
+        noise = background[phase % len(background)]
+        x = noise[:lead + 28000].astype(np.int32)
+        x[lead:lead + len(clip)] += clip
+        _, _, detections = ref.run(np.clip(x, -32768, 32767).astype(np.int16), recognizer)
+        if [c for _, c, _ in detections] != [label]:
+            return False
+    return True
+
+
+def spottable_clips(ref, recognizer, word_clips, background):
+    """Per word, its first clip (in file order) that the reference classifies right as a
+    standalone 1 s clip and reports alone at every phase; a word with no such clip is left out."""
+    from experiments.kws_long_recordings import classified_right
+
+    right = classified_right(ref, word_clips)
+    chosen = {}
+    for (label, clip), ok in zip(word_clips, right):
+        if ok and label not in chosen and reported_alone_at_every_phase(ref, recognizer, label,
+                                                                        clip, background):
+            chosen[label] = clip
+    return list(chosen.items())
+
+
+def test_a_long_recording_reports_each_keyword_once_and_nothing_else(kws_app, word_clips,
+                                                                     background, tmp_path):
+    """Issue 30's goal: a long recording, keywords at arbitrary offsets (seeded gaps of 0.5-2 s,
+    not aligned to the 99-hop resets) with the real background noise under all of it, streamed
+    with 4 instances and the default recognizer: each keyword is reported exactly once, in its
+    clip or the 0.5 s after it, and nothing else is reported; the C app prints the same reports.
+
+    The clips are chosen by the reference itself (`spottable_clips`), to test the pipeline
+    rather than the model's clip accuracy (74-80 % on 1 s clips): per word, the first clip it
+    classifies right as a 1 s clip *and* reports when the clip is streamed alone at six offsets
+    against the resets. Clips that pass only the 1 s test are not enough: the first such clip of
+    each word, at the offsets of seeds 0-5, gave 3 to 7 of the 10 words and 1 to 3 false alarms
+    (measured, 4 instances). 9 words have a clip that passes (no clip of "down" does).
+
+    It can fail (measured when it was written): run with 1 instance (the app's default), only
+    "yes" has a clip that passes; this recording streamed with 1 instance gives 3 of its 9 words
+    and 3 false alarms, with 2 instances 8 words and 2 false alarms, with suppression 0 every
+    word 19 to 60 times, with threshold 100 3 false alarms. With the integer-front-end SiRNN
+    (``sirnn.google12_testset_int``) in place of this one, 8 words qualify and it passes.
+    Seed 0 is not the only layout, nor always a pass: over seeds 0-9 this model passes 9 (seed
+    2 misses one word), the integer-front-end one 7."""
+    ref, recognizer = StreamReference(SIRNN, instances=4), Recognizer()
+    clips = spottable_clips(ref, recognizer, word_clips, background)
+    assert len(clips) >= 8, [CLASSES[label] for label, _ in clips]
+    rng = np.random.default_rng(0)
+    recording = build_recording([clips[i] for i in rng.permutation(len(clips))], background, rng)
+    _, _, detections = ref.run(recording.samples, recognizer)
+    reports = [(CLASSES[c], 160 * hop + 400) for hop, c, _ in detections]  # the frame's end
+    assert len(reports) == len(recording.labels), reports
+    for (word, at), label, (start, end) in zip(reports, recording.labels, recording.spans):
+        assert word == CLASSES[label] and start <= at < end + 8000, (reports, recording.spans)
+    lines = run_app(kws_app, recording.samples, tmp_path, "--quiet", "--instances", "4")
+    assert [(int(ln[1]), int(ln[2]), int(ln[4])) for ln in lines] == detections
 
 
 def test_speech_tasks_take_the_integer_front_end_as_an_option(word_clips):
