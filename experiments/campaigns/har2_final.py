@@ -13,7 +13,8 @@ as ``zoo sweep cv --final`` lays out its runs, with the QAT fine-tune chained to
     # sirnn.har2_lean:             bench/sweeps/har2-lean l_r16_u48 l_r16_u48_qat
     # sirnn.dsa19 (generation 2):  bench/sweeps/dsa19-campaign rot25_e30 rot25_qat
     # sirnn.har2 (generation 3):   bench/sweeps/har2-levers rot35_e30 rot35_qat
-    # gru.har2 (QAT):              bench/sweeps/har2-levers-baselines rot25_e30 rot25_qat gru
+    # gru.har2_qat:                bench/sweeps/har2-levers-baselines rot25_e30 rot25_qat gru
+    # gru.har2 (generation 2):     bench/sweeps/har2-levers-baselines rot35_e30 rot35_qat_lean gru
 
 LABEL names the model when CAMPAIGN_OUT holds several (a baselines folder: gru and lstm).
 

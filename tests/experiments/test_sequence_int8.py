@@ -37,7 +37,7 @@ def sirnn_export():
 def gru_export():
     from zoo.pretrained import verified_dir
 
-    return verified_dir("gru.har2") / "export-step-int8"
+    return verified_dir("gru.har2_gen1") / "export-step-int8"
 
 
 @pytest.fixture(scope="module")

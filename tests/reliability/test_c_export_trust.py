@@ -5,7 +5,7 @@ damaged one, a tag without a step export: each is one line naming the file and f
 that computes another model, a traceback or a download. A shipped tag is checked against its
 test windows when the data is at hand (issue 31).
 
-The sources are copies of the shipped ``sirnn.har2_gen1`` (and ``gru.har2``) tags: real models whose
+The sources are copies of the shipped ``sirnn.har2_gen1`` (and ``gru.har2_gen1``) tags: real models whose
 cards and sha256 are known, so every expectation is independent of the code under test."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def absurd_timesteps(step: Path) -> None:
 
 
 def other_cell_no_bytes(step: Path) -> None:
-    shutil.copy(PRETRAINED / "gru.har2" / "export-step-int8" / "step.tflite", step / "step.tflite")
+    shutil.copy(PRETRAINED / "gru.har2_gen1" / "export-step-int8" / "step.tflite", step / "step.tflite")
     edit_card(step, bytes=None)
 
 
@@ -76,7 +76,7 @@ def other_cell_only_ops(step: Path) -> None:
 
 
 def other_cell(step: Path) -> None:
-    shutil.copy(PRETRAINED / "gru.har2" / "export-step-int8" / "step.tflite", step / "step.tflite")
+    shutil.copy(PRETRAINED / "gru.har2_gen1" / "export-step-int8" / "step.tflite", step / "step.tflite")
 
 
 def other_x_scale(step: Path) -> None:
@@ -219,7 +219,7 @@ def test_a_tag_without_a_step_export_is_refused_without_looking_for_its_data(tmp
 
 @pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
                     reason="the check builds zoo_app with the host cc and make")
-@pytest.mark.parametrize("tag", ["sirnn.har2_gen1", "gru.har2"])
+@pytest.mark.parametrize("tag", ["sirnn.har2_gen1", "gru.har2_gen1"])
 def test_a_shipped_tag_is_checked_on_the_test_windows_of_the_data_at_hand(tag, tmp_path,
                                                                          shared_data):
     source = copy_tag(tag, tmp_path / tag)

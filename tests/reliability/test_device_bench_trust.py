@@ -4,7 +4,7 @@ shipped tag's file that no longer has its sha256, an absurd ``timesteps``; and i
 flags are range-checked before any work (``--threads 20000`` segfaulted in XNNPACK, ``--limit 0``
 printed ``nan%``). Each is one line and exit status 2.
 
-The exports are copies of the shipped ``sirnn.har2_gen1`` / ``gru.har2`` int8 step exports (real
+The exports are copies of the shipped ``sirnn.har2_gen1`` / ``gru.har2_gen1`` int8 step exports (real
 models, cards and sha256 known), run with LiteRT, a few invokes each."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_the_shipped_export_runs(step_export, capsys):
 
 
 def swap_in_gru_step(folder: Path) -> None:
-    shutil.copy(PRETRAINED / "gru.har2" / "export-step-int8" / "step.tflite",
+    shutil.copy(PRETRAINED / "gru.har2_gen1" / "export-step-int8" / "step.tflite",
                 folder / "step.tflite")
 
 
