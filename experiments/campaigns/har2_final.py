@@ -13,6 +13,7 @@ as ``zoo sweep cv --final`` lays out its runs, with the QAT fine-tune chained to
     # sirnn.har2_lean:             bench/sweeps/har2-lean l_r16_u48 l_r16_u48_qat
     # sirnn.dsa19 (generation 2):  bench/sweeps/dsa19-campaign rot25_e30 rot25_qat
     # sirnn.har2 (generation 3):   bench/sweeps/har2-levers rot35_e30 rot35_qat
+    # sirnn.dsa19 (generation 4):  bench/sweeps/dsa19-campaign l_r16_u80_rot45 l_r16_u80_rot45_qat
     # gru.har2_qat:                bench/sweeps/har2-levers-baselines rot25_e30 rot25_qat gru
     # gru.har2 (generation 2):     bench/sweeps/har2-levers-baselines rot35_e30 rot35_qat_lean gru
 
