@@ -211,7 +211,7 @@ def agreement(args) -> list[str]:
 # shipped tag -> its data subfolder of ../shared/data (the test windows: export.c_backend.shipped)
 SHIPPED_IMU = {"sirnn.har2": "har", "sirnn.har2_gen1": "har", "gru.har2": "har",
                "gru.har2_gen1": "har", "sirnn.dsa19": "dsa19", "sirnn.dsa19_gen1": "dsa19",
-               "gru.dsa19": "dsa19"}
+               "gru.dsa19": "dsa19", "gru.dsa19_gen1": "dsa19"}
 
 
 def shipped_step_with_testset(tag: str, data_root: Path, out: Path) -> Path:

@@ -31,7 +31,8 @@ SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19", "gru.google12_t
            "sirnn.har2_gen1", "sirnn.har2_gen2", "sirnn.har2_lean", "sirnn.dsa19_gen1",
            "sirnn.dsa19_lean", "sirnn.google12_testset_int", "gru.google12_testset_int",
            "fastgrnn.google12_testset_int", "gru.har2_qat", "sirnn.dsa19_gen2", "gru.har2_gen1",
-           "sirnn.google12_testset_int_qat", "sirnn.dsa19_gen3"}
+           "sirnn.google12_testset_int_qat", "sirnn.dsa19_gen3",
+           "gru.dsa19_gen1"}
 DATA = {"har2": "har", "dsa19": "dsa19",
         "google12_testset": "archives/speech_commands_test_set_v0.02_part_A.tar.gz"}
 

@@ -11,7 +11,8 @@ set -eu
 campaign=${1:-bench/sweeps/dsa19-campaign} work=${2:-/tmp/frontier-dsa19}
 out=experiments/results/frontier/dsa19_device.json
 items=(sirnn.dsa19=models/pretrained/sirnn.dsa19 sirnn.dsa19_gen1=models/pretrained/sirnn.dsa19_gen1
-       sirnn.dsa19_gen3=models/pretrained/sirnn.dsa19_gen3 gru.dsa19=models/pretrained/gru.dsa19)
+       sirnn.dsa19_gen3=models/pretrained/sirnn.dsa19_gen3 gru.dsa19=models/pretrained/gru.dsa19
+       gru.dsa19_gen1=models/pretrained/gru.dsa19_gen1)
 for variant in l_r16_u80_rot25 l_r16_u80_rot25_qat; do
   items+=("$variant=$campaign/dsa19/sirnn/$variant/fold0")
 done
