@@ -3,7 +3,8 @@
 # per fold) of the shipped dsa19-sirnn recipe with and without rotation augmentation (each of the
 # five sensor units turned by its own random rotation), 30 epochs, its QAT fine-tune, and Keras GRU
 # with the same levers (BASELINES=0 skips it); round 3 adds rotation 35 and 45 and their QAT
-# stages; round 4 the GRU at rotation 45 and its QAT stage, and the lean graph at rotation 45.
+# stages; round 4 the GRU at rotation 45 and its QAT stage, the lean graph at rotation 45 and 60,
+# and the Keras LSTM at rotation 45.
 # Every finished trial lands in experiments/results/dsa19-campaign/ (commit it); run again
 # anywhere to finish what is left.
 #   bash experiments/campaigns/dsa19_cv.sh DATA [SLOTS] [OUT]
@@ -30,14 +31,21 @@ python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --f
     $QAT_STAGE, \"init_from\": \"variant:rot45_e30\"}" \
   --variant "l_r16_u80_rot45={\"augment\": {\"rotation\": 45}, \"model_options\": {\"premultiply\": false}}" \
   --variant "l_r16_u80_rot45_qat={\"augment\": {\"rotation\": 45}, \"model_options\": {\"premultiply\": false,
-    \"qat\": \"int8\"}, $QAT_STAGE, \"init_from\": \"variant:l_r16_u80_rot45\"}" &
-if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU at the HAR-2 baselines' settings, same levers
+    \"qat\": \"int8\"}, $QAT_STAGE, \"init_from\": \"variant:l_r16_u80_rot45\"}" \
+  --variant "l_r16_u80_rot60={\"augment\": {\"rotation\": 60}, \"model_options\": {\"premultiply\": false}}" \
+  --variant "l_r16_u80_rot60_qat={\"augment\": {\"rotation\": 60}, \"model_options\": {\"premultiply\": false,
+    \"qat\": \"int8\"}, $QAT_STAGE, \"init_from\": \"variant:l_r16_u80_rot60\"}" &
+if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU / LSTM at the HAR-2 baselines' settings, same levers
   python -m experiments.sweep cv --task dsa19 --model gru --data-dir "$data" --folds 4 --epochs 30 \
     --backend jax --engine processes --results experiments/results/dsa19-campaign \
     --out "$out-baselines" --max-concurrent 1 ${DRY:+--dry-run} "${KERAS_BASELINE[@]}" \
     --variant "base_e30={}" --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
     --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" \
     --variant "rot45_qat={\"augment\": {\"rotation\": 45}, \"model_options\": {\"qat\": \"int8\"},
-      $QAT_STAGE, \"init_from\": \"variant:rot45_e30\"}" &
+      $QAT_STAGE, \"init_from\": \"variant:rot45_e30\"}"
+  python -m experiments.sweep cv --task dsa19 --model lstm --data-dir "$data" --folds 4 --epochs 30 \
+    --backend jax --engine processes --results experiments/results/dsa19-campaign \
+    --out "$out-baselines" --max-concurrent 1 ${DRY:+--dry-run} "${KERAS_BASELINE[@]}" \
+    --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" &
 fi
 wait
