@@ -46,7 +46,7 @@ from export.c_backend.check import reference
 from export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
 from training.data.audio import pad_to, read_wav
 from training.data.sources import locate
-from training.flags import program_name
+from training.flags import int_in, number_in, program_name
 from training.tasks.int_frontend import FRAME, HOP, clip_log_mel_q8
 from training.tasks.speech_layout import (CLASSES, TESTSET_SPEC, WORDS10, index_layout,
                                           speaker_of, which_set)
@@ -296,12 +296,13 @@ def main(argv=None) -> int:
     parser.add_argument("--noise-dir", type=Path, default=NOISE_DIR,
                         help="a folder of 16 kHz background-noise .wav files (default: the shared "
                              "v0.01 subset's _background_noise_)")
-    parser.add_argument("--noise-volume", type=float, default=1.0,
+    parser.add_argument("--noise-volume", type=number_in(0), default=1.0,
                         help="the noise's gain over its recorded level (default 1)")
-    parser.add_argument("--seed", type=int, default=0, help="for every draw of the recordings")
+    parser.add_argument("--seed", type=int_in(0), default=0,
+                        help="for every draw of the recordings")
     parser.add_argument("--tags", nargs="+", default=list(TAGS),
                         help="shipped KWS tags (models/pretrained/TAG/export-step-int8)")
-    parser.add_argument("--top", type=int, default=10, help="validation rows to print")
+    parser.add_argument("--top", type=int_in(1), default=10, help="validation rows to print")
     args = parser.parse_args(argv)
     progress_to_stderr()
     noises = load_noises(args.noise_dir)

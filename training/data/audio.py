@@ -211,8 +211,8 @@ class FbankFrontend:
         return {
             "features": "logmel",
             "input": f"{self.sample_rate // 1000} kHz mono PCM, int16 sample values used as they "
-                     "are (not scaled to [-1, 1]); a clip shorter than "
-                     f"{self.clip_samples} samples is zero-padded at the end to {self.clip_samples}",
+                     f"are (not scaled to [-1, 1]); a clip shorter than {self.clip_samples} "
+                     f"samples is zero-padded at the end to {self.clip_samples}",
             "pre_emphasis": f"y[0] = x[0]; y[n] = x[n] - {self.preemph:g} x[n-1]",
             "frames": f"{flen}-sample frames every {step} samples: 1 + ceil(({self.clip_samples} "
                       f"- {flen}) / {step}) = {nf} frames; the last frame is zero-padded past "
@@ -228,6 +228,7 @@ class FbankFrontend:
                            "(b[j+1] - b[j]) on b[j] <= k < b[j+1] and falls (b[j+2] - k) / "
                            "(b[j+2] - b[j+1]) on b[j+1] <= k < b[j+2] "
                            "(python_speech_features 0.6 get_filterbanks)",
-            "log": f"e = filter energy; e = 2.220446e-16 where e == 0; feature = ln(e + {LOG_EPS:g})",
+            "log": "e = filter energy; e = 2.220446e-16 where e == 0; "
+                   f"feature = ln(e + {LOG_EPS:g})",
             "reference_code": "training/data/audio.py FbankFrontend (EdgeML process_google.py)",
         }

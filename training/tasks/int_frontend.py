@@ -248,14 +248,15 @@ class IntLogMelFrontend:
         steps = __doc__[__doc__.index("Per frame"):__doc__.index("Units:")]  # one source
         return {
             "features": "int_logmel",
-            "input": "16 kHz mono PCM, int16 samples; a clip shorter than 1 s is zero-padded at the "
-                     f"end to {self.clip_samples} samples; {FRAME}-sample frames every {HOP} "
-                     f"samples, {self.num_frames} frames",
+            "input": "16 kHz mono PCM, int16 samples; a clip shorter than 1 s is zero-padded "
+                     f"at the end to {self.clip_samples} samples; {FRAME}-sample frames every "
+                     f"{HOP} samples, {self.num_frames} frames",
             "steps": " ".join(steps.split()),
             "model_input": "the model was trained on ln-energies (L / 256 - "
                            f"{ENERGY_OFFSET_LOG2}) ln 2 normalised per filter; on a device "
                            "InputMap (export/kws_stream.py, kws_input.c) maps L to the int8 input "
                            "with integers only",
             "reference_code": "training/tasks/int_frontend.py (NumPy), bit-exact with the C "
-                              "kws_frontend.c that `zoo export RUN --form c` writes beside the model",
+                              "kws_frontend.c that `zoo export RUN --form c` writes beside the "
+                              "model",
         }
