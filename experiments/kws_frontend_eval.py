@@ -42,14 +42,15 @@ from training.tasks.speech_layout import TESTSET_SPEC
 PRETRAINED = Path(__file__).resolve().parents[1] / "models" / "pretrained"
 
 
-def load_test_clips(data_dir):
-    """(int16 clips padded to 1 s (N, 16000), labels, the clips as they are) of the test
-    speakers."""
+def load_clips(data_dir, split: str = "test"):
+    """(int16 clips padded to 1 s (N, 16000), labels, the clips as they are) of the speakers of
+    the ``google12_testset`` task's split ``split`` ("train", "val" or "test"), in its order."""
     data = get_task("google12_testset").load(data_dir, seed=0)
     folder = locate(TESTSET_SPEC, data_dir, download=False).folder()
-    files = data.info["files"]["test"]
+    files = data.info["files"][split]
     clips = [read_wav(folder / f, rate=16000, max_samples=16000) for f in files]
-    return np.stack([pad_to(c, 16000) for c in clips]), data.test.y, clips
+    labels = {"train": data.train, "val": data.val, "test": data.test}[split].y
+    return np.stack([pad_to(c, 16000) for c in clips]), labels, clips
 
 
 def trained_on_integer_features(card) -> bool:
@@ -108,7 +109,7 @@ def main(argv=None):
     parser.add_argument("--c-check", action="store_true",
                         help="also compare kws_app with the streaming reference on every clip")
     args = parser.parse_args(argv)
-    waves, y, clips = load_test_clips(args.data_dir)
+    waves, y, clips = load_clips(args.data_dir)
     for model in args.models:
         model, _, folder = model.partition("=")
         export_dir = (Path(folder) if folder

@@ -3,7 +3,7 @@
     python -m experiments.kws_long_recordings --data-dir ARCHIVE [--noise-dir DIR] [--seed 0]
 
 **Recordings.** The clips of the 10 words of one speaker split of the ``google12_testset`` task
-(`training.tasks.speech_layout.which_set` at the task's own percentages) are dealt into
+(the task's own speaker split, `experiments.kws_frontend_eval.load_clips`) are dealt into
 recordings of one clip per word (in a shuffled order; recording r takes the r-th clip of each
 word, so a recording of the last rows has fewer words). Each clip is placed after a gap of 0.5
 to 2 s drawn uniformly in samples (also before the first clip and after the last), so the clips
@@ -42,15 +42,13 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.kws_frontend_eval import load_clips
 from export.c_backend.check import reference
 from export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
 from training.data.audio import pad_to, read_wav
-from training.data.sources import locate
 from training.flags import int_in, number_in, program_name
 from training.tasks.int_frontend import FRAME, HOP, clip_log_mel_q8
-from training.tasks.speech_layout import (CLASSES, TESTSET_SPEC, WORDS10, index_layout,
-                                          speaker_of, which_set)
-from training.tasks.speech_testset import Google12Testset
+from training.tasks.speech_layout import CLASSES, WORDS10
 
 _log = logging.getLogger(__name__)
 
@@ -94,15 +92,12 @@ class Counts:
 
 
 def split_word_clips(data_dir, split: str) -> list[tuple[int, np.ndarray]]:
-    """(class id, int16 samples as recorded) of every word clip of the ``google12_testset``
-    speaker split ``split`` ("train", "val" or "test") of the test-set layout ``data_dir``."""
-    o = Google12Testset.DEFAULTS
-    folder = locate(TESTSET_SPEC, data_dir, download=False).folder()
-    in_split = lambda r: which_set(speaker_of(r), o["validation_percentage"],
-                                   o["testing_percentage"]) == split
-    rels = [r for r in index_layout(folder) if r.split("/")[0] in WORDS10 and in_split(r)]
-    return [(CLASSES.index(r.split("/")[0]), read_wav(folder / r, rate=RATE, max_samples=RATE))
-            for r in rels]
+    """(class id, int16 samples as recorded) of every word clip (not silence or unknown) of the
+    ``google12_testset`` speaker split ``split`` ("train", "val" or "test") of ``data_dir``: the
+    task's own split (`experiments.kws_frontend_eval.load_clips`)."""
+    _, labels, clips = load_clips(data_dir, split)
+    return [(int(label), clip) for label, clip in zip(labels, clips)
+            if CLASSES[int(label)] in WORDS10]
 
 
 def load_noises(noise_dir: Path) -> list[np.ndarray]:
