@@ -136,12 +136,18 @@ class GRUCell(keras.layers.GRUCell):
         return h_new, next_state(h_new, states)
 
     def get_config(self):
-        config = super().get_config()
-        if self.qat:  # only when set, so a float cell's config is Keras's own
-            config.update(qat=self.qat, qat_weights=self.qat_weights)
-        if self.step_graph != "keras":
-            config.update(step_graph=self.step_graph)
-        return config
+        return {**super().get_config(), **_zoo_options(self)}
+
+
+def _zoo_options(layer) -> dict:
+    """The zoo's options of a GRU cell or layer, only those set, so that without them the
+    config is Keras's own."""
+    options = {}
+    if layer.qat:
+        options.update(qat=layer.qat, qat_weights=layer.qat_weights)
+    if layer.step_graph != "keras":
+        options.update(step_graph=layer.step_graph)
+    return options
 
 
 def _check_step_graph(step_graph) -> str:
@@ -226,12 +232,7 @@ class GRU(keras.layers.GRU):
         self.qat, self.qat_weights, self.step_graph = qat, bool(qat_weights), step_graph
 
     def get_config(self):
-        config = super().get_config()
-        if self.qat:
-            config.update(qat=self.qat, qat_weights=self.qat_weights)
-        if self.step_graph != "keras":
-            config.update(step_graph=self.step_graph)
-        return config
+        return {**super().get_config(), **_zoo_options(self)}
 
 
 register_model("gru", GRU, defaults={"units": 80}, paper="Keras built-in layer",
