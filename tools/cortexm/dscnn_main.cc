@@ -2,9 +2,9 @@
 // Invoke) under TFLite Micro + CMSIS-NN on a Cortex-M build, the protocol of main.cc:
 //   app dscnn window N   N invokes, each on a window changed in one row (as a stream would)
 //   app dscnn loop N     the same input changes without Invoke (the driver's own cost)
-//   app dscnn print 1    arena use, the input's first bytes and the logits of one invoke, so
+//   app dscnn print 1    arena use, the input's size and the logits of one invoke, so
 //                        the build can be checked against TFLite Micro on the host
-// Counted by dscnn_measure.py: per invoke = (count(2N) - count(N)) / N, window - loop.
+// Counted by kws_measure.py --dscnn: per invoke = (count(2N) - count(N)) / N, window - loop.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
