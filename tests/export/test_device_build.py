@@ -1,8 +1,8 @@
 """The exported C++ loop (``main.cc`` + ``self_test.cc``, built by the export's ``Makefile`` against
 the prebuilt TFLite Micro library in ``../shared/tflm``) gives the same predictions and logits as
-the Python tflite-micro interpreter on the whole HAR-2 test split, for int8, int16x8 and float step
-exports of a SiRNN and int8 and float exports of a FastGRNN; ``zoo bench --tflm`` times it; and the
-build script's errors name what is wrong."""
+the Python tflite-micro interpreter on the whole HAR-2 test split, for float step exports of a SiRNN
+and a FastGRNN trained here, an int16x8 export of a shipped SiRNN and the shipped int8 exports;
+``zoo bench --tflm`` times it; and the build script's errors name what is wrong."""
 
 import json
 import shutil
@@ -60,20 +60,19 @@ def built(har_dir, tmp_path_factory):
     return get
 
 
-# int16x8 and float on the SiRNN, float on the FastGRNN, trained here; int8 on the shipped models
-# below. The library in ../shared/tflm (tflite-micro 90b983c) and the Python wheel (8f6596d) are
-# two builds, and on models trained here their int8 kernels agreed on one machine and not on
-# another (fastgrnn: 683 of 701 windows with identical logits, every prediction equal): training
-# is not bit-reproducible across machines, so which int8 values the kernels meet was. The shipped
-# models are the same files everywhere, so their int8 check is exact and the same on every machine.
+# Float on the SiRNN and the FastGRNN, trained here: the same reference kernels on both sides, so
+# bit-identical logits whatever the training gave. int8 and int16x8 on shipped models (below): the
+# library in ../shared/tflm (tflite-micro 90b983c) and the Python wheel (8f6596d) are two builds,
+# and which integer values their kernels meet depends on the model. Training is not
+# bit-reproducible across machines, so on a model trained here that agreement was not either
+# (fastgrnn int8: 683 of 701 windows identical on one machine, 701 on another; sirnn int16x8: 667
+# in one CI run). The shipped models are the same files everywhere.
 @pytest.mark.slow
-@pytest.mark.parametrize("cell, mode", [("sirnn", "int16x8"), ("sirnn", "none"),
-                                        ("fastgrnn", "none")])
-def test_cxx_loop_equals_python_tflite_micro_on_the_whole_test_set(built, cell, mode, tmp_path):
-    export_dir, binary = built(cell, mode)
+@pytest.mark.parametrize("cell", ["sirnn", "fastgrnn"])
+def test_cxx_loop_equals_python_tflite_micro_on_the_whole_test_set(built, cell, tmp_path):
+    export_dir, binary = built(cell, "none")
     card = json.loads((export_dir / "model_card.json").read_text())
-    expected_dtype = {"int8": "int8", "int16x8": "int16", "none": "float32"}[mode]
-    assert card["state_quantization"]["h_in"]["dtype"] == expected_dtype
+    assert card["state_quantization"]["h_in"]["dtype"] == "float32"
     for name in ("main.cc", "self_test.cc", "zoo_stream.h", "Makefile"):
         assert name in card["c_sources"]
 
@@ -81,17 +80,45 @@ def test_cxx_loop_equals_python_tflite_micro_on_the_whole_test_set(built, cell, 
     assert check["windows"] == 701  # the whole HAR-2 test split
     assert check["c_argmax_matches_c_logits"]
     assert check["identical_predictions"] == 701, check["differing_windows"]
+    assert check["identical_logits"] == 701 and check["max_abs_logit_diff"] == 0.0, check
+
+
+@pytest.fixture(scope="module")
+def shipped_int16x8_export(har_dir, tmp_path_factory):
+    """The shipped ``sirnn.har2_gen1`` run (the calibrated SiRNN: a QAT model's fake-quantization
+    ops do not convert to int16x8) exported here as an int16x8 step model on the HAR-2 subset, and
+    built. Its ``task_options`` name validation subjects of the full training split; the subset
+    holds others, so the copy's are cleared (the split only chooses the calibration windows)."""
+    import yaml
+
+    from export.exporter import export_run
+    from zoo.pretrained import verified_dir
+
+    run = tmp_path_factory.mktemp("shipped-run") / "sirnn.har2_gen1"
+    shutil.copytree(verified_dir("sirnn.har2_gen1"), run, ignore=shutil.ignore_patterns("export-*"))
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    (run / "config.yaml").write_text(yaml.safe_dump({**config, "task_options": {}}))
+    out = tmp_path_factory.mktemp("device-exports") / "sirnn.har2_gen1-int16x8"
+    export_run(run, out, quantize="int16x8", form="step", data_dir=har_dir, allow_drop=True,
+               calibration_pairs=300, micro_sequences=5)
+    return out, build(out, TFLM, tmp_path_factory.mktemp("build") / "int16x8")
+
+
+@pytest.mark.slow
+def test_cxx_loop_equals_python_tflite_micro_int16x8_on_a_shipped_model(shipped_int16x8_export,
+                                                                        tmp_path):
+    export_dir, binary = shipped_int16x8_export
+    card = json.loads((export_dir / "model_card.json").read_text())
+    assert card["state_quantization"]["h_in"]["dtype"] == "int16"
+    check = check_against_python(export_dir, binary, tmp_path)
+    assert check["windows"] == 701 and check["c_argmax_matches_c_logits"]
+    assert check["identical_predictions"] == 701, check["differing_windows"]
     assert check["c_accuracy"] == check["python_accuracy"]
-    if mode != "int16x8":
-        # The same reference kernels on both sides: bit-identical logits, float included.
-        assert check["identical_logits"] == 701 and check["max_abs_logit_diff"] == 0.0, check
-    else:
-        # The int16 SUB kernel rounds differently in the library (tflite-micro 90b983c, g++ 12.2)
-        # and the Python wheel (8f6596d, GCC 14.2): one state element 1 LSB apart at one step in
-        # a few windows (traced op by op, docs/device.md). Measured: 688 and 699 of 701 windows
-        # bit-identical on a SiRNN trained to 94.7 %, max |diff| 1.3e-4.
-        assert check["identical_logits"] >= 0.97 * 701, check
-        assert check["max_abs_logit_diff"] < 1e-2, check
+    # The int16 SUB kernel rounds differently in the library (g++ 12.2) and the Python wheel
+    # (GCC 14.2): one state element 1 LSB apart at one step in a few windows (traced op by op,
+    # docs/device.md). Measured on this model: 685 of 701 windows bit-identical, max |diff| 9.9e-4.
+    assert check["identical_logits"] >= 0.97 * 701, check
+    assert check["max_abs_logit_diff"] < 1e-2, check
 
 
 @pytest.fixture(scope="module")
