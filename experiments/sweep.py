@@ -155,6 +155,8 @@ def check_folds(args, config: dict) -> None:
     from training.data.paths import OFFLINE_ENV
     from training.tasks import get_task
 
+    if args.report:  # the table is rebuilt from the results files alone: no data needed
+        return
     options = {k: v for k, v in config["task_options"].items()
                if k not in ("val_subjects", "val_fraction")}
     saved = os.environ.get(OFFLINE_ENV)

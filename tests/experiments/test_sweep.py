@@ -168,6 +168,32 @@ def test_a_results_file_from_another_machine_is_reused_and_a_changed_setting_is_
     assert trials.recorded(elsewhere) is None  # a parent outside the sweep is compared as given
 
 
+def test_report_rebuilds_the_table_from_the_results_files_alone(tmp_path, monkeypatch, capsys):
+    """``--report`` on a machine without the data (and no network): the trials' results files,
+    written elsewhere, give the table; nothing is loaded or trained."""
+    from experiments import sweep
+
+    results = tmp_path / "results"
+    planned = trials.cv_trials("har2", "sirnn", _base(), {"base": {}}, 2, tmp_path / "out", None,
+                               results=results)
+    for t, val in zip(planned, (91.0, 93.0)):
+        Path(t.result).parent.mkdir(parents=True, exist_ok=True)
+        Path(t.result).write_text(json.dumps({
+            "task": "har2", "label": "sirnn", "variant": "base", "fold": t.fold, "folds": 2,
+            "config": trials.portable(t.config, t.run_dir),
+            "summary": {"val": val, "curve": [val - 5, val], "test": 90.0, "parameters": 163,
+                        "seconds": 7.0, "epochs": 2, "best_epoch": 2}}))
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "no-data-here"))
+    monkeypatch.setenv("ZOO_OFFLINE", "1")
+    code = sweep.main(["cv", "--task", "har2", "--model", "sirnn", "--folds", "2", "--epochs", "3",
+                       "--option", "units=8", "--option", "rank=4", "--out", str(tmp_path / "out"),
+                       "--results", str(results), "--report"])
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "| har2 | sirnn | base | 2 / 2 (folds 0, 1) |" in table and "92.00 ± 1.41" in table
+    assert not list((tmp_path / "out").glob("har2/sirnn/base/fold*/metrics.json"))  # none trained
+
+
 def test_sweeps_sharing_an_out_folder_keep_each_others_plan(tmp_path, monkeypatch):
     """A campaign runs its SiRNN, GRU and LSTM sweeps into one --out: the plan (sweep.json, what
     `--final` and experiments/campaigns/har2_final.py read) holds all their trials; a sweep run
