@@ -18,7 +18,7 @@ _log = logging.getLogger(__name__)
 _TRAIN_FLAGS = {
     "epochs": strict_int, "batch_size": strict_int, "lr": strict_float, "optimizer": str,
     "seed": strict_int, "clipnorm": strict_float, "lr_decay_epochs": strict_int,
-    "lr_decay_factor": strict_float, "monitor": str, "sparsity_w": strict_float,
+    "lr_decay_factor": strict_float, "lr_schedule": str, "monitor": str, "sparsity_w": strict_float,
     "sparsity_u": strict_float, "distribute": str, "init_from": str, "ema_momentum": strict_float,
 }
 # Model options with their own flags (any other goes through --option KEY=VALUE).

@@ -27,6 +27,10 @@ class TrainConfig:
     # Step decay "x lr_decay_factor every lr_decay_epochs" (FastGRNN: x0.1 after 200 epochs).
     lr_decay_epochs: int | None = None
     lr_decay_factor: float = 0.1
+    # "step": the step decay above (no decay when lr_decay_epochs is unset); "cosine": lr times
+    # 0.5 (1 + cos(pi e / epochs)) at epoch e (Keras's CosineDecay over the epoch budget,
+    # Loshchilov & Hutter 2017, without restarts).
+    lr_schedule: str = "step"
     clipnorm: float | None = None
     # Polyak averaging (Keras's optimizer ``use_ema``): the run keeps the exponential moving
     # average of the weights, avg = m * avg + (1 - m) * w after every batch, in place of the last
@@ -101,6 +105,7 @@ def recipe_name(recipe: str | None) -> str | None:
 # ----------------------------------------------------------------------------- validation
 # Every value is checked here, so a recipe (YAML) and a command-line flag get the same errors.
 
+LR_SCHEDULES = ("step", "cosine")
 MONITORS = ("val_loss", "val_accuracy", "val_mae", "loss", "accuracy", "mae")
 _FLAGS = {"early_stopping_patience": "--patience"}
 
@@ -126,6 +131,7 @@ _RULES = {  # field -> (accepts, what is valid)
     "lr_decay_epochs": (lambda v: v is None or (_is_int(v) and v >= 1),
                         "an integer >= 1 (or unset: no decay)"),
     "lr_decay_factor": (lambda v: _is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "lr_schedule": (lambda v: v in LR_SCHEDULES, "one of " + ", ".join(LR_SCHEDULES)),
     "clipnorm": (lambda v: v is None or (_is_number(v) and v > 0),
                  "a number > 0 (or unset: no clipping)"),
     "ema_momentum": (lambda v: v is None or (_is_number(v) and 0 <= v < 1),
@@ -178,6 +184,11 @@ def validate(config: "TrainConfig") -> None:
         from training.augment import check_options
 
         check_options(config.augment)
+    if config.lr_schedule == "cosine" and config.lr_decay_epochs:
+        raise ValueError(f"lr_schedule cosine decays over the whole epoch budget, and "
+                         f"lr_decay_epochs {config.lr_decay_epochs} asks for step decay too; "
+                         "unset lr_decay_epochs (a recipe's: --set lr_decay_epochs=null in a "
+                         "sweep) or use lr_schedule step")
     if config.ema_momentum is not None and config.early_stopping_patience:
         # Early stopping would put back its best epoch's raw weights over the average.
         raise ValueError(f"ema_momentum {config.ema_momentum} keeps the average of the weights, "

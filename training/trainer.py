@@ -450,6 +450,18 @@ def _start(run: rundir.RunDirectory, job: _Job, checkpoint: cb.Checkpoint | None
         return _Start(model, 0, [], None, steps_per_epoch)
 
 
+def epoch_learning_rate(config: TrainConfig):
+    """The learning rate of epoch ``e`` (0-based) as a function, or None for a constant rate:
+    ``config.lr_schedule`` step (``lr_decay_factor`` every ``lr_decay_epochs``) or cosine
+    (Keras's `CosineDecay` evaluated per epoch over ``config.epochs``)."""
+    if config.lr_schedule == "cosine":
+        cosine = keras.optimizers.schedules.CosineDecay(config.lr, decay_steps=config.epochs)
+        return lambda epoch: float(cosine(epoch))
+    if config.lr_decay_epochs:
+        return lambda epoch: config.lr * config.lr_decay_factor ** (epoch // config.lr_decay_epochs)
+    return None
+
+
 def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start,
                has_val: bool) -> tuple[list, dict]:
     """The run's callbacks, and those whose state a checkpoint keeps (restored on resume).
@@ -463,10 +475,9 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start,
         callbacks.append(keras.callbacks.SwapEMAWeights())
     if not job.verbose:
         callbacks.append(cb.EpochProgress(config.epochs, initial_epoch, print_fn=job.print_fn))
-    if config.lr_decay_epochs:
-        # Keyed on the epoch index, so a resumed run picks up the same rate.
-        callbacks.insert(0, keras.callbacks.LearningRateScheduler(
-            lambda epoch: config.lr * config.lr_decay_factor ** (epoch // config.lr_decay_epochs)))
+    rate = epoch_learning_rate(config)
+    if rate is not None:  # keyed on the epoch index, so a resumed run picks up the same rate
+        callbacks.insert(0, keras.callbacks.LearningRateScheduler(rate))
     if config.early_stopping_patience and has_val:
         stateful["early_stopping"] = cb.ResumableEarlyStopping(
             monitor=config.monitor, patience=config.early_stopping_patience)
