@@ -6,7 +6,9 @@
 # averaging (EMA), 60 epochs, rotation 35 and 45, QAT stages at lower rates, and QAT of the
 # rotation-35 model (a stage, and from scratch); the GRU's QAT stage (zoo.GRU, qat=int8).
 # Round 4 (session 11): the GRU at rotation 35 and 45 and its rotation-35 QAT stage, the fair
-# pairs of the SiRNN's best recipe, and the QAT stages of the lean GRU step graph. Every finished trial lands in
+# pairs of the SiRNN's best recipe, and the QAT stages of the lean GRU step graph. Round 5
+# (session 12): cosine annealing (lr_schedule cosine) of the rotation-35 recipe and its QAT stage,
+# a cosine QAT stage of the rotation-35 model, and the LSTM at rotation 35 (the SiRNN's angle). Every finished trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
@@ -18,6 +20,7 @@ common=(--task har2 --data-dir "$data" --folds 5 --backend jax --engine processe
         --results experiments/results/har2-campaign ${DRY:+--dry-run})
 rot='"rotation": 15' rot25='"rotation": 25' qat='"model_options": {"qat": "int8"}'
 qat_lean='"model_options": {"qat": "int8", "step_graph": "lean"}'  # the lean GRU step graph
+cosine='"lr_schedule": "cosine", "lr_decay_epochs": null'  # in place of the recipe's step decay
 # rot15_valacc equals rot15_e30 by design in a CV (patience 0 keeps the last epoch, so the
 # monitor picks nothing); selection on validation is the tables' CV-epoch column.
 JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn \
@@ -50,7 +53,11 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
     \"lr_decay_epochs\": null, \"ema_momentum\": 0.99, \"init_from\": \"variant:rot25_ema99\"}" \
   --variant "rot35_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
   --variant "rot35_qat_scratch={\"augment\": {\"rotation\": 35}, $qat}" \
-  --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" &
+  --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" \
+  --variant "rot35_cos={\"augment\": {\"rotation\": 35}, $cosine}" \
+  --variant "rot35_cos_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_cos\"}" \
+  --variant "rot35_qat_cos={\"augment\": {\"rotation\": 35}, $qat, \"epochs\": 10, \"lr\": 0.001, $cosine,
+    \"init_from\": \"variant:rot35_e30\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
@@ -64,7 +71,8 @@ if [ "$s2" -gt 0 ]; then
       --variant "rot25_qat_lean={\"augment\": {$rot25}, $qat_lean, $QAT_STAGE, \"init_from\": \"variant:rot25_e30\"}" \
       --variant "rot35_qat_lean={\"augment\": {\"rotation\": 35}, $qat_lean, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}"
     python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" \
-      --variant base_e30={} --variant "$rot25_e30"
+      --variant base_e30={} --variant "$rot25_e30" \
+      --variant "rot35_e30={\"augment\": {\"rotation\": 35}}"
   ) &
 fi
 wait
