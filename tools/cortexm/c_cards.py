@@ -5,20 +5,17 @@
 # frame chain from -fstack-usage) and instructions per step under qemu-arm (-O2, measure.py's
 # protocol: (count(200 steps) - count(100 steps)) / 100 minus the driver's loop). --write puts
 # them in each card.json as export.c (card.json is not among the hashed files).
-import json, os, re, subprocess, sys, tempfile
+import json, os, subprocess, sys, tempfile
+
+import insncount  # the counting protocol (beside this file)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 PRE = os.path.join(REPO, "models", "pretrained")
-PLUGIN = os.path.join(HERE, "libinsncount.so")
 CPU = "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16".split()
 
 def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
-
-def insns(elf, part, n):
-    out = subprocess.run(["qemu-arm", "-cpu", "cortex-a15", "-plugin", PLUGIN, "-d", "plugin", elf, "m", part, str(n)],
-                         capture_output=True, text=True)
-    return int(re.search(r"insns: (\d+)", out.stdout + out.stderr).group(1))
 
 def measure(tag, work):
     c = os.path.join(work, tag)
@@ -35,7 +32,7 @@ def measure(tag, work):
         stack[line.split("\t")[0].split(":")[-1]] = int(line.split("\t")[1])
     ram_stack = stack["zoo_push_q"] + stack.get("zoo_step_run", 0)
     elf = f"{b}/c-{tag}.elf"
-    per = lambda part: (insns(elf, part, 200) - insns(elf, part, 100)) / 100
+    per = lambda part: insncount.per_call(elf, "m", part, 100)
     step = per("step") - per("loop")
     return {"const_bytes": summary["const_bytes"], "state_bytes": summary["state_bytes"],
             "cortex_m4_flash_bytes_Os": mine[0] + mine[1] - empty[0] - empty[1],

@@ -7,11 +7,12 @@
 # instructions per step under qemu-arm with libinsncount.so (-O2, (count(200) - count(100)) / 100
 # minus the driver's loop). MACs per step: zoo.macs on the run's Keras model. Each KEY's figures
 # are merged into JSON (other keys kept) with the commands that made them.
-import argparse, json, os, re, subprocess, sys, tempfile
+import argparse, json, os, subprocess, sys, tempfile
 from pathlib import Path
 
+import insncount  # the counting protocol (beside this file)
+
 HERE = Path(__file__).resolve().parent
-PLUGIN = HERE / "libinsncount.so"
 
 
 def sh(cmd, **kw):
@@ -25,15 +26,6 @@ def zoo(*args):
     cmd = [sys.executable, "-m", "edge_rnn_zoo.cli", *map(str, args)]
     sh(cmd)
     return "zoo " + " ".join(map(str, args))
-
-
-def insns(elf, part, n):
-    out = subprocess.run(["qemu-arm", "-cpu", "cortex-a15", "-plugin", str(PLUGIN), "-d", "plugin",
-                          str(elf), "m", part, str(n)], capture_output=True, text=True)
-    found = re.search(r"insns: (\d+)", out.stdout + out.stderr)
-    if not found or f"done m {part} n={n}" not in out.stdout + out.stderr:
-        raise SystemExit(f"{elf}: no instruction count for {part} {n}: {(out.stdout + out.stderr)[-300:]}")
-    return int(found.group(1))
 
 
 def step_ops(step_tflite):
@@ -75,7 +67,7 @@ def firmware(c_dir, name, build):
     for line in open(f"{build}/min-zoo_model-{name}.su"):
         stack[line.split("\t")[0].split(":")[-1]] = int(line.split("\t")[1])
     elf = f"{build}/c-{name}.elf"
-    per = lambda part: (insns(elf, part, 200) - insns(elf, part, 100)) / 100
+    per = lambda part: insncount.per_call(elf, "m", part, 100)
     return {"cortex_m4_flash_bytes_Os": mine[0] + mine[1] - empty[0] - empty[1],
             "cortex_m4_ram_bytes": mine[2] - empty[2] + stack["zoo_push_q"] + stack.get("zoo_step_run", 0),
             "cortex_m4_instructions_per_step_O2": round(per("step") - per("loop"), 1),
@@ -120,7 +112,7 @@ def main(argv=None):
     p.add_argument("--work", type=Path, help="exports and builds (default: a temporary folder)")
     p.add_argument("items", nargs="+", metavar="KEY=SOURCE")
     args = p.parse_args(argv)
-    if not PLUGIN.is_file():
+    if not os.path.isfile(insncount.PLUGIN):
         sh(["make", "-s", "-C", str(HERE), "libinsncount.so"])
     items = []
     for item in args.items:

@@ -6,7 +6,9 @@
 # run also counts one DS-CNN window (dscnn_main.cc, per invoke = (count(2M) - count(M)) / M,
 # window - loop) and prints the DS-CNN fed by the same front end, answering every 1 s and every
 # 10 ms, beside the step model's pipeline, with the ratios.
-import os, re, subprocess, sys
+import sys
+
+import insncount  # the counting protocol (beside this file)
 
 argv = sys.argv[1:]
 dscnn_elf = None
@@ -17,22 +19,10 @@ if "--dscnn" in argv:
 elf = argv[0]
 N = int(argv[1]) if len(argv) > 1 else 200
 M = 2  # DS-CNN windows per count: each is tens of millions of instructions
-PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libinsncount.so")
 
 
-def count(part, n, program=elf, model="kws"):
-    cmd = ["qemu-arm", "-cpu", "cortex-a15", "-plugin", PLUGIN, "-d", "plugin", program, model,
-           part, str(n)]
-    txt = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    out = txt.stdout + txt.stderr
-    m = re.search(r"insns: (\d+)", out)
-    if not m or f"done {model} {part} n={n}" not in out:
-        raise SystemExit(f"no count for {cmd}: {out[-500:]}")
-    return int(m.group(1))
-
-
-def per_call(part, n, **kw):
-    return (count(part, 2 * n, **kw) - count(part, n, **kw)) / n
+def per_call(part, n, program=elf, model="kws"):
+    return insncount.per_call(program, model, part, n)
 
 
 per = {p: per_call(p, N) for p in ("hop", "frontend", "loop", "frame", "power")}

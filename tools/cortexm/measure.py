@@ -6,7 +6,10 @@
 # measure.py c LABEL=MODEL:C_ELF,...: only C backend builds (e.g. before / after a kernel change), side by side.
 # With --c, the same counts for the C backend's drivers (c_main.c, `make c-app`) of the same
 # models, in the same run, side by side: instructions per step and the ratio TFLM / C.
-import os, re, subprocess, sys
+import sys
+
+import insncount  # the counting protocol (beside this file)
+
 argv = sys.argv[1:]
 c_elfs = {}
 if "--c" in argv:
@@ -19,21 +22,9 @@ else:
     mode, elf, c_only = argv[0], argv[1], None
 machine = argv[2] if len(argv) > 2 else None
 N = 100
-PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libinsncount.so")
 MACS = {"sirnn": 5840, "gru": 21360}   # zoo.macs.cell_macs_per_step; head: 80*2 = 160
 def count(model, part, n, elf=elf):
-    if mode == "user":
-        cmd = ["qemu-arm", "-cpu", "cortex-a15", "-plugin", PLUGIN, "-d", "plugin", elf, model, part, str(n)]
-    else:
-        cmd = ["qemu-system-arm", "-M", machine, "-nographic", "-semihosting-config",
-               f"enable=on,target=native,arg=app,arg={model},arg={part},arg={n}",
-               "-plugin", PLUGIN, "-d", "plugin", "-kernel", elf]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    txt = r.stdout + r.stderr
-    m = re.search(r"insns: (\d+)", txt)
-    if not m or f"done {model} {part} n={n}" not in txt:
-        raise SystemExit(f"no count for {cmd}: {txt[-500:]}")
-    return int(m.group(1))
+    return insncount.count(elf, model, part, n, machine if mode == "system" else None)
 if c_only:
     print("| build | model | C instructions / step | C instructions / MAC | C head / invoke |")
     print("|---|---|---|---|---|")
