@@ -197,3 +197,66 @@ def test_zoo_eval_scores_a_google12_run_on_the_test_set_layout(shared_data, few_
     y = np.array([CLASSES.index(r.split("/")[0]) for r in rels])
     pred = model.predict(norm.apply(x), verbose=0).argmax(-1)
     assert report["accuracy"] == pytest.approx(float(np.mean(pred == y)))
+
+
+def test_background_mixing_adds_a_scaled_slice_of_one_noise_array():
+    """`mix_background` on synthetic clips: each output is the clip plus c times one
+    ``len(x)``-sample slice of one noise array with 0 <= c <= volume (found here by search over
+    every array and offset), about ``frequency`` of them mixed, and nothing drawn without noise."""
+    from training.tasks.speech import mix_background
+
+    rng = np.random.default_rng(0)
+    noise = [rng.normal(size=150), rng.normal(size=100)]  # a longer array and an exact-length one
+    slices = [(k, o, n[o:o + 100]) for k, n in enumerate(noise) for o in range(len(n) - 99)]
+    draw, mixed, used = np.random.default_rng(1), 0, set()
+    for _ in range(400):
+        x = rng.normal(size=100)
+        out = mix_background(x, noise, draw, frequency=0.5, volume=0.3)
+        residual = out - x
+        if not residual.any():
+            continue
+        mixed += 1
+        fits = [(k, o, float(residual @ s / (s @ s))) for k, o, s in slices
+                if np.allclose(residual, (residual @ s / (s @ s)) * s, atol=1e-12)]
+        assert len(fits) == 1 and 0 <= fits[0][2] <= 0.3, fits
+        used.add(fits[0][:2])
+    assert 160 <= mixed <= 240  # binomial(400, 0.5): 200 +- 4 sd
+    assert {k for k, _ in used} == {0, 1} and len(used) > 20  # both arrays, many offsets
+    state = draw.bit_generator.state
+    x = rng.normal(size=100)
+    assert mix_background(x, [], draw, 1.0, 0.3) is x and draw.bit_generator.state == state
+    assert np.array_equal(mix_background(x, noise, draw, 0.0, 0.3), x)
+
+
+@pytest.fixture(scope="module")
+def mixable_clips(shared_data, tmp_path_factory) -> Path:
+    """6 clips of each class folder of part A (some _silence_ clips then fall in training)."""
+    dst = tmp_path_factory.mktemp("mixable") / "speech_commands_test_set_v0.02"
+    with tarfile.open(shared_data / PART_A) as tar:
+        names = sorted(m for m in tar.getnames() if m.endswith(".wav"))
+        for c in CLASSES:
+            for name in [m for m in names if m.startswith(c + "/")][:6]:
+                (dst / name).parent.mkdir(parents=True, exist_ok=True)
+                (dst / name).write_bytes(tar.extractfile(name).read())
+    return dst
+
+
+def test_noise_mixing_changes_only_the_training_words(mixable_clips):
+    """``noise_mixing``: the training word clips' features change (all of them with frequency
+    1), per load seed; the training _silence_ clips, validation, test and labels do not; a bad
+    setting is refused naming it."""
+    clean = get_task("google12_testset").load(mixable_clips)
+    task = get_task("google12_testset", noise_mixing=True, background_frequency=1.0)
+    one, again, other = (task.load(mixable_clips, seed=s) for s in (1, 1, 2))
+    files = clean.info["files"]["train"]
+    silence = np.array([f.startswith("_silence_/") for f in files])
+    assert silence.any() and (~silence).any()
+    changed = np.abs(one.train.x - clean.train.x).reshape(len(files), -1).max(axis=1) > 0
+    assert changed[~silence].all() and not changed[silence].any()
+    np.testing.assert_array_equal(one.train.x, again.train.x)
+    assert not np.array_equal(one.train.x, other.train.x)
+    for split in ("val", "test"):
+        np.testing.assert_array_equal(getattr(one, split).x, getattr(clean, split).x)
+    np.testing.assert_array_equal(one.train.y, clean.train.y)
+    with pytest.raises(ValueError, match="background_frequency must be in"):
+        get_task("google12_testset", noise_mixing=True, background_frequency=1.5)

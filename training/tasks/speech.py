@@ -113,6 +113,19 @@ def read_noise(folder: Path, fe: FbankFrontend) -> dict[str, np.ndarray]:
     return out
 
 
+def mix_background(x: np.ndarray, noise: list[np.ndarray], rng: np.random.Generator,
+                   frequency: float, volume: float) -> np.ndarray:
+    """``x`` (one clip's samples) with background noise, as TF speech_commands mixes it: with
+    probability ``frequency``, plus U(0, ``volume``) times a random ``len(x)``-sample slice of a
+    random array of ``noise`` (each at least ``len(x)`` long); otherwise ``x`` as it is. No
+    noise: ``x``, and nothing drawn."""
+    if not noise or rng.uniform() >= frequency:
+        return x
+    bg = noise[int(rng.integers(len(noise)))]
+    off = int(rng.integers(0, len(bg) - len(x))) if len(bg) > len(x) else 0
+    return x + rng.uniform(0, volume) * bg[off:off + len(x)]
+
+
 # ----------------------------------------------------------------------------- task
 
 
@@ -212,10 +225,7 @@ class SpeechTask(Task):
                     x[:amount] = 0
                 elif amount < 0:
                     x[amount:] = 0
-            if noise and rng.uniform() < o["background_frequency"]:
-                bg = noise[int(rng.integers(len(noise)))]
-                off = int(rng.integers(0, len(bg) - fe.clip_samples))
-                x = x + rng.uniform(0, o["background_volume"]) * bg[off:off + fe.clip_samples]
+            x = mix_background(x, noise, rng, o["background_frequency"], o["background_volume"])
             waves[i] = np.clip(x, *INT16)
         return fe(waves)
 

@@ -109,15 +109,27 @@ def load_layout(data_dir, frontend: FbankFrontend, pad: str = "end", *, download
         folder = located.folder()
         rels = index_layout(folder)
         speakers = [speaker_of(r) for r in rels]  # checks every name before featurising
-        waves = np.stack([pad_to(read_wav(folder / r, rate=frontend.sample_rate,
-                                          max_samples=frontend.clip_samples),
-                                 frontend.clip_samples, pad) for r in rels])
+        waves = _read_clips(folder, rels, frontend, pad)
         y = np.array([CLASSES.index(r.split("/")[0]) for r in rels], dtype=np.int64)
         return {"x": frontend(waves), "y": y, "files": np.array(rels),
                 "speakers": np.array(speakers)}
 
     arrays, _ = cached_arrays(TESTSET_SPEC.key, key, compute)
     return arrays, located.source
+
+
+def layout_waves(data_dir, rels: list[str], frontend: FbankFrontend, pad: str = "end"
+                 ) -> np.ndarray:
+    """The samples of clips ``rels`` of a test-set layout (found as `load_layout` finds it, not
+    downloaded), each padded to one clip: ``(len(rels), frontend.clip_samples)``."""
+    return _read_clips(locate(TESTSET_SPEC, data_dir, download=False).folder(), rels, frontend,
+                       pad)
+
+
+def _read_clips(folder: Path, rels: list[str], frontend: FbankFrontend, pad: str) -> np.ndarray:
+    return np.stack([pad_to(read_wav(folder / r, rate=frontend.sample_rate,
+                                     max_samples=frontend.clip_samples),
+                            frontend.clip_samples, pad) for r in rels])
 
 
 def find_layout(data_dir) -> bool:

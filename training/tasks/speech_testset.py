@@ -32,21 +32,28 @@ import numpy as np
 
 from training.data.errors import DataError
 from training.tasks.base import Normalization, Split, Task, TaskData, register_task
-from training.tasks.speech import SPLITS, SpeechTask
+from training.tasks.speech import INT16, SPLITS, SpeechTask, mix_background
 from training.tasks.speech_layout import (  # noqa: F401  (the layout's names, as before)
-    CLASSES, SILENCE, TESTSET_SPEC, UNKNOWN, WORDS10, find_layout, index_layout, load_layout,
-    speaker_of, which_set)
+    CLASSES, SILENCE, TESTSET_SPEC, UNKNOWN, WORDS10, find_layout, index_layout, layout_waves,
+    load_layout, speaker_of, which_set)
 
 
 @register_task("google12_testset")
 class Google12Testset(SpeechTask):
     """Google-12 trained and scored on the official test-set layout, split by speaker.
 
-    Options: the front end of `SpeechTask` (``nfilt``, ``winlen``, ``winstep``, ``nfft``,
-    ``preemph``, ``lowfreq``, ``highfreq``, ``pad``); ``validation_percentage`` 15 and
+    Options: the front end of `SpeechTask` (``features``, ``nfilt``, ``winlen``, ``winstep``,
+    ``nfft``, ``preemph``, ``lowfreq``, ``highfreq``, ``pad``); ``validation_percentage`` 15 and
     ``testing_percentage`` 15 (the speaker split, see the module doc); ``evaluate_on`` "test"
     (``zoo eval`` scores the test speakers of ``--data-dir``) or "all" (every clip, for a layout
     none of whose speakers were trained on, e.g. the other half of the archive).
+    Background-noise mixing of the training split (`SpeechTask`'s options and TF speech_commands'
+    defaults): ``noise_mixing`` False, ``background_frequency`` 0.8, ``background_volume`` 0.1.
+    The layout has no ``_background_noise_`` folder; its ``_silence_`` clips are slices of those
+    files, so the noise is the *training* speakers' ``_silence_`` clips, each scaled to full
+    scale (its peak to 32767, as a noise file is played at volume 1). Each training word clip is
+    mixed once per load, drawn from the load seed; the silence clips, validation and test are
+    untouched.
     """
 
     description = ("Speech Commands v0.02 official test-set layout (12 classes as its folders), "
@@ -55,7 +62,8 @@ class Google12Testset(SpeechTask):
                    "a _silence_ clip is its own speaker (its file name)")
     class_names = list(CLASSES)
     DEFAULTS = {"pad": "end", "features": "logmel", **SpeechTask.FRONTEND, "validation_percentage": 15.0,
-                "testing_percentage": 15.0, "evaluate_on": "test"}
+                "testing_percentage": 15.0, "evaluate_on": "test", "noise_mixing": False,
+                "background_frequency": 0.8, "background_volume": 0.1}
 
     def _validate(self):
         o = self._options
@@ -65,13 +73,17 @@ class Google12Testset(SpeechTask):
         if v < 0 or t < 0 or v + t >= 100:
             raise ValueError("options validation_percentage and testing_percentage must be >= 0 "
                              f"with a sum below 100, got {v} and {t}")
+        if not 0 <= o["background_frequency"] <= 1 or not 0 <= o["background_volume"]:
+            raise ValueError("options background_frequency must be in [0, 1] and "
+                             f"background_volume >= 0, got {o['background_frequency']} and "
+                             f"{o['background_volume']}")
         if o["evaluate_on"] not in ("test", "all"):
             raise ValueError(f"option evaluate_on must be 'test' or 'all', got {o['evaluate_on']!r}")
         self.frontend.filterbank()
 
     @property
     def augmenting(self) -> bool:
-        return False
+        return bool(self._options["noise_mixing"])
 
     def _load(self, data_dir, *, seed: int) -> TaskData:
         o = self._options
@@ -81,7 +93,9 @@ class Google12Testset(SpeechTask):
         splits, files, counts = {}, {}, {}
         for s in SPLITS:
             m = sets == s
-            splits[s] = Split(a["x"][m], a["y"][m])
+            x = self._mix_background(data_dir, a, m, seed) if s == "train" and self.augmenting \
+                else a["x"][m]
+            splits[s] = Split(x, a["y"][m])
             files[s] = a["files"][m].tolist()
             counts[s] = {"clips": int(m.sum()),
                          "speakers": len(set(a["speakers"][m].tolist()) - _silence_ids(a, m))}
@@ -90,6 +104,24 @@ class Google12Testset(SpeechTask):
         info = {"files": files, "counts": counts}
         return TaskData(splits["train"], splits["val"], splits["test"],
                         Normalization.fit(splits["train"].x), source, info)
+
+    def _mix_background(self, data_dir, a: dict, train: np.ndarray, seed: int) -> np.ndarray:
+        """Features of the training clips (``train``: their mask over the layout ``a``) with
+        background noise mixed into the word clips (the class doc)."""
+        o, fe = self._options, self.frontend
+        rels = a["files"][train].tolist()
+        waves = layout_waves(data_dir, rels, fe, o["pad"]).astype(np.float64)
+        silence = np.array([r.startswith(SILENCE + "/") for r in rels])
+        peaks = np.abs(waves[silence]).max(axis=1) if silence.any() else np.empty(0)
+        noise = [w * (INT16[1] / p) for w, p in zip(waves[silence], peaks) if p > 0]
+        if not noise:
+            raise DataError(f"noise_mixing: no training _silence_ clip with any sound in "
+                            f"{data_dir} to mix in (the training split has {silence.sum()})")
+        rng = np.random.default_rng([seed, 7])
+        for i in np.flatnonzero(~silence):
+            waves[i] = np.clip(mix_background(waves[i], noise, rng, o["background_frequency"],
+                                              o["background_volume"]), *INT16)
+        return fe(waves)
 
     def evaluation_split(self, data_dir, *, seed: int = 0) -> Split:
         """What ``zoo eval`` scores: the test speakers of ``data_dir``, or all its clips."""
