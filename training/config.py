@@ -48,8 +48,8 @@ class TrainConfig:
     # "alpha": 0.5, "temperature": 2.0}. The student trains on (1 - alpha) CE(y, student) +
     # alpha T^2 KL(softmax(teacher / T) || softmax(student / T)), several teachers' softened
     # probabilities averaged; teachers are finished runs of the same task (relative paths from
-    # the working folder). `zoo train --distill KEY=VALUE`, `zoo sweep --set distill=...`.
-    # None: the ordinary loss.
+    # the working folder; `zoo sweep cv` fills a "{fold}" in with each fold's number). `zoo
+    # train --distill KEY=VALUE`, `zoo sweep --set distill=...`. None: the ordinary loss.
     distill: dict[str, Any] | None = None
     mixed_precision: bool = False
     distribute: str = "none"  # none | mirrored

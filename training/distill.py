@@ -35,6 +35,10 @@ from training.config import check_distill
 
 _log = logging.getLogger(__name__)
 
+# The placeholder `zoo sweep cv` fills in with each fold's number (experiments.trials).
+FOLD = "{fold}"
+
+
 def check_teacher_runs(options: dict, task: str) -> list[Path]:
     """The teachers' run directories, each checked to be a finished run of ``task`` (from its
     files, without Keras: a sweep plans with it before any trial starts). ValueError or
@@ -43,6 +47,9 @@ def check_teacher_runs(options: dict, task: str) -> list[Path]:
 
     runs = []
     for path in check_distill(options)["teacher"]:
+        if FOLD in path:
+            raise ValueError(f"distill teacher {path}: the {FOLD} placeholder is filled in only "
+                             "by `zoo sweep cv` (each fold's teacher); give a run directory")
         run = RunDirectory(path)
         try:
             run.check_finished()

@@ -2,8 +2,8 @@
 re-implementation of Hinton et al.'s formula (one teacher and an ensemble, logits and softmax
 teachers, teachers with their own normalisation; TensorFlow here, JAX in a subprocess), alpha = 0
 against the ordinary loss and step, frozen teachers absent from the saved student, which loads,
-evaluates and exports like any run, a resumed run, and the settings' errors (in a
-config and on the command line)."""
+evaluates and exports like any run, a resumed run, the settings' errors (in a config and
+on the command line), and ``{fold}`` teachers in a CV sweep."""
 
 import hashlib
 import json
@@ -281,6 +281,9 @@ def test_a_teacher_must_be_a_finished_run_of_the_task_and_its_classes(tmp_path):
         with pytest.raises(kind) as err:
             distill.load_teachers({"teacher": str(path)}, har2)
         assert f"distill teacher {path}" in str(err.value) and words in str(err.value), err.value
+    with pytest.raises(ValueError, match=r"\{fold\} placeholder is filled in only by `zoo "
+                                         r"sweep cv`"):
+        distill.load_teachers({"teacher": str(tmp_path / "fold{fold}")}, har2)
     (teacher,) = distill.load_teachers({"teacher": str(fake_run(tmp_path / "ok"))}, har2)
     assert teacher.outputs == "logits" and not teacher.model.trainable
 
@@ -363,3 +366,100 @@ def test_a_distilled_student_exports_like_any_run(runs, tmp_path):
     card = export_run(runs.student, tmp_path / "float", quantize="none", form="sequence",
                       data_dir=runs.har, micro=False, print_fn=lambda *a, **k: None)
     assert card["accuracy"]["argmax_agreement"] == 1.0
+
+
+# --------------------------------------------------------------------------------- sweeps
+def fold_teachers(root: Path, folds: int) -> Path:
+    for k in range(folds):
+        fake_run(root / "har2" / "gru" / "rot35_e30" / f"fold{k}")
+    return root / "har2" / "gru" / "rot35_e30" / "fold{fold}"
+
+
+def cv(tmp_path, teacher, folds=2):
+    from experiments import trials
+
+    base = trials.base_config("har2", "sirnn", None, {"epochs": 1})
+    variants = {"base": {}, "kd": {"distill": {"teacher": teacher, "alpha": 0.5}}}
+    return trials.cv_trials("har2", "sirnn", base, variants, folds, tmp_path / "sweep", None)
+
+
+def test_a_fold_placeholder_gives_each_fold_its_own_teacher(tmp_path):
+    template = fold_teachers(tmp_path / "baselines", 3)
+    planned = [t for t in cv(tmp_path, str(template), folds=3) if t.variant == "kd"]
+    assert [t.config["distill"]["teacher"] for t in planned] == [
+        str(template).replace("{fold}", str(k)) for k in range(3)]
+    assert all(t.config["distill"]["alpha"] == 0.5 for t in planned)
+    assert all(t.config["distill"] is None for t in cv(tmp_path, str(template), folds=3)
+               if t.variant == "base")
+
+
+def test_a_relative_teacher_is_resolved_against_the_working_folder(tmp_path, monkeypatch):
+    fold_teachers(tmp_path / "baselines", 2)
+    monkeypatch.chdir(tmp_path)
+    planned = [t for t in cv(tmp_path, "baselines/har2/gru/rot35_e30/fold{fold}")
+               if t.variant == "kd"]
+    assert planned[1].config["distill"]["teacher"] == str(
+        tmp_path / "baselines" / "har2" / "gru" / "rot35_e30" / "fold1")
+
+
+def test_a_missing_fold_teacher_fails_when_the_sweep_is_planned(tmp_path):
+    template = fold_teachers(tmp_path / "baselines", 2)
+    with pytest.raises(FileNotFoundError, match=r"distill teacher .*fold2: .*no such directory"):
+        cv(tmp_path, str(template), folds=3)
+
+
+def test_results_files_name_teachers_relative_to_the_sweep(tmp_path):
+    """A results file written in one clone matches the same trial in another when both keep
+    the teacher sweep in the same place beside theirs."""
+    from experiments import trials
+
+    kd = [t for t in cv(tmp_path, str(fold_teachers(tmp_path / "baselines", 2)))
+          if t.variant == "kd"][0]
+    mine = trials.portable(kd.config, kd.run_dir)
+    assert mine["distill"]["teacher"] == "../baselines/har2/gru/rot35_e30/fold0"
+    elsewhere = Path("/elsewhere/clone")
+    theirs = {**kd.config, "distill": {**kd.config["distill"], "teacher": str(
+        elsewhere / "baselines/har2/gru/rot35_e30/fold0")}}
+    run_dir = elsewhere / "sweep" / Path(kd.run_dir).relative_to(tmp_path / "sweep")
+    assert trials.portable(theirs, run_dir) == mine
+    older = {k: v for k, v in kd.config.items() if k != "distill"}  # from before the setting
+    assert trials.portable(older, kd.run_dir)["distill"] is None
+
+
+def test_the_final_retrain_needs_its_own_teacher(tmp_path):
+    from experiments import trials
+
+    kd, base = [t for t in cv(tmp_path, str(fold_teachers(tmp_path / "baselines", 2)))
+                if t.fold == 0][::-1]
+    with pytest.raises(ValueError, match=r"variant kd distils.*--final-teacher RUN_DIR"):
+        trials.final_trial(kd, 5, tmp_path / "sweep")
+    final_teacher = fake_run(tmp_path / "baselines" / "har2" / "gru" / "final-rot35_e30-e30")
+    final = trials.final_trial(kd, 5, tmp_path / "sweep", teacher=str(final_teacher))
+    assert final.config["distill"] == {"teacher": str(final_teacher), "alpha": 0.5}
+    with pytest.raises(ValueError, match=r"no fold to fill \{fold\} in"):
+        trials.final_trial(kd, 5, tmp_path / "sweep", teacher="baselines/fold{fold}")
+    assert trials.final_trial(base, 5, tmp_path / "sweep").config["distill"] is None
+
+
+def test_zoo_sweep_plans_fold_teachers_and_refuses_a_missing_one(tmp_path, shared_data, capsys):
+    from edge_rnn_zoo.cli import main
+
+    template = str(fold_teachers(tmp_path / "baselines", 2))
+
+    def sweep(folds, *extra, **distill_options):
+        variant = {"distill": {"teacher": template, **distill_options}}
+        return main(["sweep", "cv", "--task", "har2", "--model", "sirnn", "--data-dir",
+                     str(shared_data / "har"), "--epochs", "1", "--folds", str(folds),
+                     "--variant", f"kd={json.dumps(variant)}", "--out", str(tmp_path / "sweep"),
+                     "--results", "none", "--dry-run", *extra])
+
+    assert sweep(2, temperature=3) == 0
+    assert capsys.readouterr().out.count("har2 / sirnn / kd / fold") == 2
+    assert sweep(3) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("zoo sweep cv: error: distill teacher ") and "fold2" in err, err
+    assert sweep(2, "--final-teacher", "runs/x") == 2
+    assert "--final-teacher is the teacher of the --final retrain" in capsys.readouterr().err
+    assert sweep(2, alpha=2) == 2
+    assert "distill option alpha" in capsys.readouterr().err
+    assert not (tmp_path / "sweep").exists()
