@@ -37,6 +37,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--augment", type=key_value, action="append", default=[],
                         metavar="KEY=VALUE", help="an IMU augmentation option over the recipe's, "
                         "e.g. --augment rotation=15 (docs/realscale.md §7)")
+    parser.add_argument("--distill", type=key_value, action="append", default=[],
+                        metavar="KEY=VALUE", help="knowledge distillation: --distill "
+                        "teacher=RUN_DIR (or teacher=[RUN1,RUN2], an ensemble), alpha=0.5, "
+                        "temperature=2 (docs/training.md)")
     for flag, kind in _TRAIN_FLAGS.items():
         parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind)
     parser.add_argument("--patience", type=strict_int, dest="early_stopping_patience",
@@ -119,6 +123,7 @@ def run_train(args) -> int:
                                      if getattr(args, f) is not None}, **dict(args.option)}
     overrides["task_options"] = dict(args.task_option)
     overrides["augment"] = dict(args.augment) or None
+    overrides["distill"] = dict(args.distill) or None
     try:
         import zoo
         from training.tasks import get_task

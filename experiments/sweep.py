@@ -98,6 +98,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                     "'imu={\"augment\": {\"rotation\": 15}}' (default: one, base={})")
     cv.add_argument("--final", action="store_true",
                     help="after the CV: retrain the CV's choice on all training subjects")
+    cv.add_argument("--final-teacher", action="append", default=[], metavar="RUN_DIR",
+                    help="with --final, for a variant that distils: the retrain's teacher (a "
+                    "run trained on every training subject; repeat it for an ensemble)")
     cv.add_argument("--out", default="bench/sweeps/cv")
     cv.add_argument("--results", help="folder of the per-trial results files, meant to be "
                     "committed (default: experiments/results/<the name of --out>); 'none': "
@@ -124,6 +127,8 @@ def check_sweep(args) -> None:
         check_option_ranges(dict(args.option), "--option")
         for name, overrides in args.variant:
             check_settings(overrides, f"--variant {name}:")
+        if args.final_teacher and not args.final:
+            raise ValueError("--final-teacher is the teacher of the --final retrain; add --final")
     _check_resources(args)
 
 
@@ -293,7 +298,13 @@ def run_final(todo: list[Trial], rows: list[dict], args) -> int:
     for row in chosen:
         cv_trial = next(t for t in todo if (t.task, t.label, t.variant)
                         == (row["task"], row["label"], row["variant"]))
-        finals.append((row, trials.final_trial(cv_trial, row["epoch"], args.out)))
+        # The final teacher is for a variant that distils; any other retrains without one.
+        teacher = (args.final_teacher or None) if cv_trial.config.get("distill") else None
+        try:
+            finals.append((row, trials.final_trial(cv_trial, row["epoch"], args.out, teacher)))
+        except (ValueError, FileNotFoundError) as err:
+            print(f"zoo sweep cv --final: error: {err}", file=sys.stderr)
+            return 2
     code = execute([f for _, f in finals], args)
     text = tables.final_table(finals)
     write(Path(args.out), "final", text)

@@ -27,6 +27,7 @@ import copy
 import csv
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 # The CV runs train the whole budget (no early stopping), so every fold has a validation
@@ -127,6 +128,7 @@ def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], fold
             config = merge(merge(base, {**CV_OVERRIDES, "seed": fold}), overrides)
             config["init_from"] = _init_from(config.get("init_from"), variants, out, task,
                                              label, fold)
+            config["distill"] = _distill(config.get("distill"), task, fold)
             config["task_options"] = {
                 **{k: v for k, v in config["task_options"].items()
                    if k not in ("val_subjects", "val_fraction")},
@@ -153,13 +155,39 @@ def _init_from(value, variants, out, task: str, label: str, fold: int):
     return absolute(Path(out) / task / slug(label) / slug(name) / f"fold{fold}")
 
 
-def final_trial(cv_trial: Trial, epochs: int, out) -> Trial:
+def _distill(value, task: str, fold: int | None):
+    """``distill`` of a trial: each teacher path with ``{fold}`` filled in with the trial's fold
+    (each fold's student learns from the teacher trained on the same fold's subjects), made
+    absolute (trials run in other processes) and checked to be a finished run of ``task`` now,
+    before any trial starts; unset stays unset."""
+    if not value:
+        return value
+    from training.config import check_distill
+    from training.distill import FOLD, check_teacher_runs
+
+    paths = [absolute(p if fold is None else p.replace(FOLD, str(fold)))
+             for p in check_distill(value)["teacher"]]
+    if fold is None and any(FOLD in p for p in paths):
+        raise ValueError(f"distill teacher {value['teacher']}: the shipping retrain has no fold "
+                         f"to fill {FOLD} in with; give a run directory")
+    resolved = {**value, "teacher": paths if isinstance(value["teacher"], list) else paths[0]}
+    check_teacher_runs(resolved, task)
+    return resolved
+
+
+def final_trial(cv_trial: Trial, epochs: int, out, teacher=None) -> Trial:
     """The shipping retrain of a CV variant: every training subject (no validation split, hence
-    no early stopping), ``epochs`` epochs (chosen by the CV), seed 0."""
+    no early stopping), ``epochs`` epochs (chosen by the CV), seed 0.
+
+    A distilled variant's CV trials learn from teachers chosen for their folds (``{fold}``), so
+    its retrain on every subject needs its own ``teacher`` (a run directory or a list, e.g. the
+    teacher sweep's own ``final-...`` run; ``zoo sweep cv --final --final-teacher``): without
+    one it is refused (ValueError) rather than trained from fold k's teacher."""
     from training.config import TrainConfig
 
     config = merge(cv_trial.config, {"epochs": epochs, "seed": 0,
                                      "early_stopping_patience": 0})
+    config["distill"] = _final_distill(cv_trial, teacher)
     config["task_options"] = {**{k: v for k, v in config["task_options"].items()
                                  if k not in ("val_subjects", "val_fold")},
                               "val_fraction": 0.0}
@@ -168,6 +196,24 @@ def final_trial(cv_trial: Trial, epochs: int, out) -> Trial:
     return dataclasses.replace(
         cv_trial, fold=None, config=config, result=None,
         run_dir=absolute(Path(out) / cv_trial.task / slug(cv_trial.label) / name))
+
+
+def _final_distill(cv_trial: Trial, teacher):
+    """``distill`` of the shipping retrain: the CV trial's options with ``teacher``."""
+    distill = cv_trial.config.get("distill")
+    if not distill:
+        if teacher is not None:
+            raise ValueError(f"final teacher {teacher}: variant {cv_trial.variant} does not "
+                             "distil (no distill setting)")
+        return distill
+    if teacher is None:
+        raise ValueError(
+            f"variant {cv_trial.variant} distils, its CV trials from teachers chosen per fold "
+            f"(fold {cv_trial.fold}: {distill['teacher']}); the shipping retrain on every "
+            "training subject needs its teacher named: --final-teacher RUN_DIR (e.g. the "
+            "teacher sweep's final-<variant>-e<epochs> run, or the same run again if every "
+            "fold had the same teacher)")
+    return _distill({**distill, "teacher": teacher}, cv_trial.task, None)
 
 
 def realscale_trials(args) -> list[Trial]:
@@ -214,8 +260,9 @@ def portable(config: dict, run_dir) -> dict:
     """``config`` without this machine's paths, so that a results file written on one machine
     (a GPU lease, a cluster node, another clone) still matches the same trial on another: the
     recipe by its file name (its settings are in ``config`` already; the path is provenance) and
-    an ``init_from`` inside the sweep folder (``variant:NAME``) relative to that folder; a setting
-    the file predates at its default."""
+    an ``init_from`` inside the sweep folder (``variant:NAME``) relative to that folder, the
+    ``distill`` teachers (usually another sweep's runs) relative to it as well (``../...``);
+    a setting the file predates at its default."""
     from training.config import recipe_name, with_defaults
 
     out = with_defaults(config)
@@ -224,7 +271,20 @@ def portable(config: dict, run_dir) -> dict:
     parent = out.get("init_from")
     if parent and Path(parent).is_absolute() and Path(parent).is_relative_to(sweep_folder):
         out["init_from"] = Path(parent).relative_to(sweep_folder).as_posix()
+    distill = out.get("distill")
+    if isinstance(distill, dict) and "teacher" in distill:
+        out["distill"] = {**distill, "teacher": _relative_to(distill["teacher"], sweep_folder)}
     return out
+
+
+def _relative_to(paths, folder: Path):
+    """Each absolute path of ``paths`` (one or a list) relative to ``folder``, ``..`` allowed:
+    two clones that keep their sweeps side by side name a teacher alike."""
+    def one(path):
+        if not (isinstance(path, str) and Path(path).is_absolute()):
+            return path
+        return Path(os.path.relpath(path, folder)).as_posix()
+    return [one(p) for p in paths] if isinstance(paths, list) else one(paths)
 
 
 def recorded(trial: Trial) -> dict | None:

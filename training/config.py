@@ -48,6 +48,13 @@ class TrainConfig:
     # Warm start: a run directory whose trained weights initialise this model (same weight
     # shapes), e.g. quantization-aware fine-tuning of a float run with state_quant_bits set.
     init_from: str | None = None
+    # Knowledge distillation (training.distill; Hinton et al. 2015): {"teacher": RUN or [RUNS],
+    # "alpha": 0.5, "temperature": 2.0}. The student trains on (1 - alpha) CE(y, student) +
+    # alpha T^2 KL(softmax(teacher / T) || softmax(student / T)), several teachers' softened
+    # probabilities averaged; teachers are finished runs of the same task (relative paths from
+    # the working folder; `zoo sweep cv` fills a "{fold}" in with each fold's number). `zoo
+    # train --distill KEY=VALUE`, `zoo sweep --set distill=...`. None: the ordinary loss.
+    distill: dict[str, Any] | None = None
     mixed_precision: bool = False
     distribute: str = "none"  # none | mirrored
     backend: str = "tensorflow"
@@ -145,6 +152,8 @@ _RULES = {  # field -> (accepts, what is valid)
                 "a mapping of augmentation options (training.augment), or unset"),
     "seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "init_from": (lambda v: v is None or isinstance(v, str), "a run directory"),
+    "distill": (lambda v: v is None or isinstance(v, dict),
+                "a mapping of teacher, alpha, temperature (training.distill), or unset"),
     "mixed_precision": (lambda v: isinstance(v, bool), "true or false"),
     "distribute": (lambda v: v in ("none", "mirrored"), "none or mirrored"),
     "backend": (lambda v: v in ("tensorflow", "jax"), "tensorflow or jax"),
@@ -174,6 +183,51 @@ _NUMERIC_OPTIONS = {
 _OPTION_FLAGS = {"units": "--units", "k": "--k", "rank": "--rank"}
 
 
+# The options of ``distill`` (training.distill): option -> (default, what is valid, check);
+# "teacher" has no default: it is required.
+DISTILL_OPTIONS = {
+    "teacher": (None, "a finished run directory, or a non-empty list of different ones (an "
+                      "ensemble)",
+                lambda v: bool(_teacher_list(v))),
+    "alpha": (0.5, "a number in [0, 1] (the weight of the teacher's term)",
+              lambda v: _is_number(v) and 0 <= v <= 1),
+    "temperature": (2.0, "a number > 0", lambda v: _is_number(v) and v > 0),
+}
+
+
+def _teacher_list(value) -> list[str]:
+    """``teacher`` (one path or a list) as a list of paths; [] when it is neither."""
+    paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    if not all(isinstance(p, str) and p.strip() for p in paths):
+        return []
+    return paths if len(set(paths)) == len(paths) else []
+
+
+def check_distill(options) -> dict[str, Any]:
+    """``options`` (the ``distill`` setting) with the defaults filled in; ValueError naming the
+    first unknown, missing or invalid option and what is valid. Needs no Keras and reads no
+    file (the teachers are checked where a run starts: `training.distill.check_teacher_runs`)."""
+    if not isinstance(options, dict):
+        raise ValueError(f"invalid distill: {options!r}; valid: a mapping of "
+                         f"{', '.join(DISTILL_OPTIONS)} (or unset: no distillation)")
+    unknown = sorted(set(options) - set(DISTILL_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown distill option(s) {unknown}; valid: "
+                         f"{', '.join(DISTILL_OPTIONS)}")
+    if "teacher" not in options:
+        raise ValueError("distill: no teacher (--distill teacher=RUN_DIR); valid: "
+                         f"{DISTILL_OPTIONS['teacher'][1]}")
+    resolved = {}
+    for name, (default, valid, accepts) in DISTILL_OPTIONS.items():
+        value = options.get(name, default)
+        if not accepts(value):
+            raise ValueError(f"invalid distill option {name} (--distill {name}=...): "
+                             f"{value!r}; valid: {valid}")
+        resolved[name] = value
+    resolved["teacher"] = _teacher_list(resolved["teacher"])
+    return resolved
+
+
 def validate(config: "TrainConfig") -> None:
     """Raise ValueError naming the first invalid setting (recipe key and flag) and what is
     valid; model options are checked against the types of the registry's defaults."""
@@ -189,6 +243,8 @@ def validate(config: "TrainConfig") -> None:
                          f"lr_decay_epochs {config.lr_decay_epochs} asks for step decay too; "
                          "unset lr_decay_epochs (a recipe's: --set lr_decay_epochs=null in a "
                          "sweep) or use lr_schedule step")
+    if config.distill is not None:
+        check_distill(config.distill)
     if config.ema_momentum is not None and config.early_stopping_patience:
         # Early stopping would put back its best epoch's raw weights over the average.
         raise ValueError(f"ema_momentum {config.ema_momentum} keeps the average of the weights, "
@@ -214,6 +270,8 @@ def check_settings(settings: dict[str, Any], flag: str = "--set") -> None:
                          f"{', '.join(sorted(fields))}")
     for name, value in settings.items():
         _check_setting(name, value, f"{flag} {name}=...")
+    if isinstance(settings.get("distill"), dict):
+        check_distill(settings["distill"])
     if isinstance(settings.get("model_options"), dict):
         check_option_ranges(settings["model_options"], f"{flag} model_options:")
 
@@ -298,7 +356,7 @@ def resolve(task: str, model: str, recipe: str | None, overrides: dict[str, Any]
                                      f"{settings[key]!r}")
             settings.update(data)
             settings["recipe"] = str(path)
-    for key in ("model_options", "task_options", "augment"):
+    for key in ("model_options", "task_options", "augment", "distill"):
         if not isinstance(settings.get(key) or {}, dict):
             raise ValueError(f"recipe {settings.get('recipe')}: {key} must be a mapping, got "
                              f"{settings[key]!r}")
@@ -306,6 +364,8 @@ def resolve(task: str, model: str, recipe: str | None, overrides: dict[str, Any]
     task_options = {**settings.pop("task_options", {}), **overrides.pop("task_options", {})}
     if overrides.get("augment"):  # flags add to the recipe's augmentation, option by option
         overrides["augment"] = {**(settings.get("augment") or {}), **overrides["augment"]}
+    if overrides.get("distill"):  # and to its distillation options (a teacher, alpha...)
+        overrides["distill"] = {**(settings.get("distill") or {}), **overrides["distill"]}
     settings.update({k: v for k, v in overrides.items() if v is not None})
     return TrainConfig.from_dict({**settings, "model_options": model_options,
                                   "task_options": task_options})

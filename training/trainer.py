@@ -37,7 +37,7 @@ import zoo
 from zoo import qat
 from training import callbacks as cb
 from zoo.layers import recurrent_layers
-from training import logs, rundir, storage
+from training import distill, logs, rundir, storage
 from training.artifacts import check_run_config, load_keras_model
 from training.provenance import hardware, versions
 from training.warm_start import warm_start_weights
@@ -273,8 +273,9 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     check_out(real, overwrite)
     task = get_task(config.task, **config.task_options)
     check_monitor(config, task)
-    # Invalid model options (or init_from) fail here, before the run directory exists: a failed
-    # first try must not leave an "unfinished run" that refuses the corrected command.
+    # Invalid model options (or init_from, or a distill teacher) fail here, before the run
+    # directory exists: a failed first try must not leave an "unfinished run" that refuses the
+    # corrected command.
     try:
         probe = build_model(config, task)
     except TypeError as err:  # a layer argument of the wrong type (e.g. a string for a number)
@@ -282,11 +283,12 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
                          f"{config.model_options}: {err}") from None
     init_weights = warm_start_weights(probe, config.init_from) if config.init_from else None
     del probe
+    teachers = distill.load_teachers(config.distill, task) if config.distill else []
     refuse = functools.partial(check_out, overwrite=overwrite)
     with storage.replacing(real, RUN_MARKER, "run directory", check=refuse) as replacement:
         work = prepare_run_dir(real, config, overwrite)
         metrics = _train_in_cleaning_up(work, _Job(config, task, init_weights, data_dir, verbose,
-                                                   print_fn))
+                                                   print_fn, teachers))
         if work.path != real:
             _keep_extras(real, say)
             replacement.swap_in(work.path)
@@ -331,6 +333,7 @@ class _Job:
     data_dir: Any
     verbose: int | None
     print_fn: Callable | None  # deprecated: given, every message goes to it, not to the log
+    teachers: list = dataclasses.field(default_factory=list)  # distill's (`distill.Teacher`)
 
     @property
     def say(self) -> Callable:
@@ -387,10 +390,13 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
         raise ValueError(f"task {config.task}: the training split of {data.source} is empty; "
                          "nothing to train on")
     arrays = _normalised(data)
-    _write_settings(run, config, job.task, data)
+    _write_settings(run, config, job.task, data, job.teachers)
     start = _start(run, job, checkpoint,
                    steps_per_epoch=int(np.ceil(len(arrays.x_train) / config.batch_size)))
     model, history = start.model, start.history
+    if job.teachers:  # fresh or resumed: the loss is set on the model trained from here
+        distill.install(model, job.teachers, config.distill, data.normalization)
+        say(distill.describe(config.distill, job.teachers))
     say(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
              f"{len(arrays.x_train)} train / {len(arrays.x_val)} val / {len(arrays.x_test)} "
              f"test sequences, backend {keras.backend.backend()}")
@@ -418,10 +424,13 @@ def _normalised(data) -> _Arrays:
                      for a in (norm.apply(split.x).astype("float32"), split.y)))
 
 
-def _write_settings(run: rundir.RunDirectory, config: TrainConfig, task, data) -> None:
-    """``config.yaml`` (with where the data was found, so eval / export / analyze reuse it) and
-    the normalization, before the first epoch."""
+def _write_settings(run: rundir.RunDirectory, config: TrainConfig, task, data,
+                    teachers=()) -> None:
+    """``config.yaml`` (with where the data was found, so eval / export / analyze reuse it, and
+    the teachers distilled from, by sha256) and the normalization, before the first epoch."""
     saved = {**resolved_config(config, task), "data_source_resolved": str(data.source)}
+    if teachers:
+        saved["distill_resolved"] = distill.provenance(config.distill, teachers)
     storage.write_text_atomic(run.config, yaml.safe_dump(saved, sort_keys=False))
     storage.write_text_atomic(run.normalization,
                              json.dumps(data.normalization.to_dict(), indent=1))

@@ -33,6 +33,12 @@ BAD = [
     (["--monitor", "bogus"], ["monitor (--monitor)", "val_loss"]),
     (["--monitor", "val_mae"], ["--monitor 'val_mae'", "har2", "val_accuracy"]),
     (["--optimizer", "adamw"], ["optimizer (--optimizer)", "rmsprop"]),
+    (["--distill", "teacher=runs/t", "--distill", "alpha=1.5"],
+     ["distill option alpha (--distill alpha=...)", "1.5", "[0, 1]"]),
+    (["--distill", "teacher=runs/t", "--distill", "temperature=0"],
+     ["distill option temperature", "> 0"]),
+    (["--distill", "alpha=0.5"], ["distill: no teacher", "--distill teacher=RUN_DIR"]),
+    (["--distill", "teacher=no/such/run"], ["distill teacher no/such/run", "no such directory"]),
 ]
 
 
