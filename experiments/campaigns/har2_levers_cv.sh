@@ -8,7 +8,9 @@
 # Round 4 (session 11): the GRU at rotation 35 and 45 and its rotation-35 QAT stage, the fair
 # pairs of the SiRNN's best recipe, and the QAT stages of the lean GRU step graph. Round 5
 # (session 12): cosine annealing (lr_schedule cosine) of the rotation-35 recipe and its QAT stage,
-# a cosine QAT stage of the rotation-35 model, and the LSTM at rotation 35 (the SiRNN's angle). Every finished trial lands in
+# a cosine QAT stage of the rotation-35 model, distillation (each fold's student from that fold's
+# Keras GRU at rotation 35, CV 96.26 %, or from the GRU + SiRNN rotation-35 ensemble; alpha 0.5,
+# T 2) and its QAT stage, and the LSTM at rotation 35 (the SiRNN's angle). Every finished trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
@@ -21,6 +23,10 @@ common=(--task har2 --data-dir "$data" --folds 5 --backend jax --engine processe
 rot='"rotation": 15' rot25='"rotation": 25' qat='"model_options": {"qat": "int8"}'
 qat_lean='"model_options": {"qat": "int8", "step_graph": "lean"}'  # the lean GRU step graph
 cosine='"lr_schedule": "cosine", "lr_decay_epochs": null'  # in place of the recipe's step decay
+# The fold teachers: the Keras GRU and SiRNN rotation-35 runs of these sweeps ({fold}: the same fold).
+gru35="$out-baselines/har2/gru/rot35_e30/fold{fold}" sirnn35="$out/har2/sirnn/rot35_e30/fold{fold}"
+kd_gru="\"distill\": {\"teacher\": \"$gru35\", \"alpha\": 0.5, \"temperature\": 2}"
+kd_ens="\"distill\": {\"teacher\": [\"$gru35\", \"$sirnn35\"], \"alpha\": 0.5, \"temperature\": 2}"
 # rot15_valacc equals rot15_e30 by design in a CV (patience 0 keeps the last epoch, so the
 # monitor picks nothing); selection on validation is the tables' CV-epoch column.
 JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn \
@@ -57,7 +63,11 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "rot35_cos={\"augment\": {\"rotation\": 35}, $cosine}" \
   --variant "rot35_cos_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_cos\"}" \
   --variant "rot35_qat_cos={\"augment\": {\"rotation\": 35}, $qat, \"epochs\": 10, \"lr\": 0.001, $cosine,
-    \"init_from\": \"variant:rot35_e30\"}" &
+    \"init_from\": \"variant:rot35_e30\"}" \
+  --variant "rot35_kd_gru={\"augment\": {\"rotation\": 35}, $kd_gru}" \
+  --variant "rot35_kd_gru_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_kd_gru\"}" \
+  --variant "rot35_kd_ens={\"augment\": {\"rotation\": 35}, $kd_ens}" \
+  --variant "rot35_kd_ens_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_kd_ens\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
