@@ -18,6 +18,8 @@ import statistics
 
 import numpy as np
 
+from training.flags import int_in
+
 
 def fold_probabilities(run_dir: str, data_dir) -> tuple[np.ndarray, np.ndarray]:
     """(softmax probabilities, labels) of one run on its own validation split."""
@@ -54,7 +56,7 @@ def ensemble_cv(members: list[str], folds: int, data_dir) -> list[dict]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("members", nargs="+", help="run directories with {fold}")
-    parser.add_argument("--folds", type=int, required=True)
+    parser.add_argument("--folds", type=int_in(2), required=True, help="the sweeps' --folds")
     parser.add_argument("--data-dir", required=True)
     args = parser.parse_args(argv)
     rows = ensemble_cv(args.members, args.folds, args.data_dir)
