@@ -14,7 +14,9 @@ Shipping protocol (``cv ... --final``, the papers' 004 Sec. 4.1 done on subject 
 variant and the epoch count are chosen by the cross-validation (highest mean validation accuracy
 over the folds, at the epoch where the fold-mean curve peaks); then that variant is retrained on
 *all* training subjects for that many epochs (no validation split, no early stopping) and its
-run directory is the model to ship, reported beside the CV estimate that chose it.
+run directory is the model to ship, reported beside the CV estimate that chose it. A variant
+that fine-tunes another (``"init_from": "variant:NAME"``, e.g. a QAT stage) is retrained from
+NAME's retrain, which is planned too, at NAME's own CV epoch, and trained first.
 
 Ray: an embedded local Ray by default (``--num-cpus`` / ``--num-gpus`` what it may use);
 ``--address auto`` or ``HOST:PORT`` joins a cluster (run directories must then be on storage
@@ -97,7 +99,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                     metavar="NAME=JSON", help="a variant: TrainConfig overrides as JSON, e.g. "
                     "'imu={\"augment\": {\"rotation\": 15}}' (default: one, base={})")
     cv.add_argument("--final", action="store_true",
-                    help="after the CV: retrain the CV's choice on all training subjects")
+                    help="after the CV: retrain the CV's choice on all training subjects "
+                    "(a fine-tune stage, init_from variant:NAME, from NAME's retrain, first)")
     cv.add_argument("--final-teacher", action="append", default=[], metavar="RUN_DIR",
                     help="with --final, for a variant that distils: the retrain's teacher (a "
                     "run trained on every training subject; repeat it for an ensemble)")
@@ -287,29 +290,88 @@ def report_cv(todo: list[Trial], out: Path) -> tuple[str, list[dict]]:
 
 
 def run_final(todo: list[Trial], rows: list[dict], args) -> int:
-    """The shipping retrain of each (task, model)'s CV choice, then ``final.md`` (printed)."""
-    from experiments import tables, trials
+    """The shipping retrain of each (task, model)'s CV choice, then ``final.md`` (printed). A
+    choice that fine-tunes another variant retrains after that variant's retrain (`plan_final`):
+    one `execute` round per stage, parents first, so a round starts only from finished runs."""
+    from experiments import tables
 
-    chosen = tables.best_variants(rows)
-    if not chosen:
+    try:
+        chains = plan_final(todo, rows, args.out, args.final_teacher or None)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"zoo sweep cv --final: error: {err}", file=sys.stderr)
+        return 2
+    if not chains:
         _log.info("--final: no variant has all its planned folds finished yet; run the CV first")
         return 1
-    finals = []
-    for row in chosen:
-        cv_trial = next(t for t in todo if (t.task, t.label, t.variant)
-                        == (row["task"], row["label"], row["variant"]))
-        # The final teacher is for a variant that distils; any other retrains without one.
-        teacher = (args.final_teacher or None) if cv_trial.config.get("distill") else None
-        try:
-            finals.append((row, trials.final_trial(cv_trial, row["epoch"], args.out, teacher)))
-        except (ValueError, FileNotFoundError) as err:
-            print(f"zoo sweep cv --final: error: {err}", file=sys.stderr)
-            return 2
-    code = execute([f for _, f in finals], args)
-    text = tables.final_table(finals)
+    code = 0
+    for depth in range(max(map(len, chains))):
+        stage = list({c[depth][1].run_dir: c[depth][1]
+                      for c in chains if len(c) > depth}.values())  # each run once
+        if code:  # a run they would start from failed
+            _log.info(f"--final: {len(stage)} fine-tune stage(s) not started: the retrain they "
+                      "start from failed")
+            break
+        code = execute(stage, args)
+    text = tables.final_table([pair for chain in chains for pair in chain])
     write(Path(args.out), "final", text)
     print(text)
     return code
+
+
+def plan_final(todo: list[Trial], rows: list[dict], out, teacher=None) -> list[list]:
+    """The shipping retrains of the CV's choices (`tables.best_variants` of the CV ``rows``):
+    one chain of (CV row, final `Trial`) per (task, model), parents first (`final_chain`);
+    [] when no variant has its CV complete. ValueError for a retrain that cannot be planned."""
+    from experiments import tables
+
+    return [final_chain(row, rows, todo, out, teacher) for row in tables.best_variants(rows)]
+
+
+def final_chain(row: dict, rows: list[dict], todo: list[Trial], out, teacher=None) -> list:
+    """``row``'s variant's shipping retrain, preceded by the retrains it starts from: a variant
+    with ``"init_from": "variant:NAME"`` fine-tunes NAME's retrain on every training subject
+    (not fold 0's run of NAME), and NAME is retrained too, at NAME's own CV epoch, recursively.
+    Root first; a parent's row copy says ``child`` (the variant that starts from it).
+    ``teacher`` goes to the variants that distil (`trials.final_trial`)."""
+    from experiments import trials
+
+    lineage = [row]  # the choice, its parent, the parent's parent...
+    while (name := trials.parent_of(_cv_trial(todo, lineage[-1]), todo)) is not None:
+        lineage.append(_parent_row(rows, lineage, name))
+    chain, parent = [], None
+    stages = lineage[::-1]
+    for stage, child in zip(stages, stages[1:] + [None]):
+        cv = _cv_trial(todo, stage)
+        # The final teacher is for a variant that distils; any other retrains without one.
+        parent = trials.final_trial(cv, stage["epoch"], out,
+                                    teacher if cv.config.get("distill") else None, parent=parent)
+        chain.append(({**stage, "child": child["variant"]} if child else stage, parent))
+    return chain
+
+
+def _cv_trial(todo: list[Trial], row: dict) -> Trial:
+    """The first planned CV trial of ``row``'s (task, label, variant): the settings of its
+    retrain (what differs by fold, the retrain replaces)."""
+    return next(t for t in todo if t.fold is not None
+                and (t.task, t.label, t.variant) == (row["task"], row["label"], row["variant"]))
+
+
+def _parent_row(rows: list[dict], lineage: list[dict], name: str) -> dict:
+    """The CV row of variant ``name``, which ``lineage[-1]``'s variant fine-tunes; ValueError
+    when its CV is not complete (its retrain needs its CV epoch) or the chain loops."""
+    child = lineage[-1]
+    if any(r["variant"] == name for r in lineage):
+        raise ValueError(f"variant {child['variant']}: its init_from chain loops back to "
+                         f"variant {name}")
+    parent = next(r for r in rows if (r["task"], r["label"], r["variant"])
+                  == (child["task"], child["label"], name))
+    if len(parent["runs"]) < parent["planned"] or parent["epoch"] is None:
+        raise ValueError(
+            f"variant {child['variant']} fine-tunes variant {name} (init_from variant:{name}), "
+            f"whose CV has {len(parent['runs'])} of {parent['planned']} folds done: its "
+            f"shipping retrain starts from {name}'s own, at {name}'s CV epoch; finish {name}'s "
+            "CV first (the same command without --final)")
+    return parent
 
 
 def run_sweep(args) -> int:

@@ -118,14 +118,29 @@ def best_variants(rows: list[dict]) -> list[dict]:
 
 
 def final_table(finals: list[tuple[dict, Trial]]) -> str:
-    """The shipped retrains beside the CV estimate that chose them."""
-    lines = ["| task | model | variant | epochs (CV) | CV estimate % (val at the CV epoch, folds) "
-             "| test % (visible, retrained on all training subjects) | params | run |",
-             "|---|---|---|---|---|---|---|---|"]
+    """The shipped retrains beside the CV estimate that chose them. A variant that fine-tunes
+    another (``"init_from": "variant:NAME"``) comes after NAME's retrain, which it starts from:
+    NAME's row is marked ``parent of ...`` (retrained to be started from, not itself the choice)
+    and the choice's row names the run it starts from."""
+    lines = ["| task | model | variant | starts from | epochs (CV) | CV estimate % (val at the "
+             "CV epoch, folds) | test % (visible, retrained on all training subjects) | params "
+             "| run |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for row, trial in finals:
         done = RunDirectory(trial.run_dir).is_finished()
         test = f"{summarise(trial.run_dir)['test']:.2f}" if done else "not finished"
-        lines.append(f"| {row['task']} | {row['label']} | {row['variant']} | {row['epoch']} | "
-                     f"{mean_sd(row['val_at_epoch'])} ({len(row['runs'])}) | {test} | "
-                     f"{row['runs'][0]['parameters']:,} | `{trial.run_dir}` |")
+        variant = row["variant"] + (f" (parent of {row['child']})" if row.get("child")
+                                    else "")
+        lines.append(f"| {row['task']} | {row['label']} | {variant} | {_starts_from(trial)} | "
+                     f"{row['epoch']} | {mean_sd(row['val_at_epoch'])} ({len(row['runs'])}) | "
+                     f"{test} | {row['runs'][0]['parameters']:,} | `{trial.run_dir}` |")
     return "\n".join(lines) + "\n"
+
+
+def _starts_from(trial: Trial) -> str:
+    """A retrain's ``init_from`` as a cell: the parent variant's retrain (its folder name), a run
+    from outside the sweep (its path), or ``-`` (trained from scratch)."""
+    init = trial.config.get("init_from")
+    if not init:
+        return "-"
+    return f"{trial.parent}: `{Path(init).name}`" if trial.parent else f"`{init}`"

@@ -5,14 +5,17 @@ spawned workers and Ray's get it as it is; ``sweep.json`` records it as `Trial.t
 
     Trial(task, label, variant, fold, folds, config=TrainConfig.to_dict(),
           run_dir=absolute path, data_dir=absolute path or None,
-          result=absolute path of its results file, or None)
+          result=absolute path of its results file, or None,
+          parent=the variant NAME of its ``"init_from": "variant:NAME"``, or None)
 
 Because each trial *is* a run directory, a sweep inherits the run directory's guarantees: a
 finished run is reused, an interrupted one resumes from its last committed epoch, and one that
 another process is training is refused by its lock. Re-running the same sweep is how it resumes.
 
 Layout: ``<out>/<task>/<label>/<variant>/fold<k>`` for the cross-validation and
-``<out>/<task>/<label>/final-<variant>-e<epochs>`` for the retrain on all training subjects.
+``<out>/<task>/<label>/final-<variant>-e<epochs>`` for the retrain on all training subjects
+(``final-<variant>-e<epochs>-from-<parent>-e<epochs>`` for a fine-tune stage, retrained from its
+parent's retrain: `final_trial`).
 
 Results files: a finished CV trial's summary (its validation curve, test accuracy, size, time)
 is also written to ``<results>/<task>/<label>/<variant>/fold<k>.json`` with the settings that made
@@ -57,13 +60,20 @@ class Trial:
     run_dir: str
     data_dir: str | None = None
     result: str | None = None  # its results file (`record_result`), if it has one
+    # The variant of this sweep whose run it starts from ("init_from": "variant:NAME"; the
+    # config holds that run's directory): what `--final` chains on. Not a setting, so not in
+    # the results files (`portable`), which match as they did before it existed.
+    parent: str | None = None
 
     def to_dict(self) -> dict:
         """The trial as ``sweep.json`` records it: the fields in order. A real-scale trial's
-        entry has no ``result`` (it never had one; its plans stay byte for byte as written)."""
+        entry has no ``result`` (it never had one; its plans stay byte for byte as written), and
+        a trial that starts from no other variant has no ``parent`` (the same)."""
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         if self.variant == REALSCALE and self.result is None:
             del data["result"]
+        if self.parent is None:
+            del data["parent"]
         return data
 
     @classmethod
@@ -126,6 +136,7 @@ def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], fold
     for fold in range(folds):
         for variant, overrides in variants.items():
             config = merge(merge(base, {**CV_OVERRIDES, "seed": fold}), overrides)
+            parent = _variant_name(config.get("init_from"))
             config["init_from"] = _init_from(config.get("init_from"), variants, out, task,
                                              label, fold)
             config["distill"] = _distill(config.get("distill"), task, fold)
@@ -139,16 +150,24 @@ def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], fold
                                 config=config, run_dir=absolute(Path(out) / where),
                                 data_dir=absolute(data_dir),
                                 result=(absolute(Path(results) / where.with_suffix(".json"))
-                                        if results else None)))
+                                        if results else None),
+                                parent=parent))
     return trials
+
+
+def _variant_name(value) -> str | None:
+    """NAME of an ``init_from`` of ``variant:NAME``; None for anything else."""
+    if isinstance(value, str) and value.startswith("variant:"):
+        return value.split(":", 1)[1]
+    return None
 
 
 def _init_from(value, variants, out, task: str, label: str, fold: int):
     """``init_from`` of a trial: ``variant:NAME`` is the same fold's run of variant NAME of this
     sweep (e.g. a QAT fine-tune of each fold's float model); anything else as given."""
-    if not (isinstance(value, str) and value.startswith("variant:")):
+    name = _variant_name(value)
+    if name is None:
         return value
-    name = value.split(":", 1)[1]
     if name not in variants:
         raise ValueError(f"init_from {value!r}: no variant {name!r} in this sweep; valid: "
                          f"{', '.join('variant:' + v for v in variants)}")
@@ -175,9 +194,18 @@ def _distill(value, task: str, fold: int | None):
     return resolved
 
 
-def final_trial(cv_trial: Trial, epochs: int, out, teacher=None) -> Trial:
+def final_trial(cv_trial: Trial, epochs: int, out, teacher=None,
+                parent: Trial | None = None) -> Trial:
     """The shipping retrain of a CV variant: every training subject (no validation split, hence
     no early stopping), ``epochs`` epochs (chosen by the CV), seed 0.
+
+    A fine-tune stage (``"init_from": "variant:NAME"``: fold k's trial starts from fold k's run
+    of NAME) starts from ``parent``, NAME's own shipping retrain (`final_trial` of NAME's CV
+    trial), not from one fold's run of NAME, which never saw that fold's validation subjects.
+    Its run directory names the chain (``final-<variant>-e<epochs>-from-<NAME>-e<epochs>``):
+    a finished run is reused by its name alone, so a retrain from another parent must not have
+    the same one. Such a stage without ``parent`` is refused (ValueError), as is a ``parent``
+    that is not the variant it starts from (`_final_init_from`).
 
     A distilled variant's CV trials learn from teachers chosen for their folds (``{fold}``), so
     its retrain on every subject needs its own ``teacher`` (a run directory or a list, e.g. the
@@ -187,15 +215,58 @@ def final_trial(cv_trial: Trial, epochs: int, out, teacher=None) -> Trial:
 
     config = merge(cv_trial.config, {"epochs": epochs, "seed": 0,
                                      "early_stopping_patience": 0})
+    config["init_from"] = _final_init_from(cv_trial, parent)
     config["distill"] = _final_distill(cv_trial, teacher)
     config["task_options"] = {**{k: v for k, v in config["task_options"].items()
                                  if k not in ("val_subjects", "val_fold")},
                               "val_fraction": 0.0}
     TrainConfig.from_dict(config)
     name = f"final-{slug(cv_trial.variant)}-e{epochs}"
+    if parent is not None:
+        name += "-from-" + Path(parent.run_dir).name.removeprefix("final-")
     return dataclasses.replace(
         cv_trial, fold=None, config=config, result=None,
-        run_dir=absolute(Path(out) / cv_trial.task / slug(cv_trial.label) / name))
+        run_dir=absolute(Path(out) / cv_trial.task / slug(cv_trial.label) / name),
+        parent=parent.variant if parent is not None else cv_trial.parent)
+
+
+def parent_of(trial: Trial, plan: list[Trial]) -> str | None:
+    """The variant of ``plan`` whose same-fold run ``trial`` starts from (``"init_from":
+    "variant:NAME"``), or None. A trial planned now says so (`Trial.parent`); one read from a
+    ``sweep.json`` written before it could is matched by its ``init_from``, which is then the
+    run directory of another variant's trial of the same task, label and fold."""
+    if trial.parent is not None or not trial.config.get("init_from") or trial.fold is None:
+        return trial.parent
+    return next((t.variant for t in plan
+                 if (t.task, t.label, t.fold) == (trial.task, trial.label, trial.fold)
+                 and t.variant != trial.variant and t.run_dir == trial.config["init_from"]),
+                None)
+
+
+def _final_init_from(cv_trial: Trial, parent: Trial | None):
+    """``init_from`` of the shipping retrain: ``parent``'s run for a fine-tune stage of another
+    variant, else the CV trial's own (a run outside the sweep, or none). A trial read from a
+    plan recorded before `Trial.parent` existed does not say whether it is a stage: it takes
+    ``parent`` on trust when it has an ``init_from`` (`parent_of` finds it)."""
+    stage_of = cv_trial.parent
+    if parent is None:
+        if stage_of is not None:
+            raise ValueError(
+                f"variant {cv_trial.variant} fine-tunes each fold's run of variant {stage_of} "
+                f"(init_from variant:{stage_of}); its shipping retrain must start from "
+                f"{stage_of}'s own retrain on every training subject, not from fold "
+                f"{cv_trial.fold}'s run: plan that one and pass it as parent (zoo sweep cv "
+                "--final does)")
+        return cv_trial.config.get("init_from")
+    if parent.fold is not None:
+        raise ValueError(f"parent {parent.name}: a shipping retrain (fold None) is needed, "
+                         "not a CV fold's run")
+    if not cv_trial.config.get("init_from") or stage_of not in (None, parent.variant):
+        starts = (f"variant {stage_of}'s runs" if stage_of
+                  else cv_trial.config.get("init_from") or "scratch")
+        raise ValueError(f"parent {parent.variant}: variant {cv_trial.variant} starts from "
+                         f"{starts}, not from variant {parent.variant}'s")
+    return parent.run_dir
 
 
 def _final_distill(cv_trial: Trial, teacher):

@@ -5,8 +5,15 @@ as ``zoo sweep cv --final`` lays out its runs, with the QAT fine-tune chained to
 1. FLOAT (a CV variant, e.g. ``rot15``: the shipped recipe + rotation augmentation) on all
    training subjects, no validation split, 30 epochs (the CV budget; the CV's mean curves peaked
    at 27-28), seed 0 (`experiments.trials.final_trial`);
-2. QAT (its fine-tune variant, e.g. ``rot25_qat``): that run fine-tuned with ``qat="int8"`` for
-   10 epochs at lr 1e-3 (`--init-from` the run of step 1).
+2. QAT (its fine-tune variant, e.g. ``rot25_qat``, whose ``init_from`` is ``variant:FLOAT``):
+   that run fine-tuned with ``qat="int8"`` for 10 epochs at lr 1e-3 (`--init-from` the run of
+   step 1), into ``final-<QAT>-e10``.
+
+``zoo sweep cv --final`` now chains the stages itself: when the CV chooses a QAT stage it
+retrains FLOAT at FLOAT's CV epoch, then the stage at its own CV epoch from that retrain
+(``final-<QAT>-e<k>-from-<FLOAT>-e<n>``; it used to fine-tune fold 0's FLOAT run, which is why
+this script was written). This script stays for the fixed 30 + 10 epochs the shipped models
+were retrained with and for their run names (their cards' provenance), which it reuses.
 
     KERAS_BACKEND=jax python experiments/campaigns/har2_final.py CAMPAIGN_OUT FLOAT QAT [LABEL]
     # sirnn.har2 (generation 2):   bench/sweeps/har2-campaign rot15 rot15_qat
@@ -20,7 +27,8 @@ as ``zoo sweep cv --final`` lays out its runs, with the QAT fine-tune chained to
 LABEL names the model when CAMPAIGN_OUT holds several (a baselines folder: gru and lstm).
 
 CAMPAIGN_OUT holds the campaign's ``sweep.json`` (written by the sweeps of the campaign scripts
-beside this one); finished runs are reused.
+beside this one); finished runs are reused. A QAT variant that fine-tunes another variant than
+FLOAT is refused.
 """
 
 import dataclasses
@@ -46,11 +54,26 @@ def main(out: str, float_variant: str, qat_variant: str, label: str | None = Non
         raise SystemExit(f"{out}/sweep.json has no variant {', '.join(missing)} of "
                          f"{label or labels[0]}; it has: {', '.join(sorted(fold0))}")
     base = trials.final_trial(fold0[float_variant], 30, out)
+    qat = _qat_stage(fold0[qat_variant], plan, base, out)
     train_or_reuse(TrainConfig.from_dict(base.config), base.run_dir, data_dir=base.data_dir)
-    qat = trials.final_trial(fold0[qat_variant], 10, out)
-    qat = dataclasses.replace(qat, config={**qat.config, "init_from": base.run_dir})
     train_or_reuse(TrainConfig.from_dict(qat.config), qat.run_dir, data_dir=qat.data_dir)
     print("final runs:", base.run_dir, qat.run_dir)
+
+
+def _qat_stage(cv_trial: trials.Trial, plan: list[trials.Trial], base: trials.Trial,
+               out: str) -> trials.Trial:
+    """QAT's 10-epoch retrain from ``base`` (FLOAT's), in ``final-<QAT>-e10``. Its parent is
+    found in a plan recorded before trials named it too, so that a QAT variant of another
+    FLOAT is refused (SystemExit) rather than fine-tuned from this one."""
+    stage = dataclasses.replace(cv_trial, parent=trials.parent_of(cv_trial, plan))
+    try:
+        qat = trials.final_trial(stage, 10, out, parent=base)
+    except ValueError as err:
+        raise SystemExit(f"har2_final.py: {err}") from None
+    # `zoo sweep cv --final` names a stage's retrain after its parent's too; the shipped models'
+    # cards name this one final-<QAT>-e10, the name it keeps (and an earlier run is reused by).
+    name = f"final-{trials.slug(cv_trial.variant)}-e10"
+    return dataclasses.replace(qat, run_dir=str(Path(qat.run_dir).with_name(name)))
 
 
 if __name__ == "__main__":

@@ -441,6 +441,27 @@ def test_the_final_retrain_needs_its_own_teacher(tmp_path):
     assert trials.final_trial(base, 5, tmp_path / "sweep").config["distill"] is None
 
 
+def test_the_final_teacher_goes_to_the_stage_that_distils_only(tmp_path):
+    """``--final`` of a QAT stage of a distilled variant (``rot35_kd_gru_qat``): the distilled
+    parent's retrain learns from ``--final-teacher``; the stage fine-tunes that retrain, as its
+    CV trials fine-tuned each fold's distilled run, without a teacher of its own."""
+    from experiments import sweep, trials
+
+    base = trials.base_config("har2", "sirnn", None, {"epochs": 1})
+    variants = {"kd": {"distill": {"teacher": str(fold_teachers(tmp_path / "baselines", 2)),
+                                   "alpha": 0.5}},
+                "kd_qat": {"model_options": {"qat": "int8"}, "init_from": "variant:kd"}}
+    todo = trials.cv_trials("har2", "sirnn", base, variants, 2, tmp_path / "sweep", None)
+    rows = [{"task": "har2", "label": "sirnn", "variant": v, "planned": 2, "runs": [{}, {}],
+             "epoch": e, "val_at_epoch": [90.0, 91.0]} for v, e in (("kd", 3), ("kd_qat", 1))]
+    teacher = fake_run(tmp_path / "baselines" / "har2" / "gru" / "final-rot35_e30-e30")
+    (_, kd), (_, qat) = sweep.final_chain(rows[1], rows, todo, tmp_path / "sweep", [str(teacher)])
+    assert kd.config["distill"]["teacher"] == [str(teacher)] and kd.config["epochs"] == 3
+    assert qat.config["distill"] is None and qat.config["init_from"] == kd.run_dir
+    with pytest.raises(ValueError, match=r"variant kd distils.*--final-teacher RUN_DIR"):
+        sweep.final_chain(rows[1], rows, todo, tmp_path / "sweep")
+
+
 def test_zoo_sweep_plans_fold_teachers_and_refuses_a_missing_one(tmp_path, shared_data, capsys):
     from edge_rnn_zoo.cli import main
 
