@@ -25,12 +25,15 @@ were retrained with and for their run names (their cards' provenance), which it 
     # gru.har2 (generation 2):     bench/sweeps/har2-levers-baselines rot35_e30 rot35_qat_lean gru
 
 LABEL names the model when CAMPAIGN_OUT holds several (a baselines folder: gru and lstm).
+A FLOAT that distils (``distill`` with per-fold teachers) needs ``--final-teacher RUN_DIR`` (repeated
+for an ensemble): the teachers' own retrains on every training subject.
 
 CAMPAIGN_OUT holds the campaign's ``sweep.json`` (written by the sweeps of the campaign scripts
 beside this one); finished runs are reused. A QAT variant that fine-tunes another variant than
 FLOAT is refused.
 """
 
+import argparse
 import dataclasses
 import json
 import sys
@@ -41,7 +44,8 @@ from training.config import TrainConfig
 from training.runs import train_or_reuse
 
 
-def main(out: str, float_variant: str, qat_variant: str, label: str | None = None) -> None:
+def main(out: str, float_variant: str, qat_variant: str, label: str | None = None,
+         teacher: list[str] | None = None) -> None:
     plan = [t for t in map(trials.Trial.from_dict,
                            json.loads(Path(out, "sweep.json").read_text())["trials"])
             if t.fold == 0]
@@ -53,7 +57,10 @@ def main(out: str, float_variant: str, qat_variant: str, label: str | None = Non
     if missing:
         raise SystemExit(f"{out}/sweep.json has no variant {', '.join(missing)} of "
                          f"{label or labels[0]}; it has: {', '.join(sorted(fold0))}")
-    base = trials.final_trial(fold0[float_variant], 30, out)
+    try:  # a FLOAT that distils needs its retrain's teacher (the folds' were chosen per fold)
+        base = trials.final_trial(fold0[float_variant], 30, out, teacher or None)
+    except ValueError as err:
+        raise SystemExit(f"har2_final.py: {err}") from None
     qat = _qat_stage(fold0[qat_variant], plan, base, out)
     train_or_reuse(TrainConfig.from_dict(base.config), base.run_dir, data_dir=base.data_dir)
     train_or_reuse(TrainConfig.from_dict(qat.config), qat.run_dir, data_dir=qat.data_dir)
@@ -79,7 +86,14 @@ def _qat_stage(cv_trial: trials.Trial, plan: list[trials.Trial], base: trials.Tr
 if __name__ == "__main__":
     from training import logs
 
-    if len(sys.argv) not in (4, 5):
-        raise SystemExit(__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out", metavar="CAMPAIGN_OUT")
+    parser.add_argument("float_variant", metavar="FLOAT")
+    parser.add_argument("qat_variant", metavar="QAT")
+    parser.add_argument("label", metavar="LABEL", nargs="?")
+    parser.add_argument("--final-teacher", action="append", metavar="RUN_DIR",
+                        help="for a FLOAT that distils: its retrain's teacher (a run on every "
+                        "training subject; repeat it for an ensemble)")
+    args = parser.parse_args()
     logs.configure()  # the training progress, as `zoo train` prints it
-    main(*sys.argv[1:])
+    main(args.out, args.float_variant, args.qat_variant, args.label, args.final_teacher)

@@ -437,3 +437,10 @@ def test_har2_final_keeps_its_30_plus_10_epochs_and_the_shipped_run_names(tmp_pa
         with pytest.raises(SystemExit, match=r"variant q starts from variant f's runs, not from "
                            r"variant g's"):
             script.main(str(tmp_path), "g", "q")
+    # A FLOAT that distils from per-fold teachers is refused without its retrain's teacher.
+    distilled = [dataclasses.replace(t, config={**t.config, "distill": {
+        "teacher": str(tmp_path / f"teacher/fold{t.fold}"), "alpha": 0.5, "temperature": 2.0}})
+        if t.variant == "f" else t for t in todo]
+    (tmp_path / "sweep.json").write_text(json.dumps({"trials": [t.to_dict() for t in distilled]}))
+    with pytest.raises(SystemExit, match=r"har2_final.py: variant f distils.*--final-teacher"):
+        script.main(str(tmp_path), "f", "q")
