@@ -232,6 +232,28 @@ def test_a_shipped_tag_is_checked_on_the_test_windows_of_the_data_at_hand(tag, t
     assert "data" in check["windows_from"]
 
 
+@pytest.mark.parametrize("tag", ["sirnn.har2", "gru.har2"])
+def test_a_shipped_tag_s_test_windows_are_its_task_s_as_its_model_takes_them(tag, shared_data):
+    """The windows the C check runs are the task's test windows normalized as the tag's model
+    takes them: through the Keras model without its normalization layer they score exactly
+    the visible test accuracy the card recorded at training time."""
+    import numpy as np
+
+    import zoo
+    from export.c_backend.project import read_normalization, read_step_export
+    from export.c_backend.shipped import test_windows
+    from zoo.pretrained import load_pretrained
+
+    step = PRETRAINED / tag / "export-step-int8"
+    card = read_step_export(step)
+    x, y, why = test_windows(card, read_normalization(step, card), shared_data / "har")
+    assert why is None and len(x) == 701
+    logits = load_pretrained(tag, normalize=False).predict(x, batch_size=256, verbose=0)
+    accuracy = 100 * float(np.mean(logits.argmax(-1) == y))
+    recorded = zoo.get_pretrained_cfg(tag).metrics["test_accuracy_visible"]
+    assert accuracy == pytest.approx(recorded, abs=100 / 701 + 0.005)  # as test_pretrained.py
+
+
 def test_a_shipped_tag_without_its_data_at_hand_says_so_and_downloads_nothing(tmp_path,
                                                                              monkeypatch):
     from training.data import download
