@@ -43,6 +43,10 @@ class _Float:
     def weight(w):
         return w
 
+    @staticmethod
+    def bias(b, inputs, w):
+        return b
+
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
 class GRUCell(keras.layers.GRUCell):
@@ -71,6 +75,9 @@ class GRUCell(keras.layers.GRUCell):
             ``recurrent_activation="sigmoid"`` and no dropout.
         qat_weights: with ``qat``, fake-quantize the weights too (default True; the export's
             copy sets it False, since the converter rounds the weights itself).
+        qat_bias: with ``qat`` and ``qat_weights``, round each FULLY_CONNECTED's bias to the
+            int32 grid the converter stores it on (`zoo.qat.QuantPoints.bias`; default True).
+            A QAT model saved before this option loads with False, computing as it was trained.
         **kwargs: the arguments of `keras.layers.GRUCell`.
 
     Example:
@@ -85,10 +92,11 @@ class GRUCell(keras.layers.GRUCell):
     ```
     """
 
-    def __init__(self, units, qat=None, qat_weights=True, step_graph="keras", **kwargs):
+    def __init__(self, units, qat=None, qat_weights=True, qat_bias=True, step_graph="keras",
+                 **kwargs):
         super().__init__(units, **kwargs)
         self.qat = check_qat(qat)
-        self.qat_weights = bool(qat_weights)
+        self.qat_weights, self.qat_bias = bool(qat_weights), bool(qat_bias)
         self.step_graph = _check_step_graph(step_graph)
         self.quant_points = None
         if self.qat or self.step_graph != "keras":
@@ -98,7 +106,8 @@ class GRUCell(keras.layers.GRUCell):
         super().build(input_shape)
         if self.qat:
             names = LEAN_POINTS if self.step_graph == "lean" else POINTS
-            self.quant_points = QuantPoints(self, names, fixed=FIXED, weights=self.qat_weights)
+            self.quant_points = QuantPoints(self, names, fixed=FIXED, weights=self.qat_weights,
+                                            bias_grid=self.qat_bias)
 
     def call(self, inputs, states, training=False):
         if self.step_graph == "lean":
@@ -108,8 +117,10 @@ class GRUCell(keras.layers.GRUCell):
         q, d = self.quant_points, self.units
         input_bias, recurrent_bias = self.bias[0], self.bias[1]
         x, h = q.apply("x", inputs), q.apply("h", previous_state(states))
-        wx = q.apply("wx", ops.matmul(x, q.weight(self.kernel)) + input_bias)
-        uh = q.apply("uh", ops.matmul(h, q.weight(self.recurrent_kernel)) + recurrent_bias)
+        wx = q.apply("wx", ops.matmul(x, q.weight(self.kernel))
+                     + q.bias(input_bias, "x", self.kernel))
+        uh = q.apply("uh", ops.matmul(h, q.weight(self.recurrent_kernel))
+                     + q.bias(recurrent_bias, "h", self.recurrent_kernel))
         x_z, x_r, x_h = wx[:, :d], wx[:, d:2 * d], wx[:, 2 * d:]
         u_z, u_r, u_h = uh[:, :d], uh[:, d:2 * d], uh[:, 2 * d:]
         z = q.apply("z", ops.sigmoid(q.apply("z_pre", x_z + u_z)))
@@ -124,10 +135,10 @@ class GRUCell(keras.layers.GRUCell):
         # Each slice is its own constant in the int8 graph, rounded on its own per-tensor grid.
         input_bias, recurrent_bias = self.bias[0], self.bias[1]
         x, h = q.apply("x", inputs), q.apply("h", previous_state(states))
-        wx_zr = q.apply("wx_zr", ops.matmul(x, q.weight(w[:, :2 * d])) + input_bias[:2 * d])
-        wx_h = q.apply("wx_h", ops.matmul(x, q.weight(w[:, 2 * d:])) + input_bias[2 * d:])
-        uh_zr = q.apply("uh_zr", ops.matmul(h, q.weight(u[:, :2 * d])) + recurrent_bias[:2 * d])
-        uh_h = q.apply("uh_h", ops.matmul(h, q.weight(u[:, 2 * d:])) + recurrent_bias[2 * d:])
+        wx_zr = q.apply("wx_zr", _dense(q, x, "x", w[:, :2 * d], input_bias[:2 * d]))
+        wx_h = q.apply("wx_h", _dense(q, x, "x", w[:, 2 * d:], input_bias[2 * d:]))
+        uh_zr = q.apply("uh_zr", _dense(q, h, "h", u[:, :2 * d], recurrent_bias[:2 * d]))
+        uh_h = q.apply("uh_h", _dense(q, h, "h", u[:, 2 * d:], recurrent_bias[2 * d:]))
         zr = q.apply("zr", ops.sigmoid(q.apply("zr_pre", wx_zr + uh_zr)))
         z, r = ops.split(zr, 2, axis=-1)
         cand = q.apply("cand", ops.tanh(q.apply("cand_pre", wx_h + q.apply("r_uh", r * uh_h))))
@@ -138,13 +149,28 @@ class GRUCell(keras.layers.GRUCell):
     def get_config(self):
         return {**super().get_config(), **_zoo_options(self)}
 
+    @classmethod
+    def from_config(cls, config):
+        return super().from_config(_saved_qat_bias(config))
+
+
+def _dense(q, x, inputs: str, w, b):
+    """One FULLY_CONNECTED of the step: ``x`` (point ``inputs``) times ``w`` plus ``b``, each
+    on the grid its int8 kernel keeps it on."""
+    return ops.matmul(x, q.weight(w)) + q.bias(b, inputs, w)
+
+
+def _saved_qat_bias(config: dict) -> dict:
+    # QAT models saved before qat_bias existed added the float biases, and keep doing so.
+    return {"qat_bias": False, **config} if config.get("qat") else config
+
 
 def _zoo_options(layer) -> dict:
     """The zoo's options of a GRU cell or layer, only those set, so that without them the
     config is Keras's own."""
     options = {}
     if layer.qat:
-        options.update(qat=layer.qat, qat_weights=layer.qat_weights)
+        options.update(qat=layer.qat, qat_weights=layer.qat_weights, qat_bias=layer.qat_bias)
     if layer.step_graph != "keras":
         options.update(step_graph=layer.step_graph)
     return options
@@ -185,7 +211,7 @@ class GRU(keras.layers.GRU):
             recurrent_initializer, bias_initializer, kernel_regularizer, recurrent_regularizer,
             bias_regularizer, kernel_constraint, recurrent_constraint, bias_constraint, dropout,
             recurrent_dropout, seed, reset_after, use_cudnn: as in `keras.layers.GRU`.
-        qat, qat_weights, step_graph: as in `GRUCell`.
+        qat, qat_weights, qat_bias, step_graph: as in `GRUCell`.
         **kwargs: the `keras.layers.RNN` arguments (``return_sequences``, ``return_state``,
             ``go_backwards``, ``stateful``, ``unroll``, ``activity_regularizer``) and the
             `keras.layers.Layer` ones.
@@ -208,7 +234,7 @@ class GRU(keras.layers.GRU):
                  bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
                  bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
                  bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None,
-                 reset_after=True, use_cudnn="auto", qat=None, qat_weights=True,
+                 reset_after=True, use_cudnn="auto", qat=None, qat_weights=True, qat_bias=True,
                  step_graph="keras", **kwargs):
         cell_args = dict(
             activation=activation, recurrent_activation=recurrent_activation, use_bias=use_bias,
@@ -220,7 +246,8 @@ class GRU(keras.layers.GRU):
             seed=seed, reset_after=reset_after)
         qat, step_graph = check_qat(qat), _check_step_graph(step_graph)
         if qat or step_graph != "keras":
-            cell = GRUCell(units, qat=qat, qat_weights=qat_weights, step_graph=step_graph,
+            cell = GRUCell(units, qat=qat, qat_weights=qat_weights, qat_bias=qat_bias,
+                           step_graph=step_graph,
                            name="gru_cell", dtype=kwargs.get("dtype"),
                            trainable=kwargs.get("trainable", True), **cell_args)
             # keras.layers.GRU.__init__ would build Keras's own cell: the RNN layer takes ours.
@@ -230,9 +257,14 @@ class GRU(keras.layers.GRU):
         else:
             super().__init__(units, use_cudnn=use_cudnn, **cell_args, **kwargs)
         self.qat, self.qat_weights, self.step_graph = qat, bool(qat_weights), step_graph
+        self.qat_bias = bool(qat_bias)
 
     def get_config(self):
         return {**super().get_config(), **_zoo_options(self)}
+
+    @classmethod
+    def from_config(cls, config):
+        return super().from_config(_saved_qat_bias(config))
 
 
 register_model("gru", GRU, defaults={"units": 80}, paper="Keras built-in layer",

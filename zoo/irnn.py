@@ -93,6 +93,9 @@ class IRNNCell(ZooCell):
             ``state_clip`` and ``state_quant_bits=8``, ``k=1`` steps of ``eta_timesteps=None``.
         qat_weights: with ``qat``, fake-quantize the weights too (default True; the export's
             copy of the cell sets it False, since the converter rounds the weights itself).
+        qat_bias: with ``qat`` and ``qat_weights``, round the input bias to the int32 grid the
+            converter stores it on (`zoo.qat.QuantPoints.bias`; default True). A QAT model
+            saved before this option loads with False, computing as it was trained.
 
     Call arguments:
         inputs: ``(batch, d)``, the input x_m.
@@ -124,7 +127,7 @@ class IRNNCell(ZooCell):
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
                  recurrent_constraint=None, bias_constraint=None, eta_constraint=None,
                  eta_parametrization="sigmoid", state_clip=None, state_quant_bits=None, qat=None,
-                 qat_weights=True, **kwargs):
+                 qat_weights=True, qat_bias=True, **kwargs):
         super().__init__(
             units, use_bias=use_bias,
             kernel_initializer=kernel_initializer or _normal_01(),
@@ -150,6 +153,7 @@ class IRNNCell(ZooCell):
             state_clip, state_quant_bits, "[0, state_clip]")
         self.qat = qat_option(qat, self.state_clip, self.state_quant_bits, eta_timesteps)
         self.qat_weights = bool(qat_weights)
+        self.qat_bias = bool(qat_bias)
         self.quant_points = None
         self.k = k
         self.alpha = float(alpha)
@@ -197,7 +201,8 @@ class IRNNCell(ZooCell):
                 # twice the scale, so the int8 ADD is the identity (the C backend emits nothing).
                 fixed["v0"] = (0.0, 2.0 * self.state_clip)
             self.quant_points = qat.QuantPoints(self, self._qat_point_names(), fixed=fixed,
-                                                weights=self.qat_weights)
+                                                weights=self.qat_weights,
+                                                bias_grid=self.qat_bias)
 
     def _qat_point_names(self):
         names = ["x", "h", "drive"]
@@ -292,7 +297,7 @@ class IRNNCell(ZooCell):
         h = q.apply("h", h_prev)
         drive = ops.matmul(x, q.weight(self.kernel))
         if self.use_bias:
-            drive = drive + self.bias  # the converter keeps the bias in int32
+            drive = drive + q.bias(self.bias, "x", self.kernel)  # the converter's int32 bias
         drive = q.apply("drive", drive)
         g = h if self.g0 == "previous" else ops.zeros_like(h)
         eta = ops.cast(self.eta_value(), dtype)
@@ -331,7 +336,7 @@ class IRNNCell(ZooCell):
             "state_clip": self.state_clip, "state_quant_bits": self.state_quant_bits,
         }
         if self.qat:  # only when set, so the configs of float models are unchanged
-            config.update(qat=self.qat, qat_weights=self.qat_weights)
+            config.update(qat=self.qat, qat_weights=self.qat_weights, qat_bias=self.qat_bias)
         return {**super().get_config(), **config}
 
     @classmethod
@@ -380,8 +385,10 @@ def _logit(p: float) -> float:
 
 
 def _with_saved_eta_default(config: dict) -> dict:
-    # Models saved before eta_parametrization existed stored a raw eta.
-    return {"eta_parametrization": "raw", **config}
+    # Models saved before eta_parametrization existed stored a raw eta; QAT models saved before
+    # qat_bias existed added the float bias, and keep computing as they were trained.
+    saved = {"qat_bias": False} if config.get("qat") else {}
+    return {"eta_parametrization": "raw", **saved, **config}
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
@@ -398,7 +405,7 @@ class IRNN(CellRNN):
             premultiply, use_bias, kernel_initializer, recurrent_initializer, bias_initializer,
             kernel_regularizer, recurrent_regularizer, bias_regularizer, kernel_constraint,
             recurrent_constraint, bias_constraint, eta_constraint, eta_parametrization,
-            state_clip, state_quant_bits, qat, qat_weights: as in `IRNNCell`.
+            state_clip, state_quant_bits, qat, qat_weights, qat_bias: as in `IRNNCell`.
         return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
         **kwargs: `keras.layers.Layer` arguments (``name``, ``dtype``).
 

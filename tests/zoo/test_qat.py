@@ -72,6 +72,13 @@ def int8_weight(w):
     return np.floor(w / scale + 0.5) * scale
 
 
+def int32_bias(b, x_range, w):
+    """The converter's FULLY_CONNECTED bias: int32 at scale s_x * s_w (the input's int8 scale,
+    its range over 255 levels, times the weight's, max|w| / 127), back in float."""
+    step = (x_range[1] - x_range[0]) / 255 * (np.abs(np.asarray(w, np.float64)).max() / 127)
+    return np.floor(np.asarray(b, np.float64) / step + 0.5) * step
+
+
 def relu(x):
     return np.maximum(x, 0.0)
 
@@ -96,7 +103,9 @@ def numpy_step(cell, x_t, h_prev, record=None):
     eta = 1 / (1 + np.exp(-weights["eta_logit"].astype(np.float64)))
     x = fq("x", x_t)
     h = fq("h", h_prev)
-    drive = fq("drive", x @ int8_weight(weights["kernel"]) + weights["bias"])
+    bias = (int32_bias(weights["bias"], ranges["x"], weights["kernel"]) if cell.qat_bias
+            else weights["bias"])
+    drive = fq("drive", x @ int8_weight(weights["kernel"]) + bias)
     v = fq("v0", h + h)  # g_0 = h_{m-1}, v = g_0 + h_{m-1}
     pre = fq("uv0", apply_u(v, "uv_low0", "uv_high0")) + drive
     if cell.premultiply:
@@ -401,6 +410,52 @@ def test_config_round_trip_and_keras_file_keep_qat_and_ranges(tmp_path):
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
 
 
+def test_bias_is_on_the_converters_int32_grid_straight_through_and_only_when_asked():
+    """`QuantPoints.bias`: round(b / (s_x s_w)) s_x s_w with s_x the input point's scale and
+    s_w = max|w| / 127 (NumPy, `int32_bias`), gradient 1; idempotent; the float bias when the
+    weights are not quantized (the export's copy: the converter rounds it) or without
+    ``bias_grid``."""
+    cell = _point_cell({"x": (-0.37, 1.91)})
+    points = cell.quant_points
+    rng = np.random.default_rng(3)
+    w = tf.constant(rng.normal(scale=0.3, size=(5, 16)).astype(np.float32))
+    b = tf.Variable(rng.normal(scale=0.2, size=16).astype(np.float32))
+    points.bias_grid = True
+    with tf.GradientTape() as tape:
+        got = points.bias(b, "x", w)
+        loss = tf.reduce_sum(got * tf.range(16, dtype=tf.float32))
+    want = int32_bias(b.numpy(), points.as_dict()["x"], w.numpy())
+    # float32 round-off (1e-7 here) against a grid step of 6e-5
+    np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=1e-7)
+    assert np.abs(got.numpy() - b.numpy()).max() > 1e-6  # it does round
+    np.testing.assert_array_equal(tape.gradient(loss, b).numpy(), np.arange(16))
+    np.testing.assert_allclose(points.bias(got, "x", w).numpy(), got.numpy(), rtol=0, atol=1e-7)
+    points.bias_grid, points.weights = True, False
+    assert points.bias(b, "x", w) is b
+    points.bias_grid, points.weights = False, True
+    assert points.bias(b, "x", w) is b
+
+
+def test_a_qat_model_saved_before_qat_bias_keeps_its_float_bias():
+    """New QAT cells round their biases (``qat_bias`` True, in their config); a QAT config
+    without the key (every model saved before it, e.g. the shipped sirnn.har2) loads with
+    False, so it computes as it was trained and its card's figures hold."""
+    model, cell = qat_model(16, True)
+    config = model.layers[0].get_config()
+    assert config["qat_bias"] is True and cell.quant_points.bias_grid is True
+    old = {k: v for k, v in config.items() if k != "qat_bias"}
+    assert zoo.SiRNN.from_config(old).cell.qat_bias is False
+    gru_config = zoo.GRU(8, qat="int8").get_config()
+    assert gru_config["qat_bias"] is True
+    assert zoo.GRU.from_config({k: v for k, v in gru_config.items() if k != "qat_bias"}).qat_bias \
+        is False
+    from zoo.layers import recurrent_layers
+    from zoo.pretrained import load_pretrained
+
+    shipped = load_pretrained("sirnn.har2", normalize=False)
+    assert [layer.cell.qat_bias for layer in recurrent_layers(shipped)] == [False]
+
+
 def test_float_model_config_has_no_qat_keys():
     config = zoo.SiRNN(8, state_clip=1.0, state_quant_bits=8).get_config()
     assert "qat" not in config and "qat_weights" not in config
@@ -428,9 +483,13 @@ def numpy_keras_gru_step(cell, x_t, h_prev, record=None):
             record.setdefault(name, []).append(value)
         return fake_quant(value, *ranges[name])
 
+    def bias(b, point, kernel):  # on the converter's int32 grid with qat_bias
+        return int32_bias(b, ranges[point], kernel) if cell.qat_bias else b
+
     x, h = fq("x", x_t), fq("h", h_prev)
-    wx = fq("wx", x @ int8_weight(w["kernel"]) + w["bias"][0])
-    uh = fq("uh", h @ int8_weight(w["recurrent_kernel"]) + w["bias"][1])
+    wx = fq("wx", x @ int8_weight(w["kernel"]) + bias(w["bias"][0], "x", w["kernel"]))
+    uh = fq("uh", h @ int8_weight(w["recurrent_kernel"])
+            + bias(w["bias"][1], "h", w["recurrent_kernel"]))
     z = fq("z", sigmoid(fq("z_pre", wx[:, :d] + uh[:, :d])))
     r = fq("r", sigmoid(fq("r_pre", wx[:, d:2 * d] + uh[:, d:2 * d])))
     cand = fq("cand", np.tanh(fq("cand_pre", wx[:, 2 * d:] + fq("r_uh", r * uh[:, 2 * d:]))))
@@ -450,14 +509,15 @@ def numpy_lean_gru_step(cell, x_t, h_prev, record=None):
             record.setdefault(name, []).append(value)
         return fake_quant(value, *ranges[name])
 
-    def product(v, kernel, bias, cols):
-        return v @ int8_weight(kernel[:, cols]) + bias[cols]
+    def product(v, point, kernel, bias, cols):
+        b = int32_bias(bias[cols], ranges[point], kernel[:, cols]) if cell.qat_bias else bias[cols]
+        return v @ int8_weight(kernel[:, cols]) + b
 
     zr_cols, h_cols = slice(0, 2 * d), slice(2 * d, 3 * d)
     x, h = fq("x", x_t), fq("h", h_prev)
-    wx_zr, wx_h = (fq(f"wx_{n}", product(x, w["kernel"], bx, c))
+    wx_zr, wx_h = (fq(f"wx_{n}", product(x, "x", w["kernel"], bx, c))
                    for n, c in (("zr", zr_cols), ("h", h_cols)))
-    uh_zr, uh_h = (fq(f"uh_{n}", product(h, w["recurrent_kernel"], bh, c))
+    uh_zr, uh_h = (fq(f"uh_{n}", product(h, "h", w["recurrent_kernel"], bh, c))
                    for n, c in (("zr", zr_cols), ("h", h_cols)))
     zr = fq("zr", sigmoid(fq("zr_pre", wx_zr + uh_zr)))
     z, r = zr[:, :d], zr[:, d:]
