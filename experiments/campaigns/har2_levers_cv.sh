@@ -10,7 +10,8 @@
 # (session 12): cosine annealing (lr_schedule cosine) of the rotation-35 recipe and its QAT stage,
 # a cosine QAT stage of the rotation-35 model, distillation (each fold's student from that fold's
 # Keras GRU at rotation 35, CV 96.26 %, or from the GRU + SiRNN rotation-35 ensemble; alpha 0.5,
-# T 2) and its QAT stage (also distilled, from the ensemble), and the LSTM at rotation 35 (the SiRNN's angle). Every finished trial lands in
+# T 2) and its QAT stage (also distilled, from the ensemble), the rotation-35 QAT stage with
+# its biases on the int32 grid (qat_bias, named: the earlier rot35_qat trained without it), and the LSTM at rotation 35 (the SiRNN's angle). Every finished trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
@@ -68,6 +69,8 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "rot35_kd_gru_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_kd_gru\"}" \
   --variant "rot35_kd_ens={\"augment\": {\"rotation\": 35}, $kd_ens}" \
   --variant "rot35_kd_ens_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_kd_ens\"}" \
+  --variant "rot35_qat_bias={\"augment\": {\"rotation\": 35}, \"model_options\": {\"qat\": \"int8\", \"qat_bias\": true},
+    $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
   --variant "rot35_kd_ens_qat_kd={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, $kd_ens, \"init_from\": \"variant:rot35_kd_ens\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
