@@ -26,7 +26,6 @@ without Keras; `load_teachers` then checks the model's classes and inputs).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -82,6 +81,7 @@ def load_teachers(options: dict, task) -> list[Teacher]:
     one logit (or probability) per class. Each file is read as ``zoo eval`` reads a run's
     (`training.artifacts`: damage is named), and the model is frozen."""
     from training.artifacts import check_run_config, load_keras_model, load_normalization
+    from training.data.download import sha256_file
     from training.rundir import RunDirectory
 
     teachers = []
@@ -97,7 +97,7 @@ def load_teachers(options: dict, task) -> list[Teacher]:
         _warn_if_split_differs(config, task, root)
         model.trainable = False
         teachers.append(Teacher(str(root.resolve()), model, norm, _output_kind(model, root),
-                                _sha256(run.model)))
+                                sha256_file(run.model)))
     return teachers
 
 
@@ -140,14 +140,6 @@ def _warn_if_split_differs(config: dict, task, run: Path) -> None:
     if differ:
         _log.warning(f"distill teacher {run} was trained on another split (teacher vs this "
                      f"run: {differ}): it may have seen this run's validation subjects")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def provenance(options: dict, teachers: list[Teacher]) -> dict:
