@@ -11,7 +11,8 @@
 # a cosine QAT stage of the rotation-35 model, distillation (each fold's student from that fold's
 # Keras GRU at rotation 35, CV 96.26 %, or from the GRU + SiRNN rotation-35 ensemble; alpha 0.5,
 # T 2) and its QAT stage (also distilled, from the ensemble), the rotation-35 QAT stage with
-# its biases on the int32 grid (qat_bias, named: the earlier rot35_qat trained without it), and the LSTM at rotation 35 (the SiRNN's angle). Every finished trial lands in
+# its biases on the int32 grid (qat_bias, named: the earlier rot35_qat trained without it; the GRU's
+# lean stage too, rot35_qat_lean_bias), and the LSTM at rotation 35 (the SiRNN's angle). Every finished trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
@@ -83,7 +84,9 @@ if [ "$s2" -gt 0 ]; then
       --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" \
       --variant "rot35_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
       --variant "rot25_qat_lean={\"augment\": {$rot25}, $qat_lean, $QAT_STAGE, \"init_from\": \"variant:rot25_e30\"}" \
-      --variant "rot35_qat_lean={\"augment\": {\"rotation\": 35}, $qat_lean, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}"
+      --variant "rot35_qat_lean={\"augment\": {\"rotation\": 35}, $qat_lean, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
+      --variant "rot35_qat_lean_bias={\"augment\": {\"rotation\": 35}, \"model_options\": {\"qat\": \"int8\",
+        \"step_graph\": \"lean\", \"qat_bias\": true}, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}"
     python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" \
       --variant base_e30={} --variant "$rot25_e30" \
       --variant "rot35_e30={\"augment\": {\"rotation\": 35}}"
