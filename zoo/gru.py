@@ -40,12 +40,9 @@ class _Float:
         return x
 
     @staticmethod
-    def weight(w):
-        return w
-
-    @staticmethod
-    def bias(b, inputs, w):
-        return b
+    def dense(x, inputs, w, b=None):
+        out = ops.matmul(x, w)
+        return out if b is None else out + b
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")
@@ -117,10 +114,8 @@ class GRUCell(keras.layers.GRUCell):
         q, d = self.quant_points, self.units
         input_bias, recurrent_bias = self.bias[0], self.bias[1]
         x, h = q.apply("x", inputs), q.apply("h", previous_state(states))
-        wx = q.apply("wx", ops.matmul(x, q.weight(self.kernel))
-                     + q.bias(input_bias, "x", self.kernel))
-        uh = q.apply("uh", ops.matmul(h, q.weight(self.recurrent_kernel))
-                     + q.bias(recurrent_bias, "h", self.recurrent_kernel))
+        wx = q.apply("wx", q.dense(x, "x", self.kernel, input_bias))
+        uh = q.apply("uh", q.dense(h, "h", self.recurrent_kernel, recurrent_bias))
         x_z, x_r, x_h = wx[:, :d], wx[:, d:2 * d], wx[:, 2 * d:]
         u_z, u_r, u_h = uh[:, :d], uh[:, d:2 * d], uh[:, 2 * d:]
         z = q.apply("z", ops.sigmoid(q.apply("z_pre", x_z + u_z)))
@@ -135,10 +130,10 @@ class GRUCell(keras.layers.GRUCell):
         # Each slice is its own constant in the int8 graph, rounded on its own per-tensor grid.
         input_bias, recurrent_bias = self.bias[0], self.bias[1]
         x, h = q.apply("x", inputs), q.apply("h", previous_state(states))
-        wx_zr = q.apply("wx_zr", _dense(q, x, "x", w[:, :2 * d], input_bias[:2 * d]))
-        wx_h = q.apply("wx_h", _dense(q, x, "x", w[:, 2 * d:], input_bias[2 * d:]))
-        uh_zr = q.apply("uh_zr", _dense(q, h, "h", u[:, :2 * d], recurrent_bias[:2 * d]))
-        uh_h = q.apply("uh_h", _dense(q, h, "h", u[:, 2 * d:], recurrent_bias[2 * d:]))
+        wx_zr = q.apply("wx_zr", q.dense(x, "x", w[:, :2 * d], input_bias[:2 * d]))
+        wx_h = q.apply("wx_h", q.dense(x, "x", w[:, 2 * d:], input_bias[2 * d:]))
+        uh_zr = q.apply("uh_zr", q.dense(h, "h", u[:, :2 * d], recurrent_bias[:2 * d]))
+        uh_h = q.apply("uh_h", q.dense(h, "h", u[:, 2 * d:], recurrent_bias[2 * d:]))
         zr = q.apply("zr", ops.sigmoid(q.apply("zr_pre", wx_zr + uh_zr)))
         z, r = ops.split(zr, 2, axis=-1)
         cand = q.apply("cand", ops.tanh(q.apply("cand_pre", wx_h + q.apply("r_uh", r * uh_h))))
@@ -152,12 +147,6 @@ class GRUCell(keras.layers.GRUCell):
     @classmethod
     def from_config(cls, config):
         return super().from_config(_saved_qat_bias(config))
-
-
-def _dense(q, x, inputs: str, w, b):
-    """One FULLY_CONNECTED of the step: ``x`` (point ``inputs``) times ``w`` plus ``b``, each
-    on the grid its int8 kernel keeps it on."""
-    return ops.matmul(x, q.weight(w)) + q.bias(b, inputs, w)
 
 
 def _saved_qat_bias(config: dict) -> dict:

@@ -295,10 +295,7 @@ class IRNNCell(ZooCell):
         x_mask = self.input_dropout_mask(inputs, training)
         x = q.apply("x", inputs if x_mask is None else inputs * x_mask)
         h = q.apply("h", h_prev)
-        drive = ops.matmul(x, q.weight(self.kernel))
-        if self.use_bias:
-            drive = drive + q.bias(self.bias, "x", self.kernel)  # the converter's int32 bias
-        drive = q.apply("drive", drive)
+        drive = q.apply("drive", q.dense(x, "x", self.kernel, self.bias if self.use_bias else None))
         g = h if self.g0 == "previous" else ops.zeros_like(h)
         eta = ops.cast(self.eta_value(), dtype)
         for i in range(self.k):

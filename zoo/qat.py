@@ -105,6 +105,13 @@ class QuantPoints:
     def weight(self, w):
         return quantize_weight(w) if self.weights else w
 
+    def dense(self, x, inputs: str, w, b=None):
+        """A FULLY_CONNECTED of the step as its int8 kernel computes it: ``x`` (point
+        ``inputs``) times ``w`` on its int8 grid (`weight`), plus ``b`` on its int32 grid
+        (`bias`) when there is one."""
+        out = ops.matmul(x, self.weight(w))
+        return out if b is None else out + self.bias(b, inputs, w)
+
     def bias(self, b, inputs: str, w):
         """``b``, the bias of a FULLY_CONNECTED whose input is point ``inputs`` and whose weight
         is ``w``, on the int32 grid the converter stores it on: scale ``s_in * s_w`` (the
