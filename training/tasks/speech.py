@@ -113,6 +113,15 @@ def read_noise(folder: Path, fe: FbankFrontend) -> dict[str, np.ndarray]:
     return out
 
 
+def check_background(options: dict) -> None:
+    """The background-mixing options of a speech task: ValueError naming them and what is
+    valid (``background_frequency`` in [0, 1], ``background_volume`` >= 0)."""
+    frequency, volume = options["background_frequency"], options["background_volume"]
+    if not 0 <= frequency <= 1 or not 0 <= volume:
+        raise ValueError("options background_frequency must be in [0, 1] and background_volume "
+                         f">= 0, got {frequency} and {volume}")
+
+
 def mix_background(x: np.ndarray, noise: list[np.ndarray], rng: np.random.Generator,
                    frequency: float, volume: float) -> np.ndarray:
     """``x`` (one clip's samples) with background noise, as TF speech_commands mixes it: with
@@ -155,8 +164,7 @@ class SpeechTask(Task):
             raise ValueError(f"option version must be one of {sorted(SPECS)}, got {o['version']!r}")
         if o["pad"] not in ("end", "front"):
             raise ValueError(f"option pad must be 'end' or 'front', got {o['pad']!r}")
-        if not 0 <= o["background_frequency"] <= 1 or o["background_volume"] < 0:
-            raise ValueError("background_frequency must be in [0, 1] and background_volume >= 0")
+        check_background(o)
         if not 0 <= o["time_shift_ms"] < 1000:
             raise ValueError(f"option time_shift_ms must be in [0, 1000), got {o['time_shift_ms']}")
         self.frontend.filterbank()  # validates highfreq

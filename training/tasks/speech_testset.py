@@ -32,7 +32,8 @@ import numpy as np
 
 from training.data.errors import DataError
 from training.tasks.base import Normalization, Split, Task, TaskData, register_task
-from training.tasks.speech import INT16, SPLITS, SpeechTask, mix_background
+from training.tasks.speech import (INT16, SPLITS, SpeechTask, check_background,
+                                   mix_background)
 from training.tasks.speech_layout import (  # noqa: F401  (the layout's names, as before)
     CLASSES, SILENCE, TESTSET_SPEC, UNKNOWN, WORDS10, find_layout, index_layout, layout_waves,
     load_layout, speaker_of, which_set)
@@ -73,10 +74,7 @@ class Google12Testset(SpeechTask):
         if v < 0 or t < 0 or v + t >= 100:
             raise ValueError("options validation_percentage and testing_percentage must be >= 0 "
                              f"with a sum below 100, got {v} and {t}")
-        if not 0 <= o["background_frequency"] <= 1 or not 0 <= o["background_volume"]:
-            raise ValueError("options background_frequency must be in [0, 1] and "
-                             f"background_volume >= 0, got {o['background_frequency']} and "
-                             f"{o['background_volume']}")
+        check_background(o)
         if o["evaluate_on"] not in ("test", "all"):
             raise ValueError(f"option evaluate_on must be 'test' or 'all', got {o['evaluate_on']!r}")
         self.frontend.filterbank()
