@@ -12,7 +12,11 @@
 # Keras GRU at rotation 35, CV 96.26 %, or from the GRU + SiRNN rotation-35 ensemble; alpha 0.5,
 # T 2) and its QAT stage (also distilled, from the ensemble), the rotation-35 QAT stage with
 # its biases on the int32 grid (qat_bias, named: the earlier rot35_qat trained without it; the GRU's
-# lean stage too, rot35_qat_lean_bias), and the LSTM at rotation 35 (the SiRNN's angle). Every finished trial lands in
+# lean stage too, rot35_qat_lean_bias), and the LSTM at rotation 35 (the SiRNN's angle). Round 6
+# (session 13): the step size eta's initial value (eta_init 0.05 / 0.1 against the recipe's 0.01,
+# which the sigmoid parametrization barely moves): at eta 0.01 the increment eta * diff is at most
+# 2.4 steps of the int8 state's grid and half a step at the median, so the int8 dynamics are
+# rounding; each stage's QAT fine-tune beside it. Every finished trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
@@ -72,6 +76,12 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "rot35_kd_ens_qat={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_kd_ens\"}" \
   --variant "rot35_qat_bias={\"augment\": {\"rotation\": 35}, \"model_options\": {\"qat\": \"int8\", \"qat_bias\": true},
     $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
+  --variant "rot35_eta05={\"augment\": {\"rotation\": 35}, \"model_options\": {\"eta_init\": 0.05}}" \
+  --variant "rot35_eta05_qat={\"augment\": {\"rotation\": 35}, \"model_options\": {\"eta_init\": 0.05, \"qat\": \"int8\"},
+    $QAT_STAGE, \"init_from\": \"variant:rot35_eta05\"}" \
+  --variant "rot35_eta10={\"augment\": {\"rotation\": 35}, \"model_options\": {\"eta_init\": 0.1}}" \
+  --variant "rot35_eta10_qat={\"augment\": {\"rotation\": 35}, \"model_options\": {\"eta_init\": 0.1, \"qat\": \"int8\"},
+    $QAT_STAGE, \"init_from\": \"variant:rot35_eta10\"}" \
   --variant "rot35_kd_ens_qat_kd={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, $kd_ens, \"init_from\": \"variant:rot35_kd_ens\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
