@@ -83,16 +83,19 @@ def relu(x):
     return np.maximum(x, 0.0)
 
 
-def numpy_step(cell, x_t, h_prev, record=None):
+def numpy_step(cell, x_t, h_prev, record=None, points=None, weights_on=True):
     """One SiRNN step (k=1, g0 previous, state_sign +1, alpha 1, ReLU) written from the
-    equations, each tensor the int8 step holds fake-quantized at the cell's ranges."""
+    equations, each tensor the int8 step holds fake-quantized at the cell's ranges (only those
+    in ``points`` when given, and the weights and bias only if ``weights_on``)."""
     ranges = cell.quant_points.as_dict()
     weights = {w.path.rsplit("/", 1)[-1]: keras.ops.convert_to_numpy(w) for w in cell.weights}
 
     def fq(name, value):
         if record is not None:
             record.setdefault(name, []).append(value)
-        return fake_quant(value, *ranges[name])
+        return fake_quant(value, *ranges[name]) if points is None or name in points else value
+
+    int8_weight = globals()["int8_weight"] if weights_on else (lambda w: w)
 
     def apply_u(v, low, high):
         if cell.rank is None:
@@ -103,8 +106,8 @@ def numpy_step(cell, x_t, h_prev, record=None):
     eta = 1 / (1 + np.exp(-weights["eta_logit"].astype(np.float64)))
     x = fq("x", x_t)
     h = fq("h", h_prev)
-    bias = (int32_bias(weights["bias"], ranges["x"], weights["kernel"]) if cell.qat_bias
-            else weights["bias"])
+    bias = (int32_bias(weights["bias"], ranges["x"], weights["kernel"])
+            if cell.qat_bias and weights_on else weights["bias"])
     drive = fq("drive", x @ int8_weight(weights["kernel"]) + bias)
     v = fq("v0", h + h)  # g_0 = h_{m-1}, v = g_0 + h_{m-1}
     pre = fq("uv0", apply_u(v, "uv_low0", "uv_high0")) + drive
@@ -289,6 +292,56 @@ def test_qat_state_is_on_its_grid_and_the_oracle_quantizes_every_point():
     assert set(record) == set(cell.quant_points.names)  # the oracle quantizes at every point
 
 
+# ------------------------------------------------------------------ some points only (a diagnostic)
+
+FIXED = ("h", "v0")  # the SiRNN's fixed grids: the state's and twice the state's
+
+
+def test_only_the_fixed_points_is_the_float_cell_with_its_int8_state():
+    """Inside ``only_points(cell, fixed, weights=False)`` the QAT model computes what the float
+    model (no ``qat``, ``state_quant_bits=8``) with the same weights computes; outside, the
+    QAT step again (the model's compiled predict function re-made each time)."""
+    model, cell = qat_model(16, True)
+    x = sequences()
+    qat.track_ranges(model, x)
+    keras.utils.set_random_seed(0)
+    twin = keras.Sequential([keras.Input((12, 5)), zoo.SiRNN(16, state_clip=CLIP, state_quant_bits=8,
+                                                           rank=16, premultiply=True),
+                             keras.layers.Dense(2)])
+    twin.set_weights([w for w in model.get_weights() if w.shape != (len(cell.quant_points.names), 2)])
+    quantized = model.predict(x, verbose=0)
+    with qat.only_points(cell, FIXED, weights=False):
+        model.make_predict_function(force=True)
+        np.testing.assert_allclose(model.predict(x, verbose=0), twin.predict(x, verbose=0),
+                                   atol=1e-5)
+    model.make_predict_function(force=True)
+    np.testing.assert_array_equal(model.predict(x, verbose=0), quantized)
+    assert np.abs(quantized - twin.predict(x, verbose=0)).max() > 1e-3  # the points matter
+
+
+@pytest.mark.parametrize("points,weights_on", [(FIXED + ("act0",), False),
+                                              (FIXED + ("x", "uv0", "inc0"), True)])
+def test_only_points_rounds_exactly_the_named_points(points, weights_on):
+    model, cell = qat_model(16, True, units=32)
+    x = sequences()
+    qat.track_ranges(model, x)
+    h = np.zeros((len(x), 32), np.float32)
+    with qat.only_points(cell, points, weights_on):
+        for t in range(6):
+            h_keras = keras.ops.convert_to_numpy(cell(x[:, t], [h])[0])
+            h_numpy = numpy_step(cell, x[:, t], h, points=points, weights_on=weights_on)
+            assert np.mean(np.abs(h_keras - h_numpy) < 1e-5) >= 0.999
+            h = h_keras
+    assert cell.quant_points.enabled is None and cell.quant_points.weights  # restored
+
+
+def test_only_points_refuses_a_point_the_cell_does_not_have():
+    _, cell = qat_model(16, True)
+    with pytest.raises(ValueError, match=r"no quantization point \['gate'\].*'act0'"):
+        with qat.only_points(cell, ["x", "gate"], True):
+            pass
+
+
 # ------------------------------------------------------------------ range tracking
 
 
@@ -334,6 +387,31 @@ def test_track_ranges_is_an_ema_that_always_contains_zero():
         assert second[name] == pytest.approx(want, rel=1e-6, abs=1e-7), name
         assert second[name][0] <= 0.0 <= second[name][1]
     assert second["drive"] != pytest.approx(first["drive"])  # the test saw a change
+
+
+def test_calibrated_ranges_are_the_float_steps_percentiles_whatever_the_ranges_before():
+    """`calibrate_ranges` observes the float step (only the fixed grids rounded): each range is
+    the percentiles of that point's tensor in the NumPy float step, and it does not depend on
+    the ranges held before, as `track_ranges`'s one pass does (its later points see their
+    inputs through the upstream ranges)."""
+    model, cell = qat_model(16, True, units=32)
+    x = sequences()
+    record, h = {}, np.zeros((len(x), 32), np.float32)
+    for t in range(x.shape[1]):
+        h = numpy_step(cell, x[:, t], h, record, points=FIXED, weights_on=False)
+    got = qat.calibrate_ranges(model, x)[cell.name]
+    for name, arrays in record.items():
+        if name in FIXED:
+            assert got[name] == cell.quant_points.fixed[name]
+            continue
+        values = np.concatenate([a.ravel() for a in arrays])
+        want = (min(np.percentile(values, 0.01), 0.0), max(np.percentile(values, 99.99), 0.0))
+        assert got[name] == pytest.approx(want, rel=1e-4, abs=1e-6), name
+    cell.quant_points.set_ranges({n: (-0.01, 0.01) for n in cell.quant_points.names})
+    assert qat.calibrate_ranges(model, x)[cell.name] == got
+    cell.quant_points.set_ranges({n: (-0.01, 0.01) for n in cell.quant_points.names})
+    tracked = qat.track_ranges(model, x)[cell.name]
+    assert tracked["act0"][1] < 0.5 * got["act0"][1]  # seen through the clips upstream
 
 
 def test_range_tracking_updates_once_per_epoch_and_training_leaves_ranges_alone(monkeypatch):
