@@ -68,6 +68,8 @@ BENCHMARKS = {
     "lengths": ("experiments.analysis.lengths", "length generalisation on the regular languages"),
     "fold-int8": ("experiments.fold_int8", "each CV fold's int8 step model against its Keras "
                                           "model on the fold's validation subjects"),
+    "qat-points": ("experiments.qat_points", "which rounding of a run's int8 step costs "
+                                             "accuracy, point by point"),
     "frontier": ("experiments.frontier", "CV accuracy x Cortex-M4 cost of each graph: docs/frontier.md"),
 }
 # `zoo device NAME ...`

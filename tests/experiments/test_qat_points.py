@@ -1,0 +1,54 @@
+"""`zoo bench qat-points`: a trained float run's QAT twin with one point rounded at a time, on the
+run's validation split. Its oracles: the row with only the fixed grids is the float run's own
+model, and the row with everything is the calibrated QAT twin as it runs unrestricted."""
+
+import numpy as np
+import pytest
+
+from experiments import qat_points
+from training.config import TrainConfig
+from training.evaluate import load_run
+from training.tasks import get_task
+from training.trainer import train
+from zoo import qat
+
+
+@pytest.fixture(scope="module")
+def float_run(tmp_path_factory, shared_data):
+    cfg = TrainConfig(task="har2", model="sirnn", epochs=1, batch_size=512, lr=0.02, seed=4,
+                      early_stopping_patience=0,
+                      model_options={"units": 8, "rank": 4, "state_clip": 1.0,
+                                     "state_quant_bits": 8})
+    out = tmp_path_factory.mktemp("runs") / "float"
+    train(cfg, out, data_dir=shared_data / "har", verbose=0, print_fn=lambda *a, **k: None)
+    return out
+
+
+@pytest.mark.slow
+def test_rows_of_a_float_run_start_at_its_model_and_end_at_its_calibrated_twin(float_run):
+    config, model, norm = load_run(float_run)
+    task = get_task(config["task"], **config["task_options"])
+    data = task.load(config["data_source_resolved"], seed=config["seed"])
+    x_val, y_val = norm.apply(data.val.x).astype(np.float32), np.asarray(data.val.y)
+    rows = qat_points.run_rows(float_run)
+
+    twin = qat_points.qat_twin(float_run, config, task, model,
+                               norm.apply(data.train.x).astype(np.float32))
+    (cell,) = qat.qat_cells(twin)
+    tracked = [n for n in cell.quant_points.names if n not in ("h", "v0")]
+    assert [r.name for r in rows] == (["fixed", "weights"] + [f"only {n}" for n in tracked]
+                                      + [f"all but {n}" for n in tracked]
+                                      + ["all but weights", "all"])
+    accuracy = {r.name: r.accuracy for r in rows}
+    float_predictions = model.predict(x_val, verbose=0).argmax(-1)
+    assert accuracy["fixed"] == pytest.approx(100 * np.mean(float_predictions == y_val))
+    twin_predictions = twin.predict(x_val, verbose=0).argmax(-1)
+    assert accuracy["all"] == pytest.approx(100 * np.mean(twin_predictions == y_val))
+    assert "| only act0 |" in qat_points.table(rows)
+
+
+def test_a_folder_that_is_not_a_finished_run_is_refused_by_name(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        qat_points.main([str(tmp_path)])
+    assert exit_.value.code == 2
+    assert str(tmp_path) in capsys.readouterr().err
