@@ -42,6 +42,29 @@ def session_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def wheel_build_lock(tmp_path_factory):
+    """A lock to hold while building the wheel from this checkout: setuptools writes ``build/``
+    and the ``.egg-info`` into the source tree, so two builds at once (the fast lane's two
+    workers each running a wheel test) break each other. The folder above the session's temp
+    folder is shared by pytest-xdist's workers."""
+    import contextlib
+    import fcntl
+
+    path = tmp_path_factory.getbasetemp().parent / "edge-rnn-zoo-wheel-build.lock"
+
+    @contextlib.contextmanager
+    def held():
+        with open(path, "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    return held
+
+
+@pytest.fixture(scope="session")
 def har_dir(shared_data) -> Path:
     """The shared HAR subset (the export tests' data, and the sequence-int8 checks')."""
     return shared_data / "har"

@@ -20,11 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def wheel_build(tmp_path_factory):
+def wheel_build(tmp_path_factory, wheel_build_lock):
     out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-v", "-w", str(out)],
-        capture_output=True, text=True, timeout=300)
+    with wheel_build_lock():
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-v", "-w", str(out)],
+            capture_output=True, text=True, timeout=300)
     if proc.returncode != 0 and "setuptools" in proc.stdout + proc.stderr and \
             "No matching distribution" in proc.stdout + proc.stderr:
         pytest.skip("no setuptools reachable to build the wheel in isolation")

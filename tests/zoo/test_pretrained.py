@@ -134,13 +134,15 @@ def test_bad_pretrained_requests_are_clear_errors(call, match):
 
 
 @pytest.mark.slow
-def test_a_wheel_install_carries_recipes_and_pretrained_models(tmp_path, shared_data):
+def test_a_wheel_install_carries_recipes_and_pretrained_models(tmp_path, shared_data,
+                                                               wheel_build_lock):
     """Build the wheel, install it (no dependencies: they are this environment's) into a folder
     that shadows the source checkout, and from outside the checkout: load a pretrained model and
     train one epoch with the auto-loaded recipe."""
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "--no-build-isolation", str(REPO), "-w", str(tmp_path / "dist")],
-                   check=True, capture_output=True)
+    with wheel_build_lock():
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                        "--no-build-isolation", str(REPO), "-w", str(tmp_path / "dist")],
+                       check=True, capture_output=True)
     wheel = next((tmp_path / "dist").glob("edge_rnn_zoo-*.whl"))
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
