@@ -24,7 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 # model; gru.har2 is the GRU baseline with the SiRNN's levers (rotation 35 + QAT, lean step graph),
 # gru.har2_gen1 the calibrated real-scale one; gru.dsa19 the DSA-19 GRU at the SiRNN's rotation
 # (60) + QAT, gru.dsa19_gen2 the same at rotation 45, gru.dsa19_gen1 the calibrated one; the KWS *_int tags were trained on the C app's
-# integer front end (docs/kws.md); sirnn.har2_lean the lean QAT graph under the issue's device
+# integer front end (docs/kws.md), sirnn.google12_testset_int_qat's QAT stage with its ranges
+# calibrated on the float step, sirnn.google12_testset_int_qat_gen1 the same before that fix; sirnn.har2_lean the lean QAT graph under the issue's device
 # goal (<= 12,000 Cortex-M4 instructions per step, <= 6 KB flash). A tag is MODEL.NAME (timm's
 # model.tag); its card names the task.
 SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19", "gru.google12_testset",
@@ -33,7 +34,7 @@ SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19", "gru.google12_t
            "sirnn.dsa19_lean", "sirnn.google12_testset_int", "gru.google12_testset_int",
            "fastgrnn.google12_testset_int", "gru.har2_qat", "sirnn.dsa19_gen2", "gru.har2_gen1",
            "sirnn.google12_testset_int_qat", "sirnn.dsa19_gen3",
-           "gru.dsa19_gen1", "gru.dsa19_gen2"}
+           "gru.dsa19_gen1", "gru.dsa19_gen2", "sirnn.google12_testset_int_qat_gen1"}
 DATA = {"har2": "har", "dsa19": "dsa19",
         "google12_testset": "archives/speech_commands_test_set_v0.02_part_A.tar.gz"}
 
