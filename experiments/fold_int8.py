@@ -11,7 +11,8 @@ model runs the same windows. The goal of issue #28 is read off per fold: the int
 0.5 points of the float model on the fold's validation subjects (people the fold did not train
 on, so the figure is not tuned on the official test split). One results file per run
 (``<results>/<task>/<label>/<variant>/fold<k>.json``) keeps what was measured; the table is
-rebuilt from those files.
+rebuilt from those files. ``--quantize int16x8`` does the same for TFLite's 16x8 mode (16-bit
+activations and state, 8-bit weights; ``RUN/export-step-int16x8``, its own results folder).
 """
 
 from __future__ import annotations
@@ -32,9 +33,15 @@ _log = logging.getLogger(__name__)
 GOAL_POINTS = 0.5
 
 
-def fold_int8(run_dir: Path, data_dir=None) -> dict:
-    """The float and int8 accuracy of ``run_dir`` on its validation split, and their agreement
-    (also logged)."""
+QUANTIZE = ("int8", "int16x8")  # the results file names its figure after it
+
+
+def fold_int8(run_dir: Path, data_dir=None, quantize: str = "int8") -> dict:
+    """The float and integer (``quantize``: int8, or int16x8: 16-bit activations and state,
+    8-bit weights) accuracy of ``run_dir`` on its validation split, and their agreement (also
+    logged)."""
+    if quantize not in QUANTIZE:
+        raise ValueError(f"quantize must be one of {QUANTIZE}, got {quantize!r}")
     from export.exporter import export_run, stream_logits
     from training.evaluate import load_run
     from training.rundir import RunDirectory
@@ -47,19 +54,19 @@ def fold_int8(run_dir: Path, data_dir=None) -> dict:
         raise ValueError(f"{run_dir}: the run has no validation split (a final retrain?)")
     x_val = norm.apply(data.val.x).astype(np.float32)
     y_val = np.asarray(data.val.y)
-    out = Path(run_dir) / "export-step-int8"
+    out = Path(run_dir) / f"export-step-{quantize}"
     if not (out / "stream.tflite").is_file():
         with logs.quieted():  # the export's progress is not this script's
-            export_run(run_dir, out, quantize="int8", form="step", data_dir=data_dir,
+            export_run(run_dir, out, quantize=quantize, form="step", data_dir=data_dir,
                        allow_drop=True, micro=False)
-    int8 = stream_logits((out / "stream.tflite").read_bytes(), x_val).argmax(-1)
+    integer = stream_logits((out / "stream.tflite").read_bytes(), x_val).argmax(-1)
     keras = model.predict(x_val, batch_size=256, verbose=0).argmax(-1)
     result = {"windows": int(len(y_val)), "float": 100 * float(np.mean(keras == y_val)),
-              "int8": 100 * float(np.mean(int8 == y_val)),
-              "agreement": 100 * float(np.mean(int8 == keras)),
+              quantize: 100 * float(np.mean(integer == y_val)),
+              "agreement": 100 * float(np.mean(integer == keras)),
               "qat": bool((config.get("model_options") or {}).get("qat"))}
-    result["drop"] = result["float"] - result["int8"]
-    _log.info(f"{run_dir}: float {result['float']:.2f}%, int8 {result['int8']:.2f}% "
+    result["drop"] = result["float"] - result[quantize]
+    _log.info(f"{run_dir}: float {result['float']:.2f}%, {quantize} {result[quantize]:.2f}% "
               f"({result['drop']:+.2f} points below), agreement {result['agreement']:.2f}% on "
               f"{result['windows']} validation windows")
     return result
@@ -72,20 +79,25 @@ def result_path(results: Path, run_dir: Path) -> Path:
 
 
 def table(results: Path) -> str:
-    """Per (task, label, variant): folds, float and int8 validation accuracy, the drop, the
-    folds within the goal and the Keras-int8 agreement, from the results files."""
+    """Per (task, label, variant): folds, float and integer validation accuracy, the drop, the
+    folds within the goal and the Keras-integer agreement, from the results files (one
+    quantization per results folder)."""
     groups: dict[tuple, list[dict]] = {}
     for path in sorted(results.glob("*/*/*/fold*.json")):
         task, label, variant = path.parts[-4:-1]
         groups.setdefault((task, label, variant), []).append(json.loads(path.read_text()))
-    lines = ["| task | model | variant | folds | float val % | int8 val % | int8 below float "
-             f"(points, mean / worst) | folds within {GOAL_POINTS} | Keras-int8 agreement % |",
+    kinds = {q for rows in groups.values() for r in rows for q in QUANTIZE if q in r}
+    if len(kinds) > 1:
+        raise ValueError(f"{results} mixes {sorted(kinds)} results; keep one per folder")
+    q = kinds.pop() if kinds else "int8"
+    lines = [f"| task | model | variant | folds | float val % | {q} val % | {q} below float "
+             f"(points, mean / worst) | folds within {GOAL_POINTS} | Keras-{q} agreement % |",
              "|---|---|---|---|---|---|---|---|---|"]
     for (task, label, variant), rows in groups.items():
         drops = [r["drop"] for r in rows]
         lines.append(
             f"| {task} | {label} | {variant} | {len(rows)} | {mean_sd([r['float'] for r in rows])} "
-            f"| {mean_sd([r['int8'] for r in rows])} | {statistics.mean(drops):+.2f} / "
+            f"| {mean_sd([r[q] for r in rows])} | {statistics.mean(drops):+.2f} / "
             f"{max(drops):+.2f} | {sum(d <= GOAL_POINTS for d in drops)} of {len(rows)} | "
             f"{mean_sd([r['agreement'] for r in rows])} |")
     return "\n".join(lines) + "\n"
@@ -99,6 +111,9 @@ def main(argv=None) -> int:
     parser.add_argument("--results", type=Path, required=True,
                         help="folder of the per-fold results files (and the table's source)")
     parser.add_argument("--data-dir", help="dataset (default: where each run found its data)")
+    parser.add_argument("--quantize", choices=QUANTIZE, default="int8",
+                        help="int8 (default), or int16x8: 16-bit activations and state, 8-bit "
+                             "weights (TFLite's 16x8 mode; its own --results folder)")
     args = parser.parse_args(argv)
     from training.rundir import RunDirectory
 
@@ -112,7 +127,7 @@ def main(argv=None) -> int:
         if path.is_file():
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, fold_int8(run_dir, args.data_dir))
+        write_json_atomic(path, fold_int8(run_dir, args.data_dir, args.quantize))
     print(table(args.results))
     return 0
 
