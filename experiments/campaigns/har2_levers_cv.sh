@@ -21,7 +21,8 @@
 # Then the QAT stages again with the ranges calibrated on the float step (the fix of
 # zoo.qat.calibrate_ranges; the earlier stages began from clipped ranges): rot35_qat_cal (the
 # config of rot35_qat_bias, run after the fix), the distilled model's stage, and its cosine
-# stage. Every finished trial lands in
+# stage; and eta_init 0.02 (twice the recipe's) with its calibrated QAT stage. Every finished
+# trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
@@ -85,6 +86,9 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "rot35_kd_ens_qat_cal={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_kd_ens\"}" \
   --variant "rot35_kd_ens_qat_cos_cal={\"augment\": {\"rotation\": 35}, $qat, \"epochs\": 10, \"lr\": 0.001, $cosine,
     \"init_from\": \"variant:rot35_kd_ens\"}" \
+  --variant "rot35_eta02={\"augment\": {\"rotation\": 35}, \"model_options\": {\"eta_init\": 0.02}}" \
+  --variant "rot35_eta02_qat_cal={\"augment\": {\"rotation\": 35}, \"model_options\": {\"eta_init\": 0.02, \"qat\": \"int8\"},
+    $QAT_STAGE, \"init_from\": \"variant:rot35_eta02\"}" \
   --variant "rot35_kd_ens_qat_kd={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, $kd_ens, \"init_from\": \"variant:rot35_kd_ens\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
