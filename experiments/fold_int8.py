@@ -43,15 +43,9 @@ def fold_int8(run_dir: Path, data_dir=None, quantize: str = "int8") -> dict:
     if quantize not in QUANTIZE:
         raise ValueError(f"quantize must be one of {QUANTIZE}, got {quantize!r}")
     from export.exporter import export_run, stream_logits
-    from training.evaluate import load_run
-    from training.rundir import RunDirectory
-    from training.tasks import get_task
+    from training.evaluate import load_run_with_data
 
-    config, model, norm = load_run(run_dir)
-    task = get_task(config["task"], **(config.get("task_options") or {}))
-    data = task.load(data_dir or RunDirectory(run_dir).data_source(), seed=config.get("seed", 0))
-    if len(data.val.x) == 0:
-        raise ValueError(f"{run_dir}: the run has no validation split (a final retrain?)")
+    config, model, norm, _, data = load_run_with_data(run_dir, data_dir, need_val=True)
     x_val = norm.apply(data.val.x).astype(np.float32)
     y_val = np.asarray(data.val.y)
     out = Path(run_dir) / f"export-step-{quantize}"

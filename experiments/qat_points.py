@@ -82,15 +82,9 @@ def point_rows(model, x: np.ndarray, y: np.ndarray) -> list[Row]:
 
 def run_rows(run_dir: Path, data_dir=None) -> list[Row]:
     """`point_rows` of the run in ``run_dir`` on its validation split."""
-    from training.evaluate import load_run
-    from training.rundir import RunDirectory
-    from training.tasks import get_task
+    from training.evaluate import load_run_with_data
 
-    config, model, norm = load_run(run_dir)
-    task = get_task(config["task"], **(config.get("task_options") or {}))
-    data = task.load(data_dir or RunDirectory(run_dir).data_source(), seed=config.get("seed", 0))
-    if len(data.val.x) == 0:
-        raise ValueError(f"{run_dir}: the run has no validation split (a final retrain?)")
+    config, model, norm, task, data = load_run_with_data(run_dir, data_dir, need_val=True)
     x_train = norm.apply(data.train.x).astype(np.float32)
     twin = qat_twin(Path(run_dir), config, task, model, x_train)
     return point_rows(twin, norm.apply(data.val.x).astype(np.float32), np.asarray(data.val.y))

@@ -15,6 +15,21 @@ def load_run(run_dir: str | Path):
     return read_finished_run(Path(run_dir))
 
 
+def load_run_with_data(run_dir: str | Path, data_dir=None, *, need_val: bool = False):
+    """(config dict, keras model, Normalization, task, data) of a finished run, its data split as
+    the run split it (``data_dir`` defaults to where the run found its data). ``need_val``:
+    refuse a run with no validation split (a final retrain)."""
+    from training.rundir import RunDirectory
+    from training.tasks import get_task
+
+    config, model, norm = load_run(run_dir)
+    task = get_task(config["task"], **(config.get("task_options") or {}))
+    data = task.load(data_dir or RunDirectory(run_dir).data_source(), seed=config.get("seed", 0))
+    if need_val and len(data.val.x) == 0:
+        raise ValueError(f"{run_dir}: the run has no validation split (a final retrain?)")
+    return config, model, norm, task, data
+
+
 def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -> np.ndarray:
     cm = np.zeros((num_classes, num_classes), dtype=np.int64)
     np.add.at(cm, (y_true.ravel(), y_pred.ravel()), 1)
