@@ -41,8 +41,8 @@ import numpy as np
 from keras import ops
 
 __all__ = ["QAT_MODES", "check_qat", "QuantPoints", "quantize_weight", "observing", "only_points",
-           "observed_ranges", "track_ranges", "calibrate_ranges", "RangeTracking", "tracking_sample", "qat_cells",
-           "tracking_callbacks"]
+           "observed_ranges", "track_ranges", "calibrate_ranges", "RangeTracking",
+           "tracking_sample", "qat_cells", "tracking_callbacks"]
 
 QAT_MODES = ("int8",)
 _log = logging.getLogger(__name__)
@@ -234,10 +234,11 @@ def calibrate_ranges(model: keras.Model, x: np.ndarray,
     (the fixed grids, such as the state's, kept). `track_ranges` observes a point through the
     ranges its upstream points hold, and a fresh QAT model holds placeholder ranges ([-1, 1]):
     what reaches every later point is clipped, and the EMA of later epochs widens each range
-    only as fast as its upstream clips let through. On a rotation-35 HAR-2 SiRNN the first
-    epoch of its QAT fine-tune then ran with the activation's range at [0, 2] (the float step
-    reaches 90 there) and 76 % validation accuracy (96 % float); calibrated, 93 %
-    (``zoo bench qat-points``). Returns ``{cell name: {point: (lo, hi)}}`` as set."""
+    only as fast as its upstream clips let through. A rotation-35 HAR-2 SiRNN's QAT fine-tune
+    then started with the activation's range at [0, 2] (the float step reaches 90 there), its
+    int8 step at 76 % validation accuracy (96 % float); calibrated, at 93 %
+    (``zoo bench qat-points``, docs/realscale.md §13). Returns ``{cell name: {point: (lo,
+    hi)}}`` as set."""
     out = {}
     for cell in qat_cells(model):
         points = cell.quant_points
@@ -276,8 +277,9 @@ def tracking_sample(x: np.ndarray, seed: int, size: int = 128) -> np.ndarray:
 def tracking_callbacks(model: keras.Model, x_train: np.ndarray, seed: int, *, fresh: bool,
                        print_fn=None) -> list:
     """For a model trained with QAT: its ranges calibrated on training sequences before a
-    ``fresh`` run's first epoch (`calibrate_ranges`), and the `RangeTracking` callback that tracks them every epoch (a resumed
-    run keeps its checkpoint's ranges); for any other model, nothing."""
+    ``fresh`` run's first epoch (`calibrate_ranges`), and the `RangeTracking` callback that
+    tracks them every epoch (a resumed run keeps its checkpoint's ranges); for any other model,
+    nothing."""
     cells = qat_cells(model)
     if not cells:
         return []

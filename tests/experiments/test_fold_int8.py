@@ -24,7 +24,8 @@ def test_the_table_names_the_quantization_its_files_hold(tmp_path):
     write(tmp_path, "a", 1, float=97.0, int16x8=97.2, drop=-0.2)
     table = fold_int8.table(tmp_path)
     assert "| int16x8 val % |" in table and "Keras-int16x8 agreement" in table
-    assert "| har2 | sirnn | a | 2 | 96.00 ± 1.41 | 95.60 ± 2.26 | +0.40 / +1.00 | 1 of 2 |" in table
+    row = "| har2 | sirnn | a | 2 | 96.00 ± 1.41 | 95.60 ± 2.26 | +0.40 / +1.00 | 1 of 2 |"
+    assert row in table
     write(tmp_path, "b", 0, float=95.0, int8=95.0, drop=0.0)
     with pytest.raises(ValueError, match=r"mixes \['int16x8', 'int8'\]"):
         fold_int8.table(tmp_path)
