@@ -239,14 +239,12 @@ def calibrate_ranges(model: keras.Model, x: np.ndarray,
     int8 step at 76 % validation accuracy (96 % float); calibrated, at 93 %
     (``zoo bench qat-points``, docs/realscale.md §13). Returns ``{cell name: {point: (lo,
     hi)}}`` as set."""
-    out = {}
-    for cell in qat_cells(model):
-        points = cell.quant_points
-        with only_points(cell, [n for n in points.names if n in points.fixed], weights=False):
-            ranges = observed_ranges(cell, x, percentile)
-        points.set_ranges(ranges)
-        out[cell.name] = points.as_dict()
-    return out
+    with contextlib.ExitStack() as float_step:
+        for cell in qat_cells(model):
+            q = cell.quant_points
+            float_step.enter_context(only_points(cell, [n for n in q.names if n in q.fixed],
+                                                 weights=False))
+        return track_ranges(model, x, momentum=0.0, percentile=percentile)
 
 
 class RangeTracking(keras.callbacks.Callback):
