@@ -12,7 +12,7 @@ from keras import ops
 from keras.layers import InputSpec
 
 from zoo.layers import next_state, previous_state
-from zoo.qat import QuantPoints, check_qat
+from zoo.qat import QuantPoints, check_qat, saved_qat_defaults
 from zoo.registry import register_model
 
 # The int8 step's tensors, in the order the step computes them (the TFLite graph of the Keras
@@ -146,12 +146,7 @@ class GRUCell(keras.layers.GRUCell):
 
     @classmethod
     def from_config(cls, config):
-        return super().from_config(_saved_qat_bias(config))
-
-
-def _saved_qat_bias(config: dict) -> dict:
-    # QAT models saved before qat_bias existed added the float biases, and keep doing so.
-    return {"qat_bias": False, **config} if config.get("qat") else config
+        return super().from_config(saved_qat_defaults(config))
 
 
 def _zoo_options(layer) -> dict:
@@ -253,7 +248,7 @@ class GRU(keras.layers.GRU):
 
     @classmethod
     def from_config(cls, config):
-        return super().from_config(_saved_qat_bias(config))
+        return super().from_config(saved_qat_defaults(config))
 
 
 register_model("gru", GRU, defaults={"units": 80}, paper="Keras built-in layer",

@@ -382,10 +382,8 @@ def _logit(p: float) -> float:
 
 
 def _with_saved_eta_default(config: dict) -> dict:
-    # Models saved before eta_parametrization existed stored a raw eta; QAT models saved before
-    # qat_bias existed added the float bias, and keep computing as they were trained.
-    saved = {"qat_bias": False} if config.get("qat") else {}
-    return {"eta_parametrization": "raw", **saved, **config}
+    # Models saved before eta_parametrization existed stored a raw eta.
+    return {"eta_parametrization": "raw", **qat.saved_qat_defaults(config)}
 
 
 @keras.saving.register_keras_serializable(package="edge_rnn_zoo")

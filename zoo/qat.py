@@ -42,7 +42,7 @@ from keras import ops
 
 __all__ = ["QAT_MODES", "check_qat", "QuantPoints", "quantize_weight", "observing", "only_points",
            "observed_ranges", "track_ranges", "calibrate_ranges", "RangeTracking",
-           "tracking_sample", "qat_cells", "tracking_callbacks"]
+           "tracking_sample", "qat_cells", "tracking_callbacks", "saved_qat_defaults"]
 
 QAT_MODES = ("int8",)
 _log = logging.getLogger(__name__)
@@ -146,6 +146,12 @@ class QuantPoints:
     def as_dict(self) -> dict[str, tuple[float, float]]:
         values = ops.convert_to_numpy(self.ranges)
         return {n: (float(values[i, 0]), float(values[i, 1])) for n, i in self.index.items()}
+
+
+def saved_qat_defaults(config: dict) -> dict:
+    """A QAT cell's saved ``config`` with the options it predates at the values it was trained
+    with: a model saved before ``qat_bias`` existed added the float biases, and keeps doing so."""
+    return {"qat_bias": False, **config} if config.get("qat") else config
 
 
 def qat_cells(model: keras.Model) -> list:
