@@ -38,16 +38,16 @@ class Row:
 def qat_twin(run_dir: Path, config: dict, task, model, x_train: np.ndarray):
     """``model`` when it trains with QAT; else its QAT twin with its weights and the ranges
     calibrated on ``x_train`` (as a QAT fine-tune of the run starts)."""
-    import zoo
+    from training.config import TrainConfig
+    from training.trainer import build_model
     from training.warm_start import warm_start_weights
     from zoo import qat
 
     if qat.qat_cells(model):
         return model
-    options = {**(config.get("model_options") or {}), "qat": "int8"}
-    head = "sequence" if task.kind == "sequence" else "last"
-    twin = zoo.create_model(config["model"], task.input_shape, task.num_classes, head=head,
-                            **options)
+    settings = {k: v for k, v in config.items() if not k.endswith("_resolved")}
+    settings["model_options"] = {**(config.get("model_options") or {}), "qat": "int8"}
+    twin = build_model(TrainConfig.from_dict(settings), task)  # as the fine-tune builds it
     twin.set_weights(warm_start_weights(twin, run_dir))
     qat.calibrate_ranges(twin, qat.tracking_sample(x_train, config.get("seed", 0)))
     return twin
