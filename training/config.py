@@ -325,6 +325,16 @@ def recipe_path(task: str, model: str) -> Path:
     return RECIPES_DIR / f"{task}-{model}.yaml"
 
 
+def recipe_file(recipe: str) -> Path:
+    """``--recipe``'s value as a file: a path, else a shipped recipe's name (``har2-sirnn``, as
+    the "shipped recipes" list names them; a file of that name in the working folder wins)."""
+    path = Path(recipe)
+    shipped = RECIPES_DIR / (path.name if path.suffix == ".yaml" else f"{path.name}.yaml")
+    if not path.is_file() and path.parent == Path(".") and shipped.is_file():
+        return shipped
+    return path
+
+
 def load_recipe(path: str | Path) -> dict[str, Any]:
     """Read a recipe YAML; its keys are `TrainConfig` fields (``source`` is documentation)."""
     path = Path(path)
@@ -346,7 +356,7 @@ def resolve(task: str, model: str, recipe: str | None, overrides: dict[str, Any]
     ``recipe`` is None and one exists; ``"none"`` disables it), then explicit overrides."""
     settings: dict[str, Any] = {"task": task, "model": model}
     if recipe != "none":
-        path = Path(recipe) if recipe else recipe_path(task, model)
+        path = recipe_file(recipe) if recipe else recipe_path(task, model)
         if recipe or path.is_file():
             data = load_recipe(path)
             for key in ("task", "model"):

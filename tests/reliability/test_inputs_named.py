@@ -152,3 +152,21 @@ def test_recipe_for_another_model_names_it(tmp_path, capsys, shared_data):
                              str(recipe), "--data-dir", str(shared_data / "har"), "--out",
                              str(tmp_path / "run")], "zoo train: error: ")
     assert "is for model 'gru', not 'lstm'" in err
+
+
+def test_recipe_by_its_listed_name_is_the_shipped_file(tmp_path, monkeypatch):
+    """The error for an unknown recipe lists the shipped ones by name; that name is accepted,
+    and a file of that name in the working folder wins over it."""
+    import yaml
+
+    from training.config import RECIPES_DIR, resolve
+
+    monkeypatch.chdir(tmp_path)
+    shipped = yaml.safe_load((RECIPES_DIR / "har2-sirnn.yaml").read_text())
+    by_name = resolve("har2", "sirnn", "har2-sirnn", {})
+    assert by_name.recipe == str(RECIPES_DIR / "har2-sirnn.yaml")
+    assert by_name.lr == shipped["lr"] and by_name.epochs == shipped["epochs"]
+    (tmp_path / "har2-sirnn.yaml").write_text("epochs: 3\n")
+    assert resolve("har2", "sirnn", "har2-sirnn.yaml", {}).epochs == 3
+    with pytest.raises(FileNotFoundError, match="shipped recipes: .*har2-sirnn"):
+        resolve("har2", "sirnn", "har2-sirnnn", {})
