@@ -164,7 +164,7 @@ class Task:
 
     def load(self, data_dir: str | os.PathLike | None = None, *, seed: int = 0) -> TaskData:
         """Load train / validation / test arrays (data located as in ``docs/tasks.md``)."""
-        data = self._load(data_dir, seed=seed)
+        data = self._reshaped(self._load(data_dir, seed=seed))
         for split_name in ("train", "val", "test"):
             split = getattr(data, split_name)
             if len(split) and tuple(split.x.shape[1:]) != tuple(self.input_shape):
@@ -174,6 +174,10 @@ class Task:
 
     def _load(self, data_dir, *, seed: int) -> TaskData:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _reshaped(self, data: TaskData) -> TaskData:
+        """The loaded windows as the model takes them (e.g. `training.tasks.frames`)."""
+        return data
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "input_shape": tuple(self.input_shape),

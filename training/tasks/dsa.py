@@ -21,6 +21,7 @@ from training.data.textio import parse_table
 from training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                  check_fraction, check_seed, check_subjects, fold_subjects,
                                  pick_val_subjects, register_task)
+from training.tasks.frames import FramesPerStep, check_frames_per_step
 
 SPEC = DatasetSpec(
     key="dsa19",
@@ -90,7 +91,7 @@ def load_dsa_arrays(data_dir=None) -> tuple[dict[str, np.ndarray], str, bool]:
 
 
 @register_task("dsa19")
-class DSA19(Task):
+class DSA19(FramesPerStep, Task):
     """Daily and Sports Activities, 19 classes, 125 x 45, split by subject.
 
     Options:
@@ -103,18 +104,20 @@ class DSA19(Task):
         split_seed: seed of the validation-subject draw.
         allow_partial: accept a folder with whole subjects or activities missing (default:
             refused, naming them).
+        frames_per_step: samples the recurrent step reads at once (default 1; a divisor of
+            125): windows of 125 / k steps of 45 k features (`training.tasks.frames`).
     """
 
     DEFAULTS = {"train_subjects": (1, 2, 3, 4), "val_fraction": 0.2, "val_subjects": None,
-                "val_fold": None, "split_seed": 0, "allow_partial": False}
+                "val_fold": None, "split_seed": 0, "allow_partial": False, "frames_per_step": 1}
     description = "UCI Daily and Sports Activities, 19 activities, 5 IMUs x 9 channels (125 x 45)"
     paper_split = ("subjects p1-p4 train / p5-p8 test (4,560 / 4,560 windows on the full data); "
                    "validation = whole training subjects held out (val_fraction, split_seed)")
-    input_shape = (STEPS, CHANNELS)
+    window_shape = (STEPS, CHANNELS)
     class_names = list(ACTIVITIES)
     # Five units of 9 channels each (acc, gyro, mag xyz), each unit its own sensor.
-    sensors = tuple(tuple((9 * u + 3 * k, 9 * u + 3 * k + 1, 9 * u + 3 * k + 2) for k in range(3))
-                    for u in range(5))
+    window_sensors = tuple(tuple((9 * u + 3 * k, 9 * u + 3 * k + 1, 9 * u + 3 * k + 2)
+                                 for k in range(3)) for u in range(5))
 
     def _validate(self):
         check_fraction("val_fraction", self._options["val_fraction"])
@@ -133,6 +136,7 @@ class DSA19(Task):
                 raise ValueError(f"option val_subjects={vs} must be a proper subset of train_subjects {ts}")
             self._options["val_subjects"] = vs
         self._options["val_fold"] = check_fold("val_fold", self._options["val_fold"])
+        check_frames_per_step(self._options["frames_per_step"], STEPS)
 
     def _check_complete(self, arrays: dict, source: str) -> None:
         """Refuse a folder with a whole subject or activity missing (each would silently shrink

@@ -21,6 +21,7 @@ from training.data.textio import parse_int_column, parse_table
 from training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                  check_fraction, check_seed, check_subjects, fold_subjects,
                                  pick_val_subjects, register_task)
+from training.tasks.frames import FramesPerStep, check_frames_per_step
 
 SPEC = DatasetSpec(
     key="uci_har",
@@ -92,7 +93,7 @@ def load_har_arrays(data_dir=None) -> tuple[dict[str, np.ndarray], str, bool]:
     return arrays, located.source, hit
 
 
-class HARTask(Task):
+class HARTask(FramesPerStep, Task):
     """UCI HAR windows, 128 x 9, z-normalised with training statistics.
 
     Options:
@@ -106,12 +107,15 @@ class HARTask(Task):
             subjects 3, 11, 19, 26. Folds are how the real-scale benchmark cross-validates.
         split_seed: seed of the subject draw (``numpy.random.default_rng(split_seed).choice``
             over the sorted training subject ids).
+        frames_per_step: samples the recurrent step reads at once (default 1; a divisor of
+            128): windows of 128 / k steps of 9 k features (`training.tasks.frames`).
     """
 
-    DEFAULTS = {"val_fraction": 0.2, "val_subjects": None, "val_fold": None, "split_seed": 0}
-    input_shape = (STEPS, len(CHANNELS))
+    DEFAULTS = {"val_fraction": 0.2, "val_subjects": None, "val_fold": None, "split_seed": 0,
+                "frames_per_step": 1}
+    window_shape = (STEPS, len(CHANNELS))
     # One phone: body_acc, body_gyro and total_acc turn together.
-    sensors = (((0, 1, 2), (3, 4, 5), (6, 7, 8)),)
+    window_sensors = (((0, 1, 2), (3, 4, 5), (6, 7, 8)),)
     paper_split = ("official UCI HAR split: train subjects (7,352 windows) / test subjects "
                    "(2,947); validation = whole training subjects held out (val_fraction, split_seed)")
 
@@ -122,6 +126,7 @@ class HARTask(Task):
         if vs is not None:
             self._options["val_subjects"] = check_subjects("val_subjects", vs)
         self._options["val_fold"] = check_fold("val_fold", self._options["val_fold"])
+        check_frames_per_step(self._options["frames_per_step"], STEPS)
 
     def _labels(self, y6: np.ndarray) -> np.ndarray:
         return (y6 - 1).astype(np.int64)
