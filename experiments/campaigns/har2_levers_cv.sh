@@ -21,7 +21,10 @@
 # Then the QAT stages again with the ranges calibrated on the float step (the fix of
 # zoo.qat.calibrate_ranges; the earlier stages began from clipped ranges): rot35_qat_cal (the
 # config of rot35_qat_bias, run after the fix), the distilled model's stage, and its cosine
-# stage; and eta_init 0.02 (twice the recipe's) with its calibrated QAT stage. Every finished
+# stage; and eta_init 0.02 (twice the recipe's) with its calibrated QAT stage. Round 7
+# (session 14): k = 2, 4, 8 samples per step (task option frames_per_step) with eta_init
+# k * 0.01, the recipe's time constant in seconds with k times larger increments of the int8
+# state per step, and their calibrated QAT stages. Every finished
 # trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
@@ -38,6 +41,9 @@ cosine='"lr_schedule": "cosine", "lr_decay_epochs": null'  # in place of the rec
 # The fold teachers: the Keras GRU and SiRNN rotation-35 runs of these sweeps ({fold}: the same fold).
 gru35="$out-baselines/har2/gru/rot35_e30/fold{fold}" sirnn35="$out/har2/sirnn/rot35_e30/fold{fold}"
 kd_gru="\"distill\": {\"teacher\": \"$gru35\", \"alpha\": 0.5, \"temperature\": 2}"
+# k samples per step (task option frames_per_step) with eta_init k * 0.01: the recipe's time
+# constant in seconds, k times larger increments of the int8 state per step; $3: QAT.
+frames() { echo "\"task_options\": {\"frames_per_step\": $1}, \"model_options\": {\"eta_init\": $2${3:+, \"qat\": \"$3\"}}"; }
 kd_ens="\"distill\": {\"teacher\": [\"$gru35\", \"$sirnn35\"], \"alpha\": 0.5, \"temperature\": 2}"
 # rot15_valacc equals rot15_e30 by design in a CV (patience 0 keeps the last epoch, so the
 # monitor picks nothing); selection on validation is the tables' CV-epoch column.
@@ -89,7 +95,13 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "rot35_eta02={\"augment\": {\"rotation\": 35}, \"model_options\": {\"eta_init\": 0.02}}" \
   --variant "rot35_eta02_qat_cal={\"augment\": {\"rotation\": 35}, \"model_options\": {\"eta_init\": 0.02, \"qat\": \"int8\"},
     $QAT_STAGE, \"init_from\": \"variant:rot35_eta02\"}" \
-  --variant "rot35_kd_ens_qat_kd={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, $kd_ens, \"init_from\": \"variant:rot35_kd_ens\"}" &
+  --variant "rot35_kd_ens_qat_kd={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, $kd_ens, \"init_from\": \"variant:rot35_kd_ens\"}" \
+  --variant "f2_eta02={\"augment\": {\"rotation\": 35}, $(frames 2 0.02)}" \
+  --variant "f2_eta02_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 2 0.02 int8), $QAT_STAGE, \"init_from\": \"variant:f2_eta02\"}" \
+  --variant "f4_eta04={\"augment\": {\"rotation\": 35}, $(frames 4 0.04)}" \
+  --variant "f4_eta04_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8), $QAT_STAGE, \"init_from\": \"variant:f4_eta04\"}" \
+  --variant "f8_eta08={\"augment\": {\"rotation\": 35}, $(frames 8 0.08)}" \
+  --variant "f8_eta08_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 8 0.08 int8), $QAT_STAGE, \"init_from\": \"variant:f8_eta08\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
