@@ -5,13 +5,14 @@
         --seed-runs bench/realscale/har2/sirnn_clip_q8/seed{0,1,2} \
         --command "python -m experiments.benchmarks.realscale ... (seed 1)"
 
-Exports the run (int8 streaming step model for single-state cells, else the float sequence
-model), checks it against the Keras model on the whole test split (`zoo export`'s checks), copies
-the run's files and the export (without its test set: the data stay with the user) into the tag's
-folder, and writes ``card.json`` with the metrics, the seeds' subject-CV estimate, the command
-and the sha256 of every file. The tag folder is written as every zoo directory is
-(`training.storage.replacing`): locked, built beside it, swapped in only once complete; an
-existing folder is replaced only when it is a shipped tag (its card.json names the tag).
+Exports the run (int8 streaming step model for single-state cells, or with ``--quantize
+int16x8`` TFLite's 16x8 one; else the float sequence model), checks it against the Keras model
+on the whole test split (`zoo export`'s checks), copies the run's files and the export (without
+its test set: the data stay with the user) into the tag's folder, and writes ``card.json`` with
+the metrics, the seeds' subject-CV estimate, the command and the sha256 of every file. The tag
+folder is written as every zoo directory is (`training.storage.replacing`): locked, built beside
+it, swapped in only once complete; an existing folder is replaced only when it is a shipped tag
+(its card.json names the tag).
 """
 
 from __future__ import annotations
@@ -55,27 +56,33 @@ def _seed_summary(run_dir: Path) -> dict:
             "test_accuracy_visible": 100 * metrics["test"]["accuracy"]}
 
 
-def _export(run_dir: Path, stage: Path, data_dir) -> tuple[dict, str]:
-    """Export into ``stage`` the best integer form the model has: the int8 streaming step model
-    (one state vector); else, for a model with no recurrent layer (the DS-CNN), the int8
-    whole-window model; else the float sequence model (Keras's LSTM: two states, and the int8
-    sequence conversion of its loop crashes the converter, TensorFlow #75140)."""
+QUANTIZATIONS = ("int8", "int16x8")  # what a shipped integer export may be (`zoo export`'s names)
+
+
+def _export(run_dir: Path, stage: Path, data_dir, quantize: str = "int8") -> tuple[dict, str]:
+    """Export into ``stage`` the best integer form the model has, in ``quantize`` (int8, or
+    int16x8: 16-bit activations and state, 8-bit weights): the streaming step model (one state
+    vector); else, for a model with no recurrent layer (the DS-CNN), the whole-window model;
+    else the float sequence model (Keras's LSTM: two states, and the int8 sequence conversion
+    of its loop crashes the converter, TensorFlow #75140)."""
     from export.exporter import export_run
     from export.step import StepFormError
 
+    if quantize not in QUANTIZATIONS:
+        raise ValueError(f"--quantize {quantize!r}: valid: {', '.join(QUANTIZATIONS)}")
     if _is_recurrent(run_dir):
+        folder = f"export-step-{quantize}"
         try:
-            card = export_run(run_dir, stage / "export-step-int8", quantize="int8", form="step",
+            card = export_run(run_dir, stage / folder, quantize=quantize, form="step",
                               data_dir=data_dir)
-            return card, "export-step-int8"
+            return card, folder
         except StepFormError as err:  # e.g. LSTM: two states, no step form (any other failure
             # of the step export stops the ship: a float model would go out in its place)
-            print(f"no int8 step export ({err})", file=sys.stderr)
+            print(f"no {quantize} step export ({err})", file=sys.stderr)
         quantize = "none"
-    else:  # nothing to step (the DS-CNN): its whole-window model takes int8 calibration
-        quantize = "int8"
     folder = f"export-sequence-{quantize}"
-    print(f"shipping the {'float' if quantize == 'none' else 'int8'} sequence model", file=sys.stderr)
+    print(f"shipping the {'float' if quantize == 'none' else quantize} sequence model",
+          file=sys.stderr)
     card = export_run(run_dir, stage / folder, quantize=quantize, form="sequence", data_dir=data_dir)
     return card, folder
 
@@ -238,10 +245,11 @@ def _shipped_tags(dest: Path) -> list[str]:
     return sorted(p.parent.name for p in dest.glob(f"*/{CARD}")) or ["none"]
 
 
-def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None) -> dict:
-    """Ship the finished run ``run_dir`` as ``DEST/TAG`` (`training.storage.replacing`: built
-    in a staging folder beside it, swapped in once complete; an existing folder is replaced
-    only when it is a shipped tag)."""
+def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None,
+         quantize: str = "int8") -> dict:
+    """Ship the finished run ``run_dir`` as ``DEST/TAG`` with its ``quantize`` export
+    (`training.storage.replacing`: built in a staging folder beside it, swapped in once
+    complete; an existing folder is replaced only when it is a shipped tag)."""
     final = _tag_folder(tag, dest)
     run_dir = Path(run_dir)
     for run in (run_dir, *map(Path, seed_runs)):
@@ -252,7 +260,7 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
         stage = replacement.stage()
         for name in RUN_FILES:
             shutil.copy2(run_dir / name, stage / name)
-        export_card, export_name = _export(run_dir, stage, data_dir)
+        export_card, export_name = _export(run_dir, stage, data_dir, quantize)
         files = pack(stage, export_name)
         card = _card(tag, run_dir, export_card, export_name, seed_runs, command, files)
         (stage / CARD).write_text(json.dumps(card, indent=2) + "\n")
@@ -273,6 +281,10 @@ def main(argv=None) -> int:
     parser.add_argument("--command", help="the command that trained the run (required to ship)")
     parser.add_argument("--data-dir", help="dataset folder or archive (default: the run's)")
     parser.add_argument("--dest", help="pretrained folder (default: the package's)")
+    parser.add_argument("--quantize", choices=QUANTIZATIONS, default="int8",
+                        help="the shipped export's integer form: int8 (default), or int16x8 "
+                             "(16-bit activations and state, 8-bit weights; TFLite Micro runs "
+                             "it, the zoo's C backend does not)")
     args = parser.parse_args(argv)
     if not args.repack and (not args.run_dir or not args.command):
         parser.error("shipping a run needs RUN_DIR and --command")
@@ -283,7 +295,7 @@ def main(argv=None) -> int:
             repack(args.tag, args.dest)
         else:
             ship(args.run_dir, args.tag, seed_runs=args.seed_runs, command=args.command,
-                 data_dir=args.data_dir, dest=args.dest)
+                 data_dir=args.data_dir, dest=args.dest, quantize=args.quantize)
     except AccuracyDropError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 3
