@@ -13,7 +13,8 @@ checkout)::
     export-step-int8/    the checked int8 streaming export (step.tflite, head.tflite,
                          stream.tflite, model card, C++); export/device_bench.py runs it.
                          A model without a recurrent layer (the DS-CNN) ships its int8
-                         whole-window model instead (export-sequence-int8/); card.json
+                         whole-window model instead (export-sequence-int8/), a 16x8
+                         tag TFLite's 16x8 step model (export-step-int16x8/); card.json
                          names the folder
 
 Loading checks every file against its sha256 in ``card.json`` first, so a damaged or edited file

@@ -26,9 +26,11 @@ REPO = Path(__file__).resolve().parents[2]
 # (60) + QAT, gru.dsa19_gen2 the same at rotation 45, gru.dsa19_gen1 the calibrated one; the KWS *_int tags were trained on the C app's
 # integer front end (docs/kws.md), sirnn.google12_testset_int_qat's QAT stage with its ranges
 # calibrated on the float step, sirnn.google12_testset_int_qat_gen1 the same before that fix; sirnn.har2_lean the lean QAT graph under the device
-# goal (<= 12,000 Cortex-M4 instructions per step, <= 6 KB flash). A tag is MODEL.NAME (timm's
+# goal (<= 12,000 Cortex-M4 instructions per step, <= 6 KB flash); sirnn.har2_int16x8 the HAR-2
+# SiRNN with 4 samples per step, shipped as TFLite's 16x8 step model (docs/realscale.md §14). A tag is MODEL.NAME (timm's
 # model.tag); its card names the task.
-SHIPPED = {"sirnn.har2", "sirnn.dsa19", "gru.har2", "gru.dsa19", "gru.google12_testset",
+SHIPPED = {"sirnn.har2", "sirnn.har2_int16x8", "sirnn.dsa19", "gru.har2", "gru.dsa19",
+           "gru.google12_testset",
            "sirnn.google12_testset", "dscnn.google12_testset", "fastgrnn.google12_testset",
            "sirnn.har2_gen1", "sirnn.har2_gen2", "sirnn.har2_lean", "sirnn.dsa19_gen1",
            "sirnn.dsa19_lean", "sirnn.google12_testset_int", "gru.google12_testset_int",
@@ -59,8 +61,10 @@ def test_pretrained_model_reproduces_its_card_on_real_test_windows(tag, shared_d
     model_name, name = tag.split(".")
     task_name = cfg.task
     model = zoo.create_model(model_name, pretrained=name)
-    # The front end the model was trained on (the KWS *_int tags: the C app's integer one).
-    front_end = {k: v for k, v in cfg.data.get("task_options", {}).items() if k == "features"}
+    # The front end the model was trained on (the KWS *_int tags: the C app's integer one) and
+    # the samples per step (sirnn.har2_int16x8: 4).
+    front_end = {k: v for k, v in cfg.data.get("task_options", {}).items()
+                 if k in ("features", "frames_per_step")}
     test = get_task(task_name, **front_end).load(shared_data / DATA[task_name]).test
     assert tuple(test.x.shape[1:]) == tuple(cfg.input_shape)
     logits = model.predict(test.x.astype("float32"), batch_size=256, verbose=0)
