@@ -35,6 +35,17 @@ And for any sequence task:
   TensorFlow's speech_commands ``time_shift_ms`` moves a clip in its 1 s frame. On features, not
   audio: a shift by whole 10 ms frames.
 
+And for any classification task:
+
+* ``mixup`` (alpha): each window of a batch mixed with another window of the batch, ``x = lam x_i
+  + (1 - lam) x_j`` with ``lam`` ~ Beta(alpha, alpha) per window, trained towards ``lam y_i +
+  (1 - lam) y_j`` (Zhang et al., "mixup: Beyond Empirical Risk Minimization", ICLR 2018; alpha
+  0.1-0.4 in their speech and ImageNet runs). The labels stay class ids: the mixed batch goes
+  in twice, with ``y_i`` and weight ``2 lam``, then with ``y_j`` and weight ``2 (1 - lam)``
+  (Keras sample weights), whose mean cross-entropy is the mixed target's (`mixup`). Twice the
+  forward and backward work per batch; the training accuracy Keras logs is then the weighted one.
+  It comes after every other transform.
+
 Batches arrive normalised (the trainer z-scores every split once); the augmenter maps them back
 to sensor units, where rotation is a rotation, transforms them, and normalises again. Random
 numbers come from a generator the caller seeds per epoch, so a resumed run sees the same
@@ -60,6 +71,7 @@ OPTIONS = {
                      lambda v: float(v).is_integer() and v >= 0),
     "masks": (2, "an integer >= 1", lambda v: float(v).is_integer() and v >= 1),
     "time_shift": (0, "an integer >= 0 (time steps)", lambda v: float(v).is_integer() and v >= 0),
+    "mixup": (0.0, "the alpha of Beta(alpha, alpha) >= 0 (0: off)", lambda v: v >= 0),
 }
 
 
@@ -157,6 +169,21 @@ def shift_in_time(x: np.ndarray, rng: np.random.Generator, max_steps: int) -> np
     shift = rng.integers(-max_steps, max_steps + 1, size=n)
     source = np.clip(np.arange(steps)[None, :] - shift[:, None], 0, steps - 1)
     return np.take_along_axis(x, source[:, :, None], axis=1)
+
+
+def mixup(x: np.ndarray, y: np.ndarray, rng: np.random.Generator,
+          alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x2, y2, w2)``: the batch ``(x, y)`` (class ids) mixed as the module docstring says,
+    ``x2`` the mixed windows twice, ``y2`` their two labels, ``w2`` their weights (2 lam,
+    2 (1 - lam)), so that the weighted mean cross-entropy over ``x2`` is the mean over windows of
+    ``lam CE(y_i) + (1 - lam) CE(y_j)``."""
+    n = len(x)
+    partner = rng.permutation(n)
+    lam = rng.beta(alpha, alpha, size=n).astype(np.float32)
+    weight = lam.reshape((n,) + (1,) * (x.ndim - 1))
+    mixed = (weight * x + (1 - weight) * x[partner]).astype(x.dtype)
+    return (np.concatenate([mixed, mixed]), np.concatenate([y, y[partner]]),
+            np.concatenate([2 * lam, 2 * (1 - lam)]))
 
 
 class Augmenter:

@@ -245,6 +245,9 @@ def validate(config: "TrainConfig") -> None:
                          "sweep) or use lr_schedule step")
     if config.distill is not None:
         check_distill(config.distill)
+        if (config.augment or {}).get("mixup"):
+            raise ValueError("augment mixup and distill together are not supported: the "
+                             "distillation loss takes no sample weights (choose one)")
     if config.ema_momentum is not None and config.early_stopping_patience:
         # Early stopping would put back its best epoch's raw weights over the average.
         raise ValueError(f"ema_momentum {config.ema_momentum} keeps the average of the weights, "

@@ -154,17 +154,23 @@ def _same_settings(folder: Path, config: TrainConfig, refuse: bool) -> bool:
 
 
 def epoch_batches(x, y, batch_size: int, seed: int, first_epoch: int, last_epoch: int,
-                  transform=None):
+                  transform=None, mixup: float = 0.0):
     """Batches of epochs ``first_epoch..last_epoch-1``; each epoch's order (and, with
-    ``transform(x_batch, rng)``, e.g. the augmentation, its random numbers) depends only on
-    (seed, epoch), so a resumed run sees exactly the batches an uninterrupted one would."""
+    ``transform(x_batch, rng)``, e.g. the augmentation, its random numbers, and ``mixup``'s)
+    depends only on (seed, epoch), so a resumed run sees exactly the batches an uninterrupted
+    one would. With ``mixup`` (alpha > 0) each batch is `training.augment.mixup`'s
+    ``(x, y, sample_weight)``."""
+    from training.augment import mixup as mix
+
     n = len(x)
     for epoch in range(first_epoch, last_epoch):
         order = np.random.default_rng([seed, epoch]).permutation(n)
         rng = np.random.default_rng([seed, epoch, 1])
+        mix_rng = np.random.default_rng([seed, epoch, 2])
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
-            yield (x[idx] if transform is None else transform(x[idx], rng)), y[idx]
+            xb = x[idx] if transform is None else transform(x[idx], rng)
+            yield mix(xb, y[idx], mix_rng, mixup) if mixup else (xb, y[idx])
 
 
 def augmenter(config: TrainConfig, task, normalization):
@@ -273,6 +279,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     check_out(real, overwrite)
     task = get_task(config.task, **config.task_options)
     check_monitor(config, task)
+    check_mixup(config, task)
     # Invalid model options (or init_from, or a distill teacher) fail here, before the run
     # directory exists: a failed first try must not leave an "unfinished run" that refuses the
     # corrected command.
@@ -312,6 +319,13 @@ def _keep_extras(run_dir: Path, say) -> None:
         aside, names = moved
         say(f"kept what {run_dir} held besides the run ({', '.join(names)}) in {aside}: "
             "exports there were made from the replaced model")
+
+
+def check_mixup(config: TrainConfig, task) -> None:
+    """``augment.mixup`` mixes class labels: ValueError unless ``task`` has classes."""
+    if (config.augment or {}).get("mixup") and task.kind != "classification":
+        raise ValueError(f"augment mixup mixes class labels; task {task.name} is a {task.kind} "
+                         "task (unset --augment mixup)")
 
 
 def check_monitor(config: TrainConfig, task) -> None:
@@ -529,7 +543,8 @@ def _fit(start: _Start, job: _Job, arrays: _Arrays, callbacks, stateful,
         has_val = len(arrays.x_val) > 0
         start.model.fit(
             epoch_batches(arrays.x_train, arrays.y_train, config.batch_size, config.seed,
-                          start.initial_epoch, config.epochs, transform),
+                          start.initial_epoch, config.epochs, transform,
+                          (config.augment or {}).get("mixup", 0.0)),
             steps_per_epoch=start.steps_per_epoch, epochs=config.epochs,
             initial_epoch=start.initial_epoch, shuffle=False,
             validation_data=(arrays.x_val, arrays.y_val) if has_val else None,
