@@ -26,8 +26,8 @@ def print_pretrained() -> None:
     print("Pretrained models (zoo.create_model(MODEL, pretrained=TASK)); accuracy %: val = the "
           "selected epoch on validation subjects or speakers, mean ± sd over seeds (HAR-2 and "
           "DSA-19: each seed holds out another subject fold, a subject cross-validation); test = "
-          "the visible official test windows; export = the shipped int8 (or float) TFLite model "
-          "on them:\n")
+          "the visible official test windows; export = the shipped int8 (or int16x8, or float) "
+          "TFLite model on them:\n")
     tags = list_pretrained()
     width = max(len(t) for t in tags) if tags else 3
     print(f"  {'tag':<{width}} {'params':>7} {'val':>12} {'test':>6} {'export':>7} "
