@@ -24,7 +24,9 @@
 # stage; and eta_init 0.02 (twice the recipe's) with its calibrated QAT stage. Round 7
 # (session 14): k = 2, 4, 8 samples per step (task option frames_per_step) with eta_init
 # k * 0.01, the recipe's time constant in seconds with k times larger increments of the int8
-# state per step, and their calibrated QAT stages. Every finished
+# state per step, and their calibrated QAT stages; mixup 0.2 (augment mixup, new) on the
+# rotation-35 recipe and on k = 4, each with its calibrated QAT stage (without mixup, as the KWS
+# recipe's). Every finished
 # trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
@@ -101,7 +103,11 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "f4_eta04={\"augment\": {\"rotation\": 35}, $(frames 4 0.04)}" \
   --variant "f4_eta04_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8), $QAT_STAGE, \"init_from\": \"variant:f4_eta04\"}" \
   --variant "f8_eta08={\"augment\": {\"rotation\": 35}, $(frames 8 0.08)}" \
-  --variant "f8_eta08_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 8 0.08 int8), $QAT_STAGE, \"init_from\": \"variant:f8_eta08\"}" &
+  --variant "f8_eta08_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 8 0.08 int8), $QAT_STAGE, \"init_from\": \"variant:f8_eta08\"}" \
+  --variant "rot35_mix02={\"augment\": {\"rotation\": 35, \"mixup\": 0.2}}" \
+  --variant "rot35_mix02_qat_cal={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_mix02\"}" \
+  --variant "f4_mix02={\"augment\": {\"rotation\": 35, \"mixup\": 0.2}, $(frames 4 0.04)}" \
+  --variant "f4_mix02_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8), $QAT_STAGE, \"init_from\": \"variant:f4_mix02\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
