@@ -212,6 +212,25 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, so that a closed pipe is answered below and not at exit
+        return code
+    except BrokenPipeError:  # e.g. `zoo list --pretrained | head -1`: the reader has what it wants
+        _quiet_stdout()
+        return 141  # as a shell reports a command ended by SIGPIPE (128 + 13)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not raise BrokenPipeError
+    again (Python's documented way: the signal module's "Note on SIGPIPE")."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     script = _script(argv)
     if script is not None:

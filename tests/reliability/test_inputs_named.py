@@ -170,3 +170,21 @@ def test_recipe_by_its_listed_name_is_the_shipped_file(tmp_path, monkeypatch):
     assert resolve("har2", "sirnn", "har2-sirnn.yaml", {}).epochs == 3
     with pytest.raises(FileNotFoundError, match="shipped recipes: .*har2-sirnn"):
         resolve("har2", "sirnn", "har2-sirnnn", {})
+
+
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
+    """`zoo list --pretrained | head -1`: the reader is gone before the listing is written; the
+    command ends as a shell reports SIGPIPE (141), with no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: every write fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "edge_rnn_zoo", "list", "--pretrained"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
