@@ -43,7 +43,7 @@ def shell_commands(text: str = README) -> list[list[str]]:
                 if token not in (";", "&&", "&", "||", "|"):
                     words.append(token)
                     continue
-                while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\\S*", words[0]):
+                while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
                     words = words[1:]
                 if words:
                     commands.append(words)
