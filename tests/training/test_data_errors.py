@@ -176,8 +176,9 @@ def test_unknown_task_and_option():
     with pytest.raises(ValueError, match="unknown task 'har3'.*Valid tasks: "
                                          + re.escape(", ".join(list_tasks()))):
         get_task("har3")
-    with pytest.raises(ValueError, match="unknown option.*'val_frac'.*Valid options: split_seed, "
-                                         "val_fold, val_fraction, val_subjects"):
+    with pytest.raises(ValueError, match="unknown option.*'val_frac'.*Valid options: "
+                                         "frames_per_step, split_seed, val_fold, val_fraction, "
+                                         "val_subjects"):
         get_task("har2", val_frac=0.1)
 
 
