@@ -186,6 +186,13 @@ def mixup(x: np.ndarray, y: np.ndarray, rng: np.random.Generator,
             np.concatenate([2 * lam, 2 * (1 - lam)]))
 
 
+def check_mixup(options: dict | None, task) -> None:
+    """``mixup`` mixes class labels: ValueError unless ``task`` has classes."""
+    if (options or {}).get("mixup") and task.kind != "classification":
+        raise ValueError(f"augment mixup mixes class labels; task {task.name} is a {task.kind} "
+                         "task (unset --augment mixup)")
+
+
 class Augmenter:
     """The per-batch transform of a run: ``augmenter(x_batch, rng) -> x_batch``, on normalised
     batches (see the module docstring)."""

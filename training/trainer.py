@@ -37,7 +37,7 @@ import zoo
 from zoo import qat
 from training import callbacks as cb
 from zoo.layers import recurrent_layers
-from training import distill, logs, rundir, storage
+from training import augment, distill, logs, rundir, storage
 from training.artifacts import check_run_config, load_keras_model
 from training.provenance import hardware, versions
 from training.warm_start import warm_start_weights
@@ -160,8 +160,6 @@ def epoch_batches(x, y, batch_size: int, seed: int, first_epoch: int, last_epoch
     depends only on (seed, epoch), so a resumed run sees exactly the batches an uninterrupted
     one would. With ``mixup`` (alpha > 0) each batch is `training.augment.mixup`'s
     ``(x, y, sample_weight)``."""
-    from training.augment import mixup as mix
-
     n = len(x)
     for epoch in range(first_epoch, last_epoch):
         order = np.random.default_rng([seed, epoch]).permutation(n)
@@ -170,16 +168,14 @@ def epoch_batches(x, y, batch_size: int, seed: int, first_epoch: int, last_epoch
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
             xb = x[idx] if transform is None else transform(x[idx], rng)
-            yield mix(xb, y[idx], mix_rng, mixup) if mixup else (xb, y[idx])
+            yield augment.mixup(xb, y[idx], mix_rng, mixup) if mixup else (xb, y[idx])
 
 
 def augmenter(config: TrainConfig, task, normalization):
     """The run's augmentation (`training.augment.Augmenter`), or None when it has none."""
     if not config.augment:
         return None
-    from training.augment import Augmenter
-
-    return Augmenter(config.augment, task.sensors, normalization.mean, normalization.std)
+    return augment.Augmenter(config.augment, task.sensors, normalization.mean, normalization.std)
 
 
 def loss_and_metrics(kind: str):
@@ -279,7 +275,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     check_out(real, overwrite)
     task = get_task(config.task, **config.task_options)
     check_monitor(config, task)
-    check_mixup(config, task)
+    augment.check_mixup(config.augment, task)
     # Invalid model options (or init_from, or a distill teacher) fail here, before the run
     # directory exists: a failed first try must not leave an "unfinished run" that refuses the
     # corrected command.
@@ -319,13 +315,6 @@ def _keep_extras(run_dir: Path, say) -> None:
         aside, names = moved
         say(f"kept what {run_dir} held besides the run ({', '.join(names)}) in {aside}: "
             "exports there were made from the replaced model")
-
-
-def check_mixup(config: TrainConfig, task) -> None:
-    """``augment.mixup`` mixes class labels: ValueError unless ``task`` has classes."""
-    if (config.augment or {}).get("mixup") and task.kind != "classification":
-        raise ValueError(f"augment mixup mixes class labels; task {task.name} is a {task.kind} "
-                         "task (unset --augment mixup)")
 
 
 def check_monitor(config: TrainConfig, task) -> None:
