@@ -26,7 +26,8 @@
 # k * 0.01, the recipe's time constant in seconds with k times larger increments of the int8
 # state per step, and their calibrated QAT stages; mixup 0.2 (augment mixup, new) on the
 # rotation-35 recipe and on k = 4, each with its calibrated QAT stage (without mixup, as the KWS
-# recipe's). Every finished
+# recipe's); and the lean step graph (U applied once: no second product p_high, which with the
+# input costs the int8 step most, §13-14) at k = 4. Every finished
 # trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
@@ -107,7 +108,11 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "rot35_mix02={\"augment\": {\"rotation\": 35, \"mixup\": 0.2}}" \
   --variant "rot35_mix02_qat_cal={\"augment\": {\"rotation\": 35}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot35_mix02\"}" \
   --variant "f4_mix02={\"augment\": {\"rotation\": 35, \"mixup\": 0.2}, $(frames 4 0.04)}" \
-  --variant "f4_mix02_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8), $QAT_STAGE, \"init_from\": \"variant:f4_mix02\"}" &
+  --variant "f4_mix02_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8), $QAT_STAGE, \"init_from\": \"variant:f4_mix02\"}" \
+  --variant "f4_lean={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4},
+    \"model_options\": {\"eta_init\": 0.04, \"premultiply\": false}}" \
+  --variant "f4_lean_qat_cal={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4},
+    \"model_options\": {\"eta_init\": 0.04, \"premultiply\": false, \"qat\": \"int8\"}, $QAT_STAGE, \"init_from\": \"variant:f4_lean\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
