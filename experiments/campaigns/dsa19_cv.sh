@@ -5,7 +5,8 @@
 # with the same levers (BASELINES=0 skips it); round 3 adds rotation 35 and 45 and their QAT
 # stages; round 4 the GRU at rotation 45 and its QAT stage, the lean graph at rotation 45 and 60,
 # and the Keras LSTM at rotation 45; round 5 the baselines at rotation 60 (the lean graph's best
-# angle, so the comparison is like for like) and the lean graph at 75 / 90, wider and of rank 32.
+# angle, so the comparison is like for like) and the lean graph at 75 / 90, wider and of rank 32;
+# round 6 mixup on the shipped lean recipe.
 # Every finished trial lands in experiments/results/dsa19-campaign/ (commit it); run again
 # anywhere to finish what is left.
 #   bash experiments/campaigns/dsa19_cv.sh DATA [SLOTS] [OUT]
@@ -29,6 +30,12 @@ add_lean 16 80 75
 add_lean 16 80 90
 add_lean 16 128 60
 add_lean 32 80 60
+# Round 6 (session 14): mixup 0.2 (augment mixup) on the shipped lean recipe (rotation 60), its
+# QAT stage without it (as the KWS recipe's).
+opts='"premultiply": false, "rank": 16, "units": 80'
+lean+=(--variant "l_r16_u80_rot60_mix02={\"augment\": {\"rotation\": 60, \"mixup\": 0.2}, \"model_options\": {$opts}}")
+lean+=(--variant "l_r16_u80_rot60_mix02_qat={\"augment\": {\"rotation\": 60}, \"model_options\": {$opts, \"qat\": \"int8\"},
+    $QAT_STAGE, \"init_from\": \"variant:l_r16_u80_rot60_mix02\"}")
 python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --folds 4 --epochs 30 \
   --backend jax --engine processes --results experiments/results/dsa19-campaign --out "$out" \
   --max-concurrent "$slots" ${DRY:+--dry-run} \
