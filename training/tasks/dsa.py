@@ -21,7 +21,7 @@ from training.data.textio import parse_table
 from training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                  check_fraction, check_seed, check_subjects, fold_subjects,
                                  pick_val_subjects, register_task)
-from training.tasks.frames import FramesPerStep, check_frames_per_step
+from training.tasks.frames import FramesPerStep
 
 SPEC = DatasetSpec(
     key="dsa19",
@@ -136,7 +136,7 @@ class DSA19(FramesPerStep, Task):
                 raise ValueError(f"option val_subjects={vs} must be a proper subset of train_subjects {ts}")
             self._options["val_subjects"] = vs
         self._options["val_fold"] = check_fold("val_fold", self._options["val_fold"])
-        check_frames_per_step(self._options["frames_per_step"], STEPS)
+        self._options["frames_per_step"] = self.frames_per_step  # checked by FramesPerStep
 
     def _check_complete(self, arrays: dict, source: str) -> None:
         """Refuse a folder with a whole subject or activity missing (each would silently shrink

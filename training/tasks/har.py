@@ -21,7 +21,7 @@ from training.data.textio import parse_int_column, parse_table
 from training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                  check_fraction, check_seed, check_subjects, fold_subjects,
                                  pick_val_subjects, register_task)
-from training.tasks.frames import FramesPerStep, check_frames_per_step
+from training.tasks.frames import FramesPerStep
 
 SPEC = DatasetSpec(
     key="uci_har",
@@ -126,7 +126,7 @@ class HARTask(FramesPerStep, Task):
         if vs is not None:
             self._options["val_subjects"] = check_subjects("val_subjects", vs)
         self._options["val_fold"] = check_fold("val_fold", self._options["val_fold"])
-        check_frames_per_step(self._options["frames_per_step"], STEPS)
+        self._options["frames_per_step"] = self.frames_per_step  # checked by FramesPerStep
 
     def _labels(self, y6: np.ndarray) -> np.ndarray:
         return (y6 - 1).astype(np.int64)
