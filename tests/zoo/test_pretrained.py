@@ -26,7 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 # (60) + QAT, gru.dsa19_gen2 the same at rotation 45, gru.dsa19_gen1 the calibrated one; the KWS *_int tags were trained on the C app's
 # integer front end (docs/kws.md), sirnn.google12_testset_int_qat's QAT stage with its ranges
 # calibrated on the float step and mixup (docs/kws.md), sirnn.google12_testset_int_qat_gen2 the
-# same without mixup, sirnn.google12_testset_int_qat_gen1 before the calibration fix; sirnn.har2_lean the lean QAT graph under the issue's device
+# same without mixup, sirnn.google12_testset_int_qat_gen1 before the calibration fix;
+# gru.google12_testset_int the GRU with the same levers and QAT stage, gru.google12_testset_int_gen1
+# the GRU without augmentation; sirnn.har2_lean the lean QAT graph under the issue's device
 # goal (<= 12,000 Cortex-M4 instructions per step, <= 6 KB flash); sirnn.har2_int16x8 the HAR-2
 # SiRNN with 4 samples per step, shipped as TFLite's 16x8 step model (docs/realscale.md §14). A tag is MODEL.NAME (timm's
 # model.tag); its card names the task.
@@ -38,7 +40,7 @@ SHIPPED = {"sirnn.har2", "sirnn.har2_int16x8", "sirnn.dsa19", "gru.har2", "gru.d
            "fastgrnn.google12_testset_int", "gru.har2_qat", "sirnn.dsa19_gen2", "gru.har2_gen1",
            "sirnn.google12_testset_int_qat", "sirnn.dsa19_gen3",
            "gru.dsa19_gen1", "gru.dsa19_gen2", "sirnn.google12_testset_int_qat_gen1",
-           "sirnn.google12_testset_int_qat_gen2"}
+           "sirnn.google12_testset_int_qat_gen2", "gru.google12_testset_int_gen1"}
 DATA = {"har2": "har", "dsa19": "dsa19",
         "google12_testset": "archives/speech_commands_test_set_v0.02_part_A.tar.gz"}
 
