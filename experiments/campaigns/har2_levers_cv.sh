@@ -27,7 +27,10 @@
 # state per step, and their calibrated QAT stages; mixup 0.2 (augment mixup, new) on the
 # rotation-35 recipe and on k = 4, each with its calibrated QAT stage (without mixup, as the KWS
 # recipe's); and the lean step graph (U applied once: no second product p_high, which with the
-# input costs the int8 step most, §13-14) at k = 4. Every finished
+# input costs the int8 step most, §13-14) at k = 4. Round 8 (session 15): distillation at
+# k = 4 (the analogue of round 5's best int8 model, rot35_kd_ens_qat_cal): each fold's student
+# from that fold's Keras GRU at k = 4 (f4_e30, new, also the fair float baseline at k = 4) and
+# its k = 4 SiRNN (f4_eta04), and the student's calibrated QAT stage. Every finished
 # trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
@@ -48,6 +51,9 @@ kd_gru="\"distill\": {\"teacher\": \"$gru35\", \"alpha\": 0.5, \"temperature\": 
 # constant in seconds, k times larger increments of the int8 state per step; $3: QAT.
 frames() { echo "\"task_options\": {\"frames_per_step\": $1}, \"model_options\": {\"eta_init\": $2${3:+, \"qat\": \"$3\"}}"; }
 kd_ens="\"distill\": {\"teacher\": [\"$gru35\", \"$sirnn35\"], \"alpha\": 0.5, \"temperature\": 2}"
+# The k = 4 fold teachers (round 8): the Keras GRU and the SiRNN with 4 samples per step.
+gru_f4="$out-baselines/har2/gru/f4_e30/fold{fold}" sirnn_f4="$out/har2/sirnn/f4_eta04/fold{fold}"
+kd_ens_f4="\"distill\": {\"teacher\": [\"$gru_f4\", \"$sirnn_f4\"], \"alpha\": 0.5, \"temperature\": 2}"
 # rot15_valacc equals rot15_e30 by design in a CV (patience 0 keeps the last epoch, so the
 # monitor picks nothing); selection on validation is the tables' CV-epoch column.
 JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn \
@@ -112,7 +118,9 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "f4_lean={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4},
     \"model_options\": {\"eta_init\": 0.04, \"premultiply\": false}}" \
   --variant "f4_lean_qat_cal={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4},
-    \"model_options\": {\"eta_init\": 0.04, \"premultiply\": false, \"qat\": \"int8\"}, $QAT_STAGE, \"init_from\": \"variant:f4_lean\"}" &
+    \"model_options\": {\"eta_init\": 0.04, \"premultiply\": false, \"qat\": \"int8\"}, $QAT_STAGE, \"init_from\": \"variant:f4_lean\"}" \
+  --variant "f4_kd_ens={\"augment\": {\"rotation\": 35}, $(frames 4 0.04), $kd_ens_f4}" \
+  --variant "f4_kd_ens_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8), $QAT_STAGE, \"init_from\": \"variant:f4_kd_ens\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
@@ -126,7 +134,8 @@ if [ "$s2" -gt 0 ]; then
       --variant "rot25_qat_lean={\"augment\": {$rot25}, $qat_lean, $QAT_STAGE, \"init_from\": \"variant:rot25_e30\"}" \
       --variant "rot35_qat_lean={\"augment\": {\"rotation\": 35}, $qat_lean, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
       --variant "rot35_qat_lean_bias={\"augment\": {\"rotation\": 35}, \"model_options\": {\"qat\": \"int8\",
-        \"step_graph\": \"lean\", \"qat_bias\": true}, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}"
+        \"step_graph\": \"lean\", \"qat_bias\": true}, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
+      --variant "f4_e30={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4}}"
     python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" \
       --variant base_e30={} --variant "$rot25_e30" \
       --variant "rot35_e30={\"augment\": {\"rotation\": 35}}"
