@@ -12,7 +12,8 @@ from keras import ops
 from keras.layers import InputSpec
 
 from zoo.layers import next_state, previous_state
-from zoo.qat import QuantPoints, check_qat, saved_qat_defaults
+from zoo.qat import (DEFAULT_PERCENTILE, QuantPoints, check_percentile, check_qat,
+                     saved_qat_defaults)
 from zoo.registry import register_model
 
 # The int8 step's tensors, in the order the step computes them (the TFLite graph of the Keras
@@ -75,6 +76,8 @@ class GRUCell(keras.layers.GRUCell):
         qat_bias: with ``qat`` and ``qat_weights``, round each FULLY_CONNECTED's bias to the
             int32 grid the converter stores it on (`zoo.qat.QuantPoints.bias`; default True).
             A QAT model saved before this option loads with False, computing as it was trained.
+        qat_percentile: with ``qat``, each tracked range spans this percentile of its tensor's
+            values on training sequences (default 99.99; `zoo.IRNNCell`).
         **kwargs: the arguments of `keras.layers.GRUCell`.
 
     Example:
@@ -90,10 +93,11 @@ class GRUCell(keras.layers.GRUCell):
     """
 
     def __init__(self, units, qat=None, qat_weights=True, qat_bias=True, step_graph="keras",
-                 **kwargs):
+                 qat_percentile=DEFAULT_PERCENTILE, **kwargs):
         super().__init__(units, **kwargs)
         self.qat = check_qat(qat)
         self.qat_weights, self.qat_bias = bool(qat_weights), bool(qat_bias)
+        self.qat_percentile = check_percentile(qat_percentile)
         self.step_graph = _check_step_graph(step_graph)
         self.quant_points = None
         if self.qat or self.step_graph != "keras":
@@ -104,7 +108,8 @@ class GRUCell(keras.layers.GRUCell):
         if self.qat:
             names = LEAN_POINTS if self.step_graph == "lean" else POINTS
             self.quant_points = QuantPoints(self, names, fixed=FIXED, weights=self.qat_weights,
-                                            bias_grid=self.qat_bias)
+                                            bias_grid=self.qat_bias,
+                                            percentile=self.qat_percentile)
 
     def call(self, inputs, states, training=False):
         if self.step_graph == "lean":
@@ -154,7 +159,8 @@ def _zoo_options(layer) -> dict:
     config is Keras's own."""
     options = {}
     if layer.qat:
-        options.update(qat=layer.qat, qat_weights=layer.qat_weights, qat_bias=layer.qat_bias)
+        options.update(qat=layer.qat, qat_weights=layer.qat_weights, qat_bias=layer.qat_bias,
+                       qat_percentile=layer.qat_percentile)
     if layer.step_graph != "keras":
         options.update(step_graph=layer.step_graph)
     return options
@@ -195,7 +201,7 @@ class GRU(keras.layers.GRU):
             recurrent_initializer, bias_initializer, kernel_regularizer, recurrent_regularizer,
             bias_regularizer, kernel_constraint, recurrent_constraint, bias_constraint, dropout,
             recurrent_dropout, seed, reset_after, use_cudnn: as in `keras.layers.GRU`.
-        qat, qat_weights, qat_bias, step_graph: as in `GRUCell`.
+        qat, qat_weights, qat_bias, qat_percentile, step_graph: as in `GRUCell`.
         **kwargs: the `keras.layers.RNN` arguments (``return_sequences``, ``return_state``,
             ``go_backwards``, ``stateful``, ``unroll``, ``activity_regularizer``) and the
             `keras.layers.Layer` ones.
@@ -219,7 +225,7 @@ class GRU(keras.layers.GRU):
                  bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
                  bias_constraint=None, dropout=0.0, recurrent_dropout=0.0, seed=None,
                  reset_after=True, use_cudnn="auto", qat=None, qat_weights=True, qat_bias=True,
-                 step_graph="keras", **kwargs):
+                 step_graph="keras", qat_percentile=DEFAULT_PERCENTILE, **kwargs):
         cell_args = dict(
             activation=activation, recurrent_activation=recurrent_activation, use_bias=use_bias,
             kernel_initializer=kernel_initializer, recurrent_initializer=recurrent_initializer,
@@ -231,7 +237,7 @@ class GRU(keras.layers.GRU):
         qat, step_graph = check_qat(qat), _check_step_graph(step_graph)
         if qat or step_graph != "keras":
             cell = GRUCell(units, qat=qat, qat_weights=qat_weights, qat_bias=qat_bias,
-                           step_graph=step_graph,
+                           step_graph=step_graph, qat_percentile=qat_percentile,
                            name="gru_cell", dtype=kwargs.get("dtype"),
                            trainable=kwargs.get("trainable", True), **cell_args)
             # keras.layers.GRU.__init__ would build Keras's own cell: the RNN layer takes ours.
@@ -242,6 +248,7 @@ class GRU(keras.layers.GRU):
             super().__init__(units, use_cudnn=use_cudnn, **cell_args, **kwargs)
         self.qat, self.qat_weights, self.step_graph = qat, bool(qat_weights), step_graph
         self.qat_bias = bool(qat_bias)
+        self.qat_percentile = check_percentile(qat_percentile)
 
     def get_config(self):
         return {**super().get_config(), **_zoo_options(self)}

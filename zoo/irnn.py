@@ -7,6 +7,7 @@ import keras
 from keras import constraints, initializers, ops
 
 from zoo import activations, qat
+from zoo.qat import DEFAULT_PERCENTILE, check_percentile
 from zoo.layers import CellRNN, ZooCell, next_state, previous_state
 from zoo.state_bound import bound_state, check_state_bound
 from zoo.registry import register_model
@@ -96,6 +97,10 @@ class IRNNCell(ZooCell):
         qat_bias: with ``qat`` and ``qat_weights``, round the input bias to the int32 grid the
             converter stores it on (`zoo.qat.QuantPoints.bias`; default True). A QAT model
             saved before this option loads with False, computing as it was trained.
+        qat_percentile: with ``qat``, each tracked range spans this percentile of the values
+            its tensor takes on training sequences (and 100 minus it below; default 99.99,
+            nearly every value). Lower clips the rare extremes for a finer grid of the rest
+            (docs/qat.md).
 
     Call arguments:
         inputs: ``(batch, d)``, the input x_m.
@@ -127,7 +132,8 @@ class IRNNCell(ZooCell):
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
                  recurrent_constraint=None, bias_constraint=None, eta_constraint=None,
                  eta_parametrization="sigmoid", state_clip=None, state_quant_bits=None, qat=None,
-                 qat_weights=True, qat_bias=True, **kwargs):
+                 qat_weights=True, qat_bias=True, qat_percentile=DEFAULT_PERCENTILE,
+                 **kwargs):
         super().__init__(
             units, use_bias=use_bias,
             kernel_initializer=kernel_initializer or _normal_01(),
@@ -154,6 +160,7 @@ class IRNNCell(ZooCell):
         self.qat = qat_option(qat, self.state_clip, self.state_quant_bits, eta_timesteps)
         self.qat_weights = bool(qat_weights)
         self.qat_bias = bool(qat_bias)
+        self.qat_percentile = check_percentile(qat_percentile)
         self.quant_points = None
         self.k = k
         self.alpha = float(alpha)
@@ -202,7 +209,8 @@ class IRNNCell(ZooCell):
                 fixed["v0"] = (0.0, 2.0 * self.state_clip)
             self.quant_points = qat.QuantPoints(self, self._qat_point_names(), fixed=fixed,
                                                 weights=self.qat_weights,
-                                                bias_grid=self.qat_bias)
+                                                bias_grid=self.qat_bias,
+                                                percentile=self.qat_percentile)
 
     def _qat_point_names(self):
         names = ["x", "h", "drive"]
@@ -333,7 +341,8 @@ class IRNNCell(ZooCell):
             "state_clip": self.state_clip, "state_quant_bits": self.state_quant_bits,
         }
         if self.qat:  # only when set, so the configs of float models are unchanged
-            config.update(qat=self.qat, qat_weights=self.qat_weights, qat_bias=self.qat_bias)
+            config.update(qat=self.qat, qat_weights=self.qat_weights, qat_bias=self.qat_bias,
+                          qat_percentile=self.qat_percentile)
         return {**super().get_config(), **config}
 
     @classmethod
@@ -400,7 +409,8 @@ class IRNN(CellRNN):
             premultiply, use_bias, kernel_initializer, recurrent_initializer, bias_initializer,
             kernel_regularizer, recurrent_regularizer, bias_regularizer, kernel_constraint,
             recurrent_constraint, bias_constraint, eta_constraint, eta_parametrization,
-            state_clip, state_quant_bits, qat, qat_weights, qat_bias: as in `IRNNCell`.
+            state_clip, state_quant_bits, qat, qat_weights, qat_bias, qat_percentile: as in
+            `IRNNCell`.
         return_sequences, return_state, go_backwards, stateful, unroll: as in `keras.layers.RNN`.
         **kwargs: `keras.layers.Layer` arguments (``name``, ``dtype``).
 

@@ -66,15 +66,17 @@ MODELS: dict[str, dict[str, str]] = {'antisymmetric': {'description': 'Antisymme
  'gru': {'description': "Keras GRU baseline (reset_after=True); qat='int8' trains its int8 step, "
                         "step_graph='lean' computes it in 13 TFLite ops instead of 17",
          'options': "units=80, qat=None, qat_weights=True, qat_bias=True, step_graph='keras', "
-                    "activation='tanh', recurrent_activation='sigmoid', use_bias=True, dropout=0, "
-                    "recurrent_dropout=0, seed=None, reset_after=True, use_cudnn='auto'",
+                    "qat_percentile=99.99, activation='tanh', recurrent_activation='sigmoid', "
+                    'use_bias=True, dropout=0, recurrent_dropout=0, seed=None, reset_after=True, '
+                    "use_cudnn='auto'",
          'paper': 'Keras built-in layer'},
  'irnn': {'description': 'iRNN: K Euler steps to the equilibrium per time step (Eq. 9 low-rank)',
           'options': 'units=80, k=1, alpha=1, trainable_alpha=False, eta_init=0.01, '
                      "eta_timesteps=None, g0='previous', state_sign=1, activation='relu', rank=16, "
                      "premultiply=True, use_bias=True, eta_parametrization='sigmoid', "
                      'state_clip=None, state_quant_bits=None, qat=None, qat_weights=True, '
-                     'qat_bias=True, dropout=0, recurrent_dropout=0, seed=None',
+                     'qat_bias=True, qat_percentile=99.99, dropout=0, recurrent_dropout=0, '
+                     'seed=None',
           'paper': 'Kag, Zhang & Saligrama, RNNs incrementally evolving on an equilibrium '
                    'manifold, ICLR 2020'},
  'lstm': {'description': 'Keras LSTM baseline',
@@ -91,7 +93,8 @@ MODELS: dict[str, dict[str, str]] = {'antisymmetric': {'description': 'Antisymme
                       "eta_timesteps=None, g0='previous', state_sign=1, activation='relu', "
                       "rank=16, premultiply=True, use_bias=True, eta_parametrization='sigmoid', "
                       'state_clip=None, state_quant_bits=None, qat=None, qat_weights=True, '
-                      'qat_bias=True, dropout=0, recurrent_dropout=0, seed=None',
+                      'qat_bias=True, qat_percentile=99.99, dropout=0, recurrent_dropout=0, '
+                      'seed=None',
            'paper': 'Kag, Zhang & Saligrama, RNNs incrementally evolving on an equilibrium '
                     'manifold, ICLR 2020'},
  'stablernn': {'description': 'StableRNN: tanh RNN projected onto ||W||_2 <= lambda after every '

@@ -40,14 +40,25 @@ import keras
 import numpy as np
 from keras import ops
 
-__all__ = ["QAT_MODES", "check_qat", "QuantPoints", "quantize_weight", "observing", "only_points",
-           "observed_ranges", "track_ranges", "calibrate_ranges", "RangeTracking",
-           "tracking_sample", "qat_cells", "tracking_callbacks", "saved_qat_defaults"]
+__all__ = ["QAT_MODES", "check_qat", "check_percentile", "QuantPoints", "quantize_weight",
+           "observing", "only_points", "observed_ranges", "track_ranges", "calibrate_ranges",
+           "RangeTracking", "tracking_sample", "qat_cells", "tracking_callbacks",
+           "saved_qat_defaults"]
 
 QAT_MODES = ("int8",)
 _log = logging.getLogger(__name__)
 BITS = 8
 DEFAULT_PERCENTILE = 99.99
+
+
+def check_percentile(percentile) -> float:
+    """``qat_percentile`` validated: a number in (50, 100], the percentile of each tensor's
+    values that bounds its tracked range (100 - it bounds the other end)."""
+    if isinstance(percentile, bool) or not isinstance(percentile, (int, float)) or not (
+            50.0 < float(percentile) <= 100.0):
+        raise ValueError(f"qat_percentile must be a number in (50, 100], got {percentile!r} "
+                         f"(default {DEFAULT_PERCENTILE}: each range spans nearly every value)")
+    return float(percentile)
 
 
 def check_qat(qat) -> str | None:
@@ -80,9 +91,13 @@ class QuantPoints:
         bias_grid: with ``weights``, round each FULLY_CONNECTED bias to the int32 grid the
             converter stores it on (`bias`), so that the step computes what the int8 kernel
             does; False keeps models trained before it computing as they were.
+        percentile: the percentile of each tracked point's observed values that bounds its
+            range (`observed_ranges`; default `DEFAULT_PERCENTILE`).
     """
 
-    def __init__(self, cell, names, fixed=None, weights=True, bias_grid=False):
+    def __init__(self, cell, names, fixed=None, weights=True, bias_grid=False,
+                 percentile=DEFAULT_PERCENTILE):
+        self.percentile = check_percentile(percentile)
         self.names = list(names)
         self.fixed = dict(fixed or {})
         self.weights = weights
@@ -201,10 +216,13 @@ def only_points(cell, names, weights: bool):
         q.enabled, q.weights = saved
 
 
-def observed_ranges(cell, x: np.ndarray, percentile: float = DEFAULT_PERCENTILE,
+def observed_ranges(cell, x: np.ndarray, percentile: float | None = None,
                     batch: int = 256) -> dict[str, tuple[float, float]]:
     """Each quantization point's range over the sequences ``x`` (N, T, d) run through ``cell``
-    step by step: the ``100 - percentile`` and ``percentile`` percentiles of its values."""
+    step by step: the ``100 - percentile`` and ``percentile`` percentiles of its values
+    (``percentile`` None: the cell's own, its ``qat_percentile``)."""
+    if percentile is None:
+        percentile = cell.quant_points.percentile
     values: dict[str, list] = {}
     for start in range(0, len(x), batch):
         xb = np.asarray(x[start:start + batch], np.float32)
@@ -223,7 +241,7 @@ def observed_ranges(cell, x: np.ndarray, percentile: float = DEFAULT_PERCENTILE,
 
 
 def track_ranges(model: keras.Model, x: np.ndarray, momentum: float = 0.0,
-                 percentile: float = DEFAULT_PERCENTILE) -> dict:
+                 percentile: float | None = None) -> dict:
     """Set the ranges of every QAT cell of ``model`` from the sequences ``x`` (normalised, as
     the model takes them); returns ``{cell name: {point: (lo, hi)}}`` as set."""
     out = {}
@@ -234,7 +252,7 @@ def track_ranges(model: keras.Model, x: np.ndarray, momentum: float = 0.0,
 
 
 def calibrate_ranges(model: keras.Model, x: np.ndarray,
-                     percentile: float = DEFAULT_PERCENTILE) -> dict:
+                     percentile: float | None = None) -> dict:
     """Set the ranges of every QAT cell of ``model`` from its float step, as post-training
     calibration sees a float model: each point observed with every other tracked point float
     (the fixed grids, such as the state's, kept). `track_ranges` observes a point through the
@@ -261,7 +279,7 @@ class RangeTracking(keras.callbacks.Callback):
     the first epoch of a fresh run."""
 
     def __init__(self, x: np.ndarray, momentum: float = 0.5,
-                 percentile: float = DEFAULT_PERCENTILE):
+                 percentile: float | None = None):
         super().__init__()
         if not 0.0 <= momentum < 1.0:
             raise ValueError(f"momentum must be in [0, 1), got {momentum}")

@@ -234,12 +234,12 @@ def test_fake_quant_on_jax_matches_and_passes_gradients_straight(tmp_path):
 # ------------------------------------------------------------------ the QAT step
 
 
-def qat_model(rank, premultiply, timesteps=12, features=5, units=16, seed=0):
+def qat_model(rank, premultiply, timesteps=12, features=5, units=16, seed=0, **options):
     keras.utils.set_random_seed(seed)
     model = keras.Sequential([
         keras.Input((timesteps, features)),
         zoo.SiRNN(units, qat="int8", state_clip=CLIP, state_quant_bits=8, rank=rank,
-                  premultiply=premultiply, eta_init=0.2),
+                  premultiply=premultiply, eta_init=0.2, **options),
         keras.layers.Dense(2)])
     cell = model.layers[0].cell
     rng = np.random.default_rng(seed)
@@ -416,6 +416,50 @@ def test_calibrated_ranges_are_the_float_steps_percentiles_whatever_the_ranges_b
     assert tracked["act0"][1] < 0.5 * got["act0"][1]  # seen through the clips upstream
 
 
+def test_the_cells_qat_percentile_bounds_the_ranges_it_calibrates_tracks_and_saves(tmp_path):
+    """With ``qat_percentile=p`` every tracked range is the (100 - p)-th and p-th percentile of
+    the point's tensor in the NumPy float step (zero kept inside), when calibrated and when the
+    epoch callback tracks them; the option survives the config and the .keras file."""
+    model, cell = qat_model(16, True, units=32, qat_percentile=97.0)
+    x = sequences()
+    record, h = {}, np.zeros((len(x), 32), np.float32)
+    for t in range(x.shape[1]):
+        h = numpy_step(cell, x[:, t], h, record, points=FIXED, weights_on=False)
+    got = qat.calibrate_ranges(model, x)[cell.name]
+    for name, arrays in record.items():
+        if name not in FIXED:
+            values = np.concatenate([a.ravel() for a in arrays])
+            want = (min(np.percentile(values, 3.0), 0.0), max(np.percentile(values, 97.0), 0.0))
+            assert got[name] == pytest.approx(want, rel=1e-4, abs=1e-6), name
+    default = qat.observed_ranges(cell, x, percentile=qat.DEFAULT_PERCENTILE)["x"]
+    assert default[1] > got["x"][1]  # the default spans more of the input's tail
+    tracker = qat.RangeTracking(x, momentum=0.0)
+    tracker.set_model(model)
+    tracker.on_epoch_begin(0)
+    assert cell.quant_points.as_dict()["x"] == pytest.approx(qat.observed_ranges(cell, x)["x"])
+    assert cell.quant_points.as_dict()["x"][1] == pytest.approx(np.percentile(x, 97.0), rel=1e-5)
+    model.save(tmp_path / "p97.keras")
+    loaded = keras.saving.load_model(tmp_path / "p97.keras")
+    assert loaded.layers[0].get_config()["qat_percentile"] == 97.0
+    assert loaded.layers[0].cell.quant_points.percentile == 97.0
+
+
+@pytest.mark.parametrize("value", [50, 100.5, "99", True])
+def test_qat_percentile_is_checked(value):
+    with pytest.raises(ValueError, match=r"qat_percentile must be a number in \(50, 100\]"):
+        zoo.SiRNN(8, qat="int8", state_clip=1.0, state_quant_bits=8, qat_percentile=value)
+    with pytest.raises(ValueError, match="qat_percentile"):
+        zoo.GRU(8, qat="int8", qat_percentile=value)
+
+
+def test_a_qat_gru_takes_its_percentile_to_its_cell():
+    layer = zoo.GRU(8, qat="int8", qat_percentile=99.5)
+    layer(np.zeros((2, 3, 4), np.float32))
+    assert layer.cell.quant_points.percentile == 99.5
+    assert layer.get_config()["qat_percentile"] == 99.5
+    assert zoo.GRU.from_config(layer.get_config()).cell.qat_percentile == 99.5
+
+
 def test_range_tracking_updates_once_per_epoch_and_training_leaves_ranges_alone(monkeypatch):
     model, cell = qat_model(4, False, timesteps=6)
     x, y = sequences(n=64, timesteps=6), np.random.default_rng(2).integers(0, 2, 64)
@@ -441,7 +485,7 @@ def test_range_tracking_updates_once_per_epoch_and_training_leaves_ranges_alone(
 
     model.fit(x, y, epochs=3, batch_size=16, verbose=0,
               callbacks=[qat.RangeTracking(x[:32], momentum=0.5), Spy()])
-    assert len(calls) == 3 and all(a == (0.5, qat.DEFAULT_PERCENTILE) for a, _ in calls)
+    assert len(calls) == 3 and all(a == (0.5, None) for a, _ in calls)  # None: the cell's own
     begins = [r for kind, _, r in Spy.seen if kind == "begin"]
     ends = [r for kind, _, r in Spy.seen if kind == "end"]
     assert begins == ends  # nothing changes them within an epoch
