@@ -30,7 +30,9 @@
 # input costs the int8 step most, §13-14) at k = 4. Round 8 (session 15): distillation at
 # k = 4 (the analogue of round 5's best int8 model, rot35_kd_ens_qat_cal): each fold's student
 # from that fold's Keras GRU at k = 4 (f4_e30, new, also the fair float baseline at k = 4) and
-# its k = 4 SiRNN (f4_eta04), and the student's calibrated QAT stage. Every finished
+# its k = 4 SiRNN (f4_eta04), and the student's calibrated QAT stage; the QAT stage of f4_eta04
+# with its ranges at the 99th / 98th percentile of each tensor (model option qat_percentile,
+# new; the stages so far: 99.99). Every finished
 # trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
@@ -49,7 +51,8 @@ gru35="$out-baselines/har2/gru/rot35_e30/fold{fold}" sirnn35="$out/har2/sirnn/ro
 kd_gru="\"distill\": {\"teacher\": \"$gru35\", \"alpha\": 0.5, \"temperature\": 2}"
 # k samples per step (task option frames_per_step) with eta_init k * 0.01: the recipe's time
 # constant in seconds, k times larger increments of the int8 state per step; $3: QAT.
-frames() { echo "\"task_options\": {\"frames_per_step\": $1}, \"model_options\": {\"eta_init\": $2${3:+, \"qat\": \"$3\"}}"; }
+# $4: more model options (e.g. the QAT ranges' percentile, round 8).
+frames() { echo "\"task_options\": {\"frames_per_step\": $1}, \"model_options\": {\"eta_init\": $2${3:+, \"qat\": \"$3\"}${4:+, $4}}"; }
 kd_ens="\"distill\": {\"teacher\": [\"$gru35\", \"$sirnn35\"], \"alpha\": 0.5, \"temperature\": 2}"
 # The k = 4 fold teachers (round 8): the Keras GRU and the SiRNN with 4 samples per step.
 gru_f4="$out-baselines/har2/gru/f4_e30/fold{fold}" sirnn_f4="$out/har2/sirnn/f4_eta04/fold{fold}"
@@ -120,7 +123,9 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "f4_lean_qat_cal={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4},
     \"model_options\": {\"eta_init\": 0.04, \"premultiply\": false, \"qat\": \"int8\"}, $QAT_STAGE, \"init_from\": \"variant:f4_lean\"}" \
   --variant "f4_kd_ens={\"augment\": {\"rotation\": 35}, $(frames 4 0.04), $kd_ens_f4}" \
-  --variant "f4_kd_ens_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8), $QAT_STAGE, \"init_from\": \"variant:f4_kd_ens\"}" &
+  --variant "f4_kd_ens_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8), $QAT_STAGE, \"init_from\": \"variant:f4_kd_ens\"}" \
+  --variant "f4_eta04_qat_p99={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8 '"qat_percentile": 99.0'), $QAT_STAGE, \"init_from\": \"variant:f4_eta04\"}" \
+  --variant "f4_eta04_qat_p98={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8 '"qat_percentile": 98.0'), $QAT_STAGE, \"init_from\": \"variant:f4_eta04\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
