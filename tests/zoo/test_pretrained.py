@@ -30,7 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 # gru.google12_testset_int the GRU with the same levers and QAT stage, gru.google12_testset_int_gen1
 # the GRU without augmentation; sirnn.har2_lean the lean QAT graph under the issue's device
 # goal (<= 12,000 Cortex-M4 instructions per step, <= 6 KB flash); sirnn.har2_int16x8 the HAR-2
-# SiRNN with 4 samples per step, shipped as TFLite's 16x8 step model (docs/realscale.md §14). A tag is MODEL.NAME (timm's
+# SiRNN with 4 samples per step, shipped as TFLite's 16x8 step model (docs/realscale.md §14);
+# sirnn.har2_frames4 the same float model's int8 QAT stage at the 98th percentile (§15). A tag is MODEL.NAME (timm's
 # model.tag); its card names the task.
 SHIPPED = {"sirnn.har2", "sirnn.har2_int16x8", "sirnn.dsa19", "gru.har2", "gru.dsa19",
            "gru.google12_testset",
@@ -40,7 +41,8 @@ SHIPPED = {"sirnn.har2", "sirnn.har2_int16x8", "sirnn.dsa19", "gru.har2", "gru.d
            "fastgrnn.google12_testset_int", "gru.har2_qat", "sirnn.dsa19_gen2", "gru.har2_gen1",
            "sirnn.google12_testset_int_qat", "sirnn.dsa19_gen3",
            "gru.dsa19_gen1", "gru.dsa19_gen2", "sirnn.google12_testset_int_qat_gen1",
-           "sirnn.google12_testset_int_qat_gen2", "gru.google12_testset_int_gen1"}
+           "sirnn.google12_testset_int_qat_gen2", "gru.google12_testset_int_gen1",
+           "sirnn.har2_frames4"}
 DATA = {"har2": "har", "dsa19": "dsa19",
         "google12_testset": "archives/speech_commands_test_set_v0.02_part_A.tar.gz"}
 
