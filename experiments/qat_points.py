@@ -35,9 +35,11 @@ class Row:
     accuracy: float
 
 
-def qat_twin(run_dir: Path, config: dict, task, model, x_train: np.ndarray):
+def qat_twin(run_dir: Path, config: dict, task, model, x_train: np.ndarray,
+             percentile: float | None = None):
     """``model`` when it trains with QAT; else its QAT twin with its weights and the ranges
-    calibrated on ``x_train`` (as a QAT fine-tune of the run starts)."""
+    calibrated on ``x_train`` (as a QAT fine-tune of the run starts), at ``percentile`` of each
+    tensor (None: the twin's ``qat_percentile``)."""
     from training.config import TrainConfig
     from training.trainer import build_model
     from training.warm_start import warm_start_weights
@@ -49,7 +51,7 @@ def qat_twin(run_dir: Path, config: dict, task, model, x_train: np.ndarray):
     settings["model_options"] = {**(config.get("model_options") or {}), "qat": "int8"}
     twin = build_model(TrainConfig.from_dict(settings), task)  # as the fine-tune builds it
     twin.set_weights(warm_start_weights(twin, run_dir))
-    qat.calibrate_ranges(twin, qat.tracking_sample(x_train, config.get("seed", 0)))
+    qat.calibrate_ranges(twin, qat.tracking_sample(x_train, config.get("seed", 0)), percentile)
     return twin
 
 
@@ -80,13 +82,21 @@ def point_rows(model, x: np.ndarray, y: np.ndarray) -> list[Row]:
     return rows
 
 
-def run_rows(run_dir: Path, data_dir=None) -> list[Row]:
-    """`point_rows` of the run in ``run_dir`` on its validation split."""
+def run_rows(run_dir: Path, data_dir=None, percentile: float | None = None) -> list[Row]:
+    """`point_rows` of the run in ``run_dir`` on its validation split (a float run's twin
+    calibrated at ``percentile``)."""
     from training.evaluate import load_run_with_data
 
     config, model, norm, task, data = load_run_with_data(run_dir, data_dir, need_val=True)
     x_train = norm.apply(data.train.x).astype(np.float32)
-    twin = qat_twin(Path(run_dir), config, task, model, x_train)
+    from zoo import qat
+
+    if percentile is not None:
+        qat.check_percentile(percentile)
+    if percentile is not None and qat.qat_cells(model):
+        raise ValueError(f"{run_dir} trained with QAT: its ranges are its own; --percentile "
+                         "calibrates a float run's twin")
+    twin = qat_twin(Path(run_dir), config, task, model, x_train, percentile)
     return point_rows(twin, norm.apply(data.val.x).astype(np.float32), np.asarray(data.val.y))
 
 
@@ -103,6 +113,8 @@ def main(argv=None) -> int:
     parser.add_argument("run", type=Path, help="a finished run with a validation split "
                         "(e.g. a `zoo sweep cv` trial) of a cell that has a QAT graph")
     parser.add_argument("--data-dir", help="dataset (default: where the run found its data)")
+    parser.add_argument("--percentile", type=float, help="a float run's ranges at this percentile "
+                        "of each tensor (default 99.99, the qat_percentile default)")
     args = parser.parse_args(argv)
     from training.rundir import RunDirectory
 
@@ -110,7 +122,11 @@ def main(argv=None) -> int:
         RunDirectory(args.run).check_finished()
     except (FileNotFoundError, ValueError) as err:
         parser.error(str(err))
-    print(table(run_rows(args.run, args.data_dir)))
+    try:
+        rows = run_rows(args.run, args.data_dir, args.percentile)
+    except ValueError as err:
+        parser.error(str(err))
+    print(table(rows))
     return 0
 
 
