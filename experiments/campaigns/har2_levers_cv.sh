@@ -32,7 +32,9 @@
 # from that fold's Keras GRU at k = 4 (f4_e30, new, also the fair float baseline at k = 4) and
 # its k = 4 SiRNN (f4_eta04), and the student's calibrated QAT stage; the QAT stage of f4_eta04
 # with its ranges at the 99th / 98th percentile of each tensor (model option qat_percentile,
-# new; the stages so far: 99.99). Every finished
+# new; the stages so far: 99.99), and the same for the k = 1 recipe's stage and its distilled
+# model's (rot35_qat_p98, rot35_kd_ens_qat_p98); the k = 4 GRU's lean QAT stage at both
+# percentiles (the fair pair). Every finished
 # trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
@@ -125,7 +127,11 @@ JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]
   --variant "f4_kd_ens={\"augment\": {\"rotation\": 35}, $(frames 4 0.04), $kd_ens_f4}" \
   --variant "f4_kd_ens_qat_cal={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8), $QAT_STAGE, \"init_from\": \"variant:f4_kd_ens\"}" \
   --variant "f4_eta04_qat_p99={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8 '"qat_percentile": 99.0'), $QAT_STAGE, \"init_from\": \"variant:f4_eta04\"}" \
-  --variant "f4_eta04_qat_p98={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8 '"qat_percentile": 98.0'), $QAT_STAGE, \"init_from\": \"variant:f4_eta04\"}" &
+  --variant "f4_eta04_qat_p98={\"augment\": {\"rotation\": 35}, $(frames 4 0.04 int8 '"qat_percentile": 98.0'), $QAT_STAGE, \"init_from\": \"variant:f4_eta04\"}" \
+  --variant "rot35_qat_p98={\"augment\": {\"rotation\": 35}, \"model_options\": {\"qat\": \"int8\", \"qat_percentile\": 98.0},
+    $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
+  --variant "rot35_kd_ens_qat_p98={\"augment\": {\"rotation\": 35}, \"model_options\": {\"qat\": \"int8\", \"qat_percentile\": 98.0},
+    $QAT_STAGE, \"init_from\": \"variant:rot35_kd_ens\"}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
@@ -140,7 +146,12 @@ if [ "$s2" -gt 0 ]; then
       --variant "rot35_qat_lean={\"augment\": {\"rotation\": 35}, $qat_lean, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
       --variant "rot35_qat_lean_bias={\"augment\": {\"rotation\": 35}, \"model_options\": {\"qat\": \"int8\",
         \"step_graph\": \"lean\", \"qat_bias\": true}, $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}" \
-      --variant "f4_e30={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4}}"
+      --variant "f4_e30={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4}}" \
+      --variant "f4_qat_lean={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4}, $qat_lean,
+        $QAT_STAGE, \"init_from\": \"variant:f4_e30\"}" \
+      --variant "f4_qat_lean_p98={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4},
+        \"model_options\": {\"qat\": \"int8\", \"step_graph\": \"lean\", \"qat_percentile\": 98.0},
+        $QAT_STAGE, \"init_from\": \"variant:f4_e30\"}"
     python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" \
       --variant base_e30={} --variant "$rot25_e30" \
       --variant "rot35_e30={\"augment\": {\"rotation\": 35}}"
