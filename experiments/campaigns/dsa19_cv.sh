@@ -6,7 +6,7 @@
 # stages; round 4 the GRU at rotation 45 and its QAT stage, the lean graph at rotation 45 and 60,
 # and the Keras LSTM at rotation 45; round 5 the baselines at rotation 60 (the lean graph's best
 # angle, so the comparison is like for like) and the lean graph at 75 / 90, wider and of rank 32;
-# round 6 mixup on the shipped lean recipe.
+# round 6 mixup on the shipped lean recipe; round 7 its QAT stage at the 98th percentile.
 # Every finished trial lands in experiments/results/dsa19-campaign/ (commit it); run again
 # anywhere to finish what is left.
 #   bash experiments/campaigns/dsa19_cv.sh DATA [SLOTS] [OUT]
@@ -36,6 +36,10 @@ opts='"premultiply": false, "rank": 16, "units": 80'
 lean+=(--variant "l_r16_u80_rot60_mix02={\"augment\": {\"rotation\": 60, \"mixup\": 0.2}, \"model_options\": {$opts}}")
 lean+=(--variant "l_r16_u80_rot60_mix02_qat={\"augment\": {\"rotation\": 60}, \"model_options\": {$opts, \"qat\": \"int8\"},
     $QAT_STAGE, \"init_from\": \"variant:l_r16_u80_rot60_mix02\"}")
+# Round 7 (session 15): the shipped lean recipe's QAT stage with its ranges at the 98th percentile
+# of each tensor (qat_percentile; the stages so far: 99.99), HAR-2's int8 lever (docs/realscale.md §15).
+lean+=(--variant "l_r16_u80_rot60_qat_p98={\"augment\": {\"rotation\": 60}, \"model_options\": {$opts, \"qat\": \"int8\",
+    \"qat_percentile\": 98.0}, $QAT_STAGE, \"init_from\": \"variant:l_r16_u80_rot60\"}")
 python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --folds 4 --epochs 30 \
   --backend jax --engine processes --results experiments/results/dsa19-campaign --out "$out" \
   --max-concurrent "$slots" ${DRY:+--dry-run} \
