@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from training import logs
+from training.flags import number_in
 
 _log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ def main(argv=None) -> int:
     parser.add_argument("run", type=Path, help="a finished run with a validation split "
                         "(e.g. a `zoo sweep cv` trial) of a cell that has a QAT graph")
     parser.add_argument("--data-dir", help="dataset (default: where the run found its data)")
-    parser.add_argument("--percentile", type=float, help="a float run's ranges at this percentile "
+    parser.add_argument("--percentile", type=number_in(50.0, 100.0, low_open=True), help="a float run's ranges at this percentile "
                         "of each tensor (default 99.99, the qat_percentile default)")
     args = parser.parse_args(argv)
     from training.rundir import RunDirectory
