@@ -28,8 +28,17 @@ def test_zscore_gives_unit_spread_and_only_centres_a_still_channel():
     assert np.all(out[1, :, 1] == 0.0)
 
 
+@pytest.fixture
+def registry(monkeypatch):
+    """The task registry as it was after the test: the tasks it registers stay out of the
+    others' lists (`tests/training/test_tasks_registry.py`)."""
+    from training.tasks import base
+
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+
+
 @pytest.mark.parametrize("mode", ["center", "zscore"])
-def test_the_registered_task_is_har2_with_each_window_normalised(mode, shared_data):
+def test_the_registered_task_is_har2_with_each_window_normalised(mode, shared_data, registry):
     plain = get_task("har2", val_fold=[0, 5]).load(shared_data / "har")
     ours = get_task(window_task(mode), val_fold=[0, 5]).load(shared_data / "har")
     assert window_task(mode) == f"har2_window_{mode}"  # registering twice is harmless

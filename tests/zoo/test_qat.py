@@ -562,7 +562,7 @@ def test_bias_is_on_the_converters_int32_grid_straight_through_and_only_when_ask
 
 def test_a_qat_model_saved_before_qat_bias_keeps_its_float_bias():
     """New QAT cells round their biases (``qat_bias`` True, in their config); a QAT config
-    without the key (every model saved before it, e.g. the shipped sirnn.har2) loads with
+    without the key (every model saved before it, e.g. the shipped sirnn.har2_gen3) loads with
     False, so it computes as it was trained and its card's figures hold."""
     model, cell = qat_model(16, True)
     config = model.layers[0].get_config()
@@ -576,7 +576,7 @@ def test_a_qat_model_saved_before_qat_bias_keeps_its_float_bias():
     from zoo.layers import recurrent_layers
     from zoo.pretrained import load_pretrained
 
-    shipped = load_pretrained("sirnn.har2", normalize=False)
+    shipped = load_pretrained("sirnn.har2_gen3", normalize=False)
     assert [layer.cell.qat_bias for layer in recurrent_layers(shipped)] == [False]
 
 
