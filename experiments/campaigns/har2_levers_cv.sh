@@ -34,7 +34,7 @@
 # with its ranges at the 99th / 98th percentile of each tensor (model option qat_percentile,
 # new; the stages so far: 99.99), and the same for the k = 1 recipe's stage and its distilled
 # model's (rot35_qat_p98, rot35_kd_ens_qat_p98); the k = 4 GRU's lean QAT stage at both
-# percentiles (the fair pair). Every finished
+# percentiles (the fair pair), and gru.har2's recipe (k = 1) at the 98th. Every finished
 # trial lands in
 # experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
@@ -151,7 +151,10 @@ if [ "$s2" -gt 0 ]; then
         $QAT_STAGE, \"init_from\": \"variant:f4_e30\"}" \
       --variant "f4_qat_lean_p98={\"augment\": {\"rotation\": 35}, \"task_options\": {\"frames_per_step\": 4},
         \"model_options\": {\"qat\": \"int8\", \"step_graph\": \"lean\", \"qat_percentile\": 98.0},
-        $QAT_STAGE, \"init_from\": \"variant:f4_e30\"}"
+        $QAT_STAGE, \"init_from\": \"variant:f4_e30\"}" \
+      --variant "rot35_qat_lean_p98={\"augment\": {\"rotation\": 35},
+        \"model_options\": {\"qat\": \"int8\", \"step_graph\": \"lean\", \"qat_percentile\": 98.0},
+        $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}"
     python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" \
       --variant base_e30={} --variant "$rot25_e30" \
       --variant "rot35_e30={\"augment\": {\"rotation\": 35}}"
