@@ -391,6 +391,21 @@ def test_track_ranges_is_an_ema_that_always_contains_zero():
     assert second["drive"] != pytest.approx(first["drive"])  # the test saw a change
 
 
+def float_step_ranges(cell, x, percentile):
+    """Each tracked point's range in the NumPy float step over ``x`` (only the fixed grids
+    rounded): its (100 - percentile)-th and percentile-th percentiles, zero kept inside."""
+    record, h = {}, np.zeros((len(x), cell.units), np.float32)
+    for t in range(x.shape[1]):
+        h = numpy_step(cell, x[:, t], h, record, points=FIXED, weights_on=False)
+    ranges = {}
+    for name, arrays in record.items():
+        if name not in FIXED:
+            values = np.concatenate([a.ravel() for a in arrays])
+            ranges[name] = (min(np.percentile(values, 100 - percentile), 0.0),
+                            max(np.percentile(values, percentile), 0.0))
+    return ranges
+
+
 def test_calibrated_ranges_are_the_float_steps_percentiles_whatever_the_ranges_before():
     """`calibrate_ranges` observes the float step (only the fixed grids rounded): each range is
     the percentiles of that point's tensor in the NumPy float step, and it does not depend on
@@ -398,17 +413,11 @@ def test_calibrated_ranges_are_the_float_steps_percentiles_whatever_the_ranges_b
     inputs through the upstream ranges)."""
     model, cell = qat_model(16, True, units=32)
     x = sequences()
-    record, h = {}, np.zeros((len(x), 32), np.float32)
-    for t in range(x.shape[1]):
-        h = numpy_step(cell, x[:, t], h, record, points=FIXED, weights_on=False)
     got = qat.calibrate_ranges(model, x)[cell.name]
-    for name, arrays in record.items():
-        if name in FIXED:
-            assert got[name] == cell.quant_points.fixed[name]
-            continue
-        values = np.concatenate([a.ravel() for a in arrays])
-        want = (min(np.percentile(values, 0.01), 0.0), max(np.percentile(values, 99.99), 0.0))
+    for name, want in float_step_ranges(cell, x, 99.99).items():
         assert got[name] == pytest.approx(want, rel=1e-4, abs=1e-6), name
+    for name in FIXED:
+        assert got[name] == cell.quant_points.fixed[name]
     cell.quant_points.set_ranges({n: (-0.01, 0.01) for n in cell.quant_points.names})
     assert qat.calibrate_ranges(model, x)[cell.name] == got
     cell.quant_points.set_ranges({n: (-0.01, 0.01) for n in cell.quant_points.names})
@@ -422,15 +431,9 @@ def test_the_cells_qat_percentile_bounds_the_ranges_it_calibrates_tracks_and_sav
     epoch callback tracks them; the option survives the config and the .keras file."""
     model, cell = qat_model(16, True, units=32, qat_percentile=97.0)
     x = sequences()
-    record, h = {}, np.zeros((len(x), 32), np.float32)
-    for t in range(x.shape[1]):
-        h = numpy_step(cell, x[:, t], h, record, points=FIXED, weights_on=False)
     got = qat.calibrate_ranges(model, x)[cell.name]
-    for name, arrays in record.items():
-        if name not in FIXED:
-            values = np.concatenate([a.ravel() for a in arrays])
-            want = (min(np.percentile(values, 3.0), 0.0), max(np.percentile(values, 97.0), 0.0))
-            assert got[name] == pytest.approx(want, rel=1e-4, abs=1e-6), name
+    for name, want in float_step_ranges(cell, x, 97.0).items():
+        assert got[name] == pytest.approx(want, rel=1e-4, abs=1e-6), name
     default = qat.observed_ranges(cell, x, percentile=qat.DEFAULT_PERCENTILE)["x"]
     assert default[1] > got["x"][1]  # the default spans more of the input's tail
     tracker = qat.RangeTracking(x, momentum=0.0)
