@@ -87,16 +87,15 @@ def run_rows(run_dir: Path, data_dir=None, percentile: float | None = None) -> l
     """`point_rows` of the run in ``run_dir`` on its validation split (a float run's twin
     calibrated at ``percentile``)."""
     from training.evaluate import load_run_with_data
-
-    config, model, norm, task, data = load_run_with_data(run_dir, data_dir, need_val=True)
-    x_train = norm.apply(data.train.x).astype(np.float32)
     from zoo import qat
 
     if percentile is not None:
-        qat.check_percentile(percentile)
+        qat.check_percentile(percentile)  # before the run and its data are loaded
+    config, model, norm, task, data = load_run_with_data(run_dir, data_dir, need_val=True)
     if percentile is not None and qat.qat_cells(model):
         raise ValueError(f"{run_dir} trained with QAT: its ranges are its own; --percentile "
                          "calibrates a float run's twin")
+    x_train = norm.apply(data.train.x).astype(np.float32)
     twin = qat_twin(Path(run_dir), config, task, model, x_train, percentile)
     return point_rows(twin, norm.apply(data.val.x).astype(np.float32), np.asarray(data.val.y))
 
@@ -114,8 +113,9 @@ def main(argv=None) -> int:
     parser.add_argument("run", type=Path, help="a finished run with a validation split "
                         "(e.g. a `zoo sweep cv` trial) of a cell that has a QAT graph")
     parser.add_argument("--data-dir", help="dataset (default: where the run found its data)")
-    parser.add_argument("--percentile", type=number_in(50.0, 100.0, low_open=True), help="a float run's ranges at this percentile "
-                        "of each tensor (default 99.99, the qat_percentile default)")
+    parser.add_argument("--percentile", type=number_in(50.0, 100.0, low_open=True),
+                        help="a float run's ranges at this percentile of each tensor "
+                        "(default 99.99, the qat_percentile default)")
     args = parser.parse_args(argv)
     from training.rundir import RunDirectory
 
