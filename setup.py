@@ -1,5 +1,7 @@
 """Packaging glue that pyproject.toml alone cannot express: the top-level ``models/`` folder
-(recipes and pretrained models) installs as the ``zoo.models`` package, so that a normal wheel
+(recipes and pretrained models) installs as the ``zoo.models`` package, and the layers'
+folders ``training/``, ``export/`` and ``experiments/`` as ``zoo.training``, ``zoo.export`` and
+``zoo.experiments``, so that a normal wheel
 carries it and ``importlib.resources.files("zoo.models")`` finds it in every kind of install.
 
 Its data folders ``recipes/`` and ``pretrained/`` (and the C / C++ template folders of
@@ -11,13 +13,17 @@ wants there fails in setuptools < 77, which a ``--no-build-isolation`` build may
 
 from setuptools import find_packages, setup
 
+# The layers' folders, installed under the package's own name (``training/`` as
+# ``zoo.training``...), so that nothing generic lands on a user's import path.
+NAMESPACED = ("training", "export", "experiments")
+
 setup(
-    packages=find_packages(include=["zoo", "zoo.*", "training", "training.*", "export",
-                                    "export.*", "edge_rnn_zoo", "experiments",
-                                    "experiments.*"])
+    packages=find_packages(include=["zoo", "zoo.*", "edge_rnn_zoo"])
+    + [f"zoo.{package}" for package in NAMESPACED]
+    + [f"zoo.{package}.{sub}" for package in NAMESPACED for sub in find_packages(where=package)]
     + ["zoo.models", "zoo.models.recipes", "zoo.models.pretrained"]
     # the C / C++ template folders (package data, importable as namespace packages too)
-    + ["export.templates", "export.c_backend.templates", "export.c_backend.frontend"],
+    + ["zoo.export.templates", "zoo.export.c_backend.templates", "zoo.export.c_backend.frontend"],
     license="Apache-2.0",
-    package_dir={"zoo.models": "models"},
+    package_dir={"zoo.models": "models", **{f"zoo.{package}": package for package in NAMESPACED}},
 )

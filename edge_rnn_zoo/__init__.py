@@ -2,7 +2,7 @@
 
 The project is layered one way (each layer imports only the ones before it)::
 
-    zoo (cells, registry, pretrained) | training.data, training.tasks  <-  training
+    zoo (cells, registry, pretrained) | zoo.training.data, zoo.training.tasks  <-  training
         <-  export  <-  experiments  <-  command line (this package: the dispatcher ``cli`` and
         one ``*_cli`` module per subcommand family)
 

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from training.flags import int_in
-from training.rundir import check_no_dangling_link, check_run_dir_argument
+from zoo.training.flags import int_in
+from zoo.training.rundir import check_no_dangling_link, check_run_dir_argument
 
 
 def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def check_analyze(args) -> None:
 
 
 def run_analyze(args) -> int:
-    from experiments.analysis import analyze_run
+    from zoo.experiments.analysis import analyze_run
 
     try:
         analyze_run(args.run_dir, out_dir=args.out, data_dir=args.data_dir,

@@ -14,7 +14,7 @@ Two kinds of subcommand, both imported only when chosen:
   and ``zoo device --help`` list the names; ``zoo bench NAME --help`` is the script's own help.
 
 ``-q`` / ``-v`` (before or after the subcommand word) set the level of the zoo's loggers
-(`training.logs`): warnings only, or debug records too; ``-v`` also shows TensorFlow's native
+(`zoo.training.logs`): warnings only, or debug records too; ``-v`` also shows TensorFlow's native
 logs. By default the library's info messages print as plain lines, as they always have.
 """
 
@@ -24,7 +24,7 @@ import argparse
 import importlib
 import sys
 
-from training import logs
+from zoo.training import logs
 from edge_rnn_zoo.quiet import import_keras_quietly, quiet_environment, verbose_environment
 
 # subcommand -> (module, one-line help)
@@ -36,49 +36,49 @@ SUBCOMMANDS = {
                              "dataset with --data-dir)"),
     "export": ("edge_rnn_zoo.export_cli", "export a run to TFLite (float / int8 / int16x8, sequence or step) "
                              "and TFLite Micro C++"),
-    "bench": ("experiments.bench", "compare the zoo with Keras LSTM/GRU/SimpleRNN: accuracy, bytes, "
+    "bench": ("zoo.experiments.bench", "compare the zoo with Keras LSTM/GRU/SimpleRNN: accuracy, bytes, "
                               "latency, arena, MACs"),
     "analyze": ("edge_rnn_zoo.analyze_cli", "theory report of a run: stability, memory, truncation"),
-    "sweep": ("experiments.sweep", "subject cross-validation, recipe sweeps and the real-scale "
+    "sweep": ("zoo.experiments.sweep", "subject cross-validation, recipe sweeps and the real-scale "
                                    "table as Ray Tune trials (needs the sweep extra)"),
 }
 
 # `zoo bench NAME ...`: name -> (module with main(argv), one-line help)
 BENCHMARKS = {
-    "realscale": ("experiments.benchmarks.realscale", "every model on the full HAR-2 / DSA-19 "
+    "realscale": ("zoo.experiments.benchmarks.realscale", "every model on the full HAR-2 / DSA-19 "
                                                       "training data, several seeds, one table"),
-    "accuracy": ("experiments.benchmarks.accuracy", "every zoo cell and the Keras baselines on "
+    "accuracy": ("zoo.experiments.benchmarks.accuracy", "every zoo cell and the Keras baselines on "
                                                     "real data, same budget, one table"),
-    "select": ("experiments.benchmarks.select", "pick each model's learning rate by validation "
+    "select": ("zoo.experiments.benchmarks.select", "pick each model's learning rate by validation "
                                                 "accuracy across accuracy runs"),
-    "throughput": ("experiments.benchmarks.throughput", "training throughput (sequences/s) of "
+    "throughput": ("zoo.experiments.benchmarks.throughput", "training throughput (sequences/s) of "
                                                         "every registered model"),
-    "collapse-trace": ("experiments.benchmarks.collapse_trace", "an iRNN's step size and state, "
+    "collapse-trace": ("zoo.experiments.benchmarks.collapse_trace", "an iRNN's step size and state, "
                                                                 "epoch by epoch"),
-    "kws": ("experiments.benchmarks.kws", "keyword-spotting sweep on google12_testset (learning "
+    "kws": ("zoo.experiments.benchmarks.kws", "keyword-spotting sweep on google12_testset (learning "
                                           "rate chosen on validation speakers)"),
-    "kws-table": ("experiments.kws_bench", "the keyword-spotting table: int8 exports, accuracy, "
+    "kws-table": ("zoo.experiments.kws_bench", "the keyword-spotting table: int8 exports, accuracy, "
                                            "bytes, arena, latency"),
-    "quality": ("experiments.quality", "float vs int16x8 vs int8 step models for every cell, "
+    "quality": ("zoo.experiments.quality", "float vs int16x8 vs int8 step models for every cell, "
                                        "HAR-2 and DSA-19"),
-    "c-backend": ("experiments.c_bench", "the C backend next to TFLite Micro on the host, every "
+    "c-backend": ("zoo.experiments.c_bench", "the C backend next to TFLite Micro on the host, every "
                                          "cell"),
-    "sequence-int8": ("experiments.sequence_int8", "the one-invoke int8 sequence model checked "
+    "sequence-int8": ("zoo.experiments.sequence_int8", "the one-invoke int8 sequence model checked "
                                                    "and timed"),
-    "lengths": ("experiments.analysis.lengths", "length generalisation on the regular languages"),
-    "fold-int8": ("experiments.fold_int8", "each CV fold's int8 step model against its Keras "
+    "lengths": ("zoo.experiments.analysis.lengths", "length generalisation on the regular languages"),
+    "fold-int8": ("zoo.experiments.fold_int8", "each CV fold's int8 step model against its Keras "
                                           "model on the fold's validation subjects"),
-    "qat-points": ("experiments.qat_points", "which rounding of a run's int8 step costs "
+    "qat-points": ("zoo.experiments.qat_points", "which rounding of a run's int8 step costs "
                                              "accuracy, point by point"),
-    "frontier": ("experiments.frontier", "CV accuracy x Cortex-M4 cost of each graph: docs/frontier.md"),
+    "frontier": ("zoo.experiments.frontier", "CV accuracy x Cortex-M4 cost of each graph: docs/frontier.md"),
 }
 # `zoo device NAME ...`
 DEVICE = {
-    "bench": ("export.device_bench", "benchmark an export with a TFLite runtime (what "
+    "bench": ("zoo.export.device_bench", "benchmark an export with a TFLite runtime (what "
                                      "export/device_bench.py runs on a device)"),
-    "build": ("export.device_build", "build a step export's C++ loop against TFLite Micro and "
+    "build": ("zoo.export.device_build", "build a step export's C++ loop against TFLite Micro and "
                                      "check it against Python"),
-    "latency": ("experiments.device_latency", "latency of the exported C++ loop next to the "
+    "latency": ("zoo.experiments.device_latency", "latency of the exported C++ loop next to the "
                                               "Python loop, every cell"),
 }
 # Script subcommands: the word after the subcommand (if any) picks the script from the group;
@@ -86,7 +86,7 @@ DEVICE = {
 SCRIPTS = {
     "bench": BENCHMARKS,
     "device": DEVICE,
-    "ship": {"": ("experiments.ship", "ship a trained run as a pretrained model "
+    "ship": {"": ("zoo.experiments.ship", "ship a trained run as a pretrained model "
                                       "(models/pretrained/<model>.<task>/)")},
 }
 ALIASES = {"kws-bench": "kws-table", "c-bench": "c-backend"}  # the modules' own names
@@ -97,8 +97,8 @@ SUBCOMMANDS.update({
 # Subcommands that run Python only (no Keras) until their runner decides otherwise.
 _NO_KERAS_UP_FRONT = {"list"}
 # Scripts that need no Keras at all.
-_NO_KERAS_SCRIPTS = {"experiments.benchmarks.select", "export.device_bench",
-                     "export.device_build"}
+_NO_KERAS_SCRIPTS = {"zoo.experiments.benchmarks.select", "zoo.export.device_bench",
+                     "zoo.export.device_build"}
 
 
 def _script(argv: list[str]):

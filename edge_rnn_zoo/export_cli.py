@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from training.rundir import check_no_dangling_link, check_run_dir_argument
+from zoo.training.rundir import check_no_dangling_link, check_run_dir_argument
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    from export.quantize import MODES
+    from zoo.export.quantize import MODES
     from edge_rnn_zoo.train_cli import strict_float, strict_int
 
     parser.add_argument("run_dir", help="a finished run directory written by `zoo train`")
@@ -56,7 +56,7 @@ def check_export(args) -> None:
     if args.out:
         check_no_dangling_link(Path(args.out))
     if args.form == "c":
-        from export.c_backend.command import find_step_export
+        from zoo.export.c_backend.command import find_step_export
 
         if find_step_export(Path(args.run_dir)) is not None:
             return
@@ -64,10 +64,10 @@ def check_export(args) -> None:
 
 
 def run_export(args) -> int:
-    from export.convert import NonBuiltinOpError
-    from export.exporter import AccuracyDropError, ExportDirError, ExportOptions, export_run
-    from export.quantize import ConversionCrashed
-    from training.storage import StorageError
+    from zoo.export.convert import NonBuiltinOpError
+    from zoo.export.exporter import AccuracyDropError, ExportDirError, ExportOptions, export_run
+    from zoo.export.quantize import ConversionCrashed
+    from zoo.training.storage import StorageError
 
     try:  # the numeric flags, by ExportOptions' rules, for every --form (c included)
         ExportOptions(max_drop=args.max_drop, calibration_pairs=args.calibration_pairs)
@@ -93,10 +93,10 @@ def run_export(args) -> int:
 
 
 def _run_c_export(args) -> int:
-    from export.c_backend import CExportError
-    from training.storage import StorageError
-    from export.c_backend.command import export_c
-    from export.exporter import AccuracyDropError
+    from zoo.export.c_backend import CExportError
+    from zoo.training.storage import StorageError
+    from zoo.export.c_backend.command import export_c
+    from zoo.export.exporter import AccuracyDropError
 
     if args.quantize not in ("none", "int8"):
         print(f"zoo export: error: --form c is int8; --quantize {args.quantize} does not apply",

@@ -2,7 +2,7 @@
 
 None of it loads Keras, so it answers in a fraction of a second: the models come from
 `zoo.model_table` (the registry written down, kept equal to it by a test), the pretrained models
-from their ``card.json`` files, the tasks from ``training.tasks``."""
+from their ``card.json`` files, the tasks from ``zoo.training.tasks``."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def run_list(args) -> int:
     if what in ("models", "all"):
         print_models()
     if what in ("tasks", "all"):
-        from training.tasks import describe_tasks
+        from zoo.training.tasks import describe_tasks
 
         print("Tasks (zoo train --task NAME):\n")
         print(f"  {'name':<16} {'input (T, d)':<14} {'classes':>7}  {'kind':<15} description")

@@ -9,8 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from training.flags import key_value, strict_float, strict_int
-from training.rundir import check_run_dir_argument
+from zoo.training.flags import key_value, strict_float, strict_int
+from zoo.training.rundir import check_run_dir_argument
 
 _log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def check_names(task: str, model: str) -> None:
     """Unknown task or model: ValueError listing the valid names (no Keras needed)."""
     import difflib
 
-    from training.tasks import get_task
+    from zoo.training.tasks import get_task
 
     get_task(task)
     names = builtin_model_names()
@@ -91,7 +91,7 @@ def check_train(args) -> None:
     """The checks that need no Keras (the dispatcher runs them before loading it): the names,
     and an --out that holds a finished run or a user's folder is refused here, in well under a
     second, not after TensorFlow's import."""
-    from training.rundir import check_out_argument
+    from zoo.training.rundir import check_out_argument
 
     check_names(args.task, args.model)
     check_out_argument(default_out(args), args.overwrite)
@@ -111,9 +111,9 @@ def run_train(args) -> int:
 
     if args.backend and keras.backend.backend() != args.backend:
         _reexec_with_backend(args.backend)
-    from training.config import resolve
-    from training.storage import StorageError
-    from training.trainer import result_line, train
+    from zoo.training.config import resolve
+    from zoo.training.storage import StorageError
+    from zoo.training.trainer import result_line, train
 
     overrides = {f: getattr(args, f) for f in _TRAIN_FLAGS}
     overrides["early_stopping_patience"] = args.early_stopping_patience
@@ -126,7 +126,7 @@ def run_train(args) -> int:
     overrides["distill"] = dict(args.distill) or None
     try:
         import zoo
-        from training.tasks import get_task
+        from zoo.training.tasks import get_task
 
         zoo.get_model_entry(args.model)  # fail fast, listing the valid names
         config = resolve(args.task, args.model, args.recipe, overrides)
@@ -138,7 +138,7 @@ def run_train(args) -> int:
     except (ValueError, FileNotFoundError, StorageError) as err:
         print(f"zoo train: error: {err}", file=sys.stderr)
         return 2
-    if not logging.getLogger("training.trainer").isEnabledFor(logging.INFO):
+    if not logging.getLogger("zoo.training.trainer").isEnabledFor(logging.INFO):
         print(result_line(metrics, out))  # -q keeps the log quiet, not the command's result
     return 0
 
@@ -165,7 +165,7 @@ check_eval = check_run_dir_argument
 
 
 def run_eval(args) -> int:
-    from training.evaluate import evaluate_run, format_report
+    from zoo.training.evaluate import evaluate_run, format_report
 
     try:
         report = evaluate_run(args.run_dir, data_dir=args.data_dir)

@@ -1,10 +1,10 @@
-"""The experiments layer (layer 4): benchmarks (`experiments.bench`, `experiments.benchmarks`,
-`experiments.kws_bench`, `experiments.c_bench`, ...), the theory report (`experiments.analysis`),
-sweeps, cross-validation tables and the shipping protocol (`experiments.ship`), built on ``zoo``,
+"""The experiments layer (layer 4): benchmarks (`zoo.experiments.bench`, `zoo.experiments.benchmarks`,
+`zoo.experiments.kws_bench`, `zoo.experiments.c_bench`, ...), the theory report (`zoo.experiments.analysis`),
+sweeps, cross-validation tables and the shipping protocol (`zoo.experiments.ship`), built on ``zoo``,
 ``training`` and ``export``; nothing below imports it.
 
 Importing this package imports nothing heavy: Ray (the optional ``sweep`` extra) is imported only
-when a sweep runs (`experiments.engine`).
+when a sweep runs (`zoo.experiments.engine`).
 """
 
 # TensorFlow's native start-up lines stay off stderr, as under ``import zoo`` (`zoo.quiet`).

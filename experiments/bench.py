@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from training.config import MAX_UNITS
-from training.flags import int_in, number_in
-from training.rundir import RunDirectory
+from zoo.training.config import MAX_UNITS
+from zoo.training.flags import int_in, number_in
+from zoo.training.rundir import RunDirectory
 
 _log = logging.getLogger(__name__)
 
@@ -67,9 +67,9 @@ def matmul_peak(runs: int = 30, batch: int = 128, n: int = 512) -> dict:
 
     import keras
 
-    from export.convert import tflite_converter
-    from export.device_runtime import LiteInterpreter
-    from export.quantize import set_integer_mode
+    from zoo.export.convert import tflite_converter
+    from zoo.export.device_runtime import LiteInterpreter
+    from zoo.export.quantize import set_integer_mode
 
     inputs = keras.Input((n,), batch_size=batch)
     model = keras.Model(inputs, keras.layers.Dense(n, use_bias=False)(inputs))
@@ -102,8 +102,8 @@ def matmul_peak(runs: int = 30, batch: int = 128, n: int = 512) -> dict:
 
 def time_export(export_dir: Path, runs: int) -> dict:
     """Latency of an export with the device script's code: ai-edge-litert, one thread."""
-    from export import device_bench, device_runtime
-    from export.exportdir import ExportDirectory
+    from zoo.export import device_bench, device_runtime
+    from zoo.export.exportdir import ExportDirectory
 
     export = ExportDirectory(export_dir)
     card = export.read_card()
@@ -115,8 +115,8 @@ def time_export(export_dir: Path, runs: int) -> dict:
 def time_c_loop(export_dir: Path, card: dict, args, out: Path) -> dict:
     """With ``--tflm``: the step export's C++ loop built against TFLite Micro (-O2) and timed
     by its own driver, median per step and per sequence (the LiteRT figures are Python loops)."""
-    from export import device_build
-    from export.exportdir import ExportDirectory
+    from zoo.export import device_build
+    from zoo.export.exportdir import ExportDirectory
 
     if not getattr(args, "tflm", None) or card.get("form") != "step" or \
             card.get("quantize") not in ("none", "int8", "int16x8"):
@@ -131,8 +131,8 @@ def time_c_loop(export_dir: Path, card: dict, args, out: Path) -> dict:
 
 # ----------------------------------------------------------------------------------------- running
 def _train_or_load(task, model, options, args, out: Path) -> Path:
-    from training.config import TrainConfig
-    from training.runs import train_or_reuse
+    from zoo.training.config import TrainConfig
+    from zoo.training.runs import train_or_reuse
 
     config = TrainConfig(task=task, model=model, model_options=options, epochs=args.epochs,
                          batch_size=args.batch_size, lr=args.lr, seed=args.seed, clipnorm=1.0,
@@ -149,8 +149,8 @@ def _label(model, options) -> str:
 def _export(run_dir: Path, mode: str, out: Path, args):
     """The smallest artifact that works for this mode: the streaming step model, else the
     sequence model (WHILE loop), else the unrolled sequence model; None when none converts."""
-    from export.exportdir import ExportDirectory
-    from export.exporter import export_run
+    from zoo.export.exportdir import ExportDirectory
+    from zoo.export.exporter import export_run
 
     errors = []
     for form, unroll in (("step", False), ("sequence", False), ("sequence", True)):
@@ -169,8 +169,8 @@ def _export(run_dir: Path, mode: str, out: Path, args):
 
 def measure(args) -> list[dict]:
     """Train or reuse, export and time every model; its progress logged, the table printed."""
-    from training.runs import load_keras_model
-    from training.tasks import get_task
+    from zoo.training.runs import load_keras_model
+    from zoo.training.tasks import get_task
     from zoo.macs import model_macs_per_sequence
 
     task = get_task(args.task)

@@ -1,6 +1,6 @@
 """The C backend next to TFLite Micro on the host, every cell, in one run.
 
-    python -m experiments.c_bench --data-dir ../shared/data/har --tflm ../shared/tflm \\
+    python -m zoo.experiments.c_bench --data-dir ../shared/data/har --tflm ../shared/tflm \\
         --out bench/c-har2 [--cells sirnn,gru,...] [--epochs 2] [--reps 200]
 
 For each cell (the shipped ``sirnn.har2`` and ``gru.har2`` as they are; the other cells trained
@@ -24,13 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from training import logs
-from training.config import MAX_UNITS
-from training.flags import int_in, program_name
+from zoo.training import logs
+from zoo.training.config import MAX_UNITS
+from zoo.training.flags import int_in, program_name
 
 _log = logging.getLogger(__name__)
 
-# label -> (registry name, model options); as experiments.device_latency / `zoo bench` train them.
+# label -> (registry name, model options); as zoo.experiments.device_latency / `zoo bench` train them.
 CELLS = {
     "sirnn": None, "gru": None,  # the shipped HAR-2 models
     "irnn-k3": ("irnn", {"state_clip": 1.0, "state_quant_bits": 8, "k": 3}),
@@ -54,8 +54,8 @@ def _run_dir(label: str, args, out: Path) -> Path:
             config.pop("task_options_resolved", None)
             (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         return run
-    from training.config import TrainConfig
-    from training.runs import train_or_reuse
+    from zoo.training.config import TrainConfig
+    from zoo.training.runs import train_or_reuse
 
     name, options = CELLS[label]
     config = TrainConfig(task="har2", model=name, model_options=options, epochs=args.epochs,
@@ -66,8 +66,8 @@ def _run_dir(label: str, args, out: Path) -> Path:
 
 def _exports(label: str, run_dir: Path, args, out: Path) -> tuple[Path, Path]:
     """(int8 step export, C export) of a run, made once into OUT/exports."""
-    from export.c_backend.command import export_c
-    from export.exporter import export_run
+    from zoo.export.c_backend.command import export_c
+    from zoo.export.exporter import export_run
 
     step, c = out / "exports" / f"{label}-step-int8", out / "exports" / f"{label}-c"
     with logs.quieted():
@@ -80,7 +80,7 @@ def _exports(label: str, run_dir: Path, args, out: Path) -> tuple[Path, Path]:
 
 
 def _time_c(c_dir: Path, window: np.ndarray, work: Path, reps: int) -> dict:
-    from export.c_backend import check
+    from zoo.export.c_backend import check
 
     app = check.build(c_dir)
     path = work / "window.f32"
@@ -95,7 +95,7 @@ def _time_c(c_dir: Path, window: np.ndarray, work: Path, reps: int) -> dict:
 
 
 def _time_tflm(step_dir: Path, window: np.ndarray, tflm: Path, work: Path, reps: int) -> dict:
-    from export import device_build
+    from zoo.export import device_build
 
     binary = device_build.build(step_dir, tflm, work / "tflm-build")
     timing = device_build.bench_c(binary, window, work, reps)
@@ -114,11 +114,11 @@ def _size(binary: Path) -> dict:
 
 def _lstm(args, out: Path) -> dict:
     """The stock float Keras LSTM as a WHILE-loop sequence model, per window (tflite-micro)."""
-    from export import device_bench, device_runtime
-    from export.exporter import export_run
-    from export.exportdir import ExportDirectory
-    from training.config import TrainConfig
-    from training.runs import train_or_reuse
+    from zoo.export import device_bench, device_runtime
+    from zoo.export.exporter import export_run
+    from zoo.export.exportdir import ExportDirectory
+    from zoo.training.config import TrainConfig
+    from zoo.training.runs import train_or_reuse
 
     config = TrainConfig(task="har2", model="lstm", model_options={"units": args.lstm_units},
                          epochs=args.epochs, batch_size=64, lr=1e-2, clipnorm=1.0, seed=0)
@@ -185,8 +185,8 @@ def table(result: dict) -> list[str]:
 def agreement(args) -> list[str]:
     """For every cell's step export in OUT: C generated for each --match target against each
     runtime, windows with identical int8 logits and final state (of the whole test split)."""
-    from export.c_backend import check
-    from export.c_backend.project import write_c_project
+    from zoo.export.c_backend import check
+    from zoo.export.c_backend.project import write_c_project
 
     out = Path(args.out)
     lines = ["| cell | C for tflite-micro vs TFLite Micro | C for litert vs LiteRT builtin "
@@ -208,7 +208,7 @@ def agreement(args) -> list[str]:
     return lines
 
 
-# shipped tag -> its data subfolder of ../shared/data (the test windows: export.c_backend.shipped)
+# shipped tag -> its data subfolder of ../shared/data (the test windows: zoo.export.c_backend.shipped)
 SHIPPED_IMU = {"sirnn.har2": "har", "sirnn.har2_gen1": "har", "gru.har2": "har",
                "gru.har2_gen1": "har", "sirnn.dsa19": "dsa19", "sirnn.dsa19_gen1": "dsa19",
                "gru.dsa19": "dsa19", "gru.dsa19_gen1": "dsa19"}
@@ -218,8 +218,8 @@ def shipped_step_with_testset(tag: str, data_root: Path, out: Path) -> Path:
     """A copy at ``out`` of shipped ``tag``'s own int8 step export (`SHIPPED_IMU`) with the test
     windows of the data in ``data_root`` as its test set: raw features normalized with the tag's
     normalization, as the export's own test set would be."""
-    from export.c_backend.project import read_normalization, read_step_export
-    from export.c_backend.shipped import test_windows
+    from zoo.export.c_backend.project import read_normalization, read_step_export
+    from zoo.export.c_backend.shipped import test_windows
     from zoo.pretrained import verified_dir
 
     step = verified_dir(tag) / "export-step-int8"
@@ -239,8 +239,8 @@ def shipped_agreement(data_root: Path) -> list[str]:
     compared on the test windows of the data in ``data_root`` (`shipped_step_with_testset`)."""
     import tempfile
 
-    from export.c_backend import check
-    from export.c_backend.project import write_c_project
+    from zoo.export.c_backend import check
+    from zoo.export.c_backend.project import write_c_project
 
     lines = ["| shipped tag | C for tflite-micro vs TFLite Micro | C for litert vs LiteRT builtin "
              "kernels |", "|---|---|---|"]
@@ -261,7 +261,7 @@ def shipped_agreement(data_root: Path) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog=program_name("experiments.c_bench"),
+    parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.c_bench"),
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", help="the HAR data (folder or archive); needed for timing")

@@ -1,7 +1,7 @@
 """Latency of the exported C++ loop (TFLite Micro library, ``-O2``) next to the Python loop over
 the same models, measured in one run, for every zoo cell and the Keras baselines with a step form.
 
-    python -m experiments.device_latency --task har2 --data-dir DIR --tflm DIR --out bench/device-har2
+    python -m zoo.experiments.device_latency --task har2 --data-dir DIR --tflm DIR --out bench/device-har2
 
 For each model: train (or reuse a finished run in OUT/runs), export ``--form step`` in each mode,
 build the export's C++ self-test against ``--tflm``, check its predictions on the whole test split
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_bench, device_build, device_runtime
-from export.exportdir import ExportDirectory
-from training import logs
-from training.config import MAX_UNITS
-from training.flags import int_in, number_in, program_name
+from zoo.export import device_bench, device_build, device_runtime
+from zoo.export.exportdir import ExportDirectory
+from zoo.training import logs
+from zoo.training.config import MAX_UNITS
+from zoo.training.flags import int_in, number_in, program_name
 
 _log = logging.getLogger(__name__)
 
@@ -48,8 +48,8 @@ STEP_MODELS = {
 
 
 def _train(task, name, options, args, out: Path) -> Path:
-    from training.config import TrainConfig
-    from training.runs import train_or_reuse
+    from zoo.training.config import TrainConfig
+    from zoo.training.runs import train_or_reuse
 
     config = TrainConfig(task=task, model=name, model_options=options, epochs=args.epochs,
                          batch_size=64, lr=args.lr, clipnorm=1.0, seed=args.seed)
@@ -60,7 +60,7 @@ def _train(task, name, options, args, out: Path) -> Path:
 
 
 def _export(run_dir: Path, mode: str, form: str, args, out: Path) -> Path:
-    from export.exporter import export_run
+    from zoo.export.exporter import export_run
 
     target = out / "exports" / f"{run_dir.name}-{form}-{mode}"
     if not ExportDirectory(target).has_card():
@@ -177,7 +177,7 @@ def table_lines(rows: list[dict]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog=program_name("experiments.device_latency"),
+    parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.device_latency"),
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", default="har2")
     parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")

@@ -4,7 +4,7 @@ plain local processes (`run_processes`: where Ray is not installed, e.g. a lent 
 Ray is the optional ``sweep`` extra (``pip install edge-rnn-zoo[sweep]``); it is imported here
 only, and only when a sweep runs, so the zoo imports without it. Tune does the scheduling
 (resources per trial, CPU or GPU, concurrency, retries); the *resumability* is the run
-directory's (`experiments.trials`), so Tune's own experiment state is not needed to resume: a
+directory's (`zoo.experiments.trials`), so Tune's own experiment state is not needed to resume: a
 sweep started again skips its finished trials and hands the rest to Tune afresh.
 """
 
@@ -17,8 +17,8 @@ import time
 import traceback
 from pathlib import Path
 
-from experiments.trials import Trial
-from training import logs
+from zoo.experiments.trials import Trial
+from zoo.training import logs
 
 EXTRA = "pip install 'edge-rnn-zoo[sweep]'"
 # Ray's own chatter off unless the user set these (usage-stats prompt, per-trial loggers).
@@ -62,9 +62,9 @@ def run_trial(params: dict, trials: list[Trial]) -> None:
     summary. Runs in a Ray worker process."""
     from ray import tune
 
-    from experiments.trials import record_result, summarise
-    from training.config import TrainConfig
-    from training.runs import train_or_reuse
+    from zoo.experiments.trials import record_result, summarise
+    from zoo.training.config import TrainConfig
+    from zoo.training.runs import train_or_reuse
 
     trial = trials[params["index"]]
     with open(log_path(trial), "a") as log, logs.written_to(log), logs.written_to(sys.stdout):
@@ -152,9 +152,9 @@ def run(trials: list[Trial], *, out, address: str | None = None, num_cpus: int |
 def _train_in_process(trial: Trial, env: dict) -> None:
     """One trial in a fresh worker process: its thread limits set before Keras loads."""
     os.environ.update(env)
-    from experiments.trials import record_result
-    from training.config import TrainConfig
-    from training.runs import train_or_reuse
+    from zoo.experiments.trials import record_result
+    from zoo.training.config import TrainConfig
+    from zoo.training.runs import train_or_reuse
 
     with open(log_path(trial), "a") as log, logs.written_to(log):
         try:

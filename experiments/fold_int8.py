@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.benchmarks.realscale import mean_sd
-from training import logs
+from zoo.experiments.benchmarks.realscale import mean_sd
+from zoo.training import logs
 
 _log = logging.getLogger(__name__)
 
@@ -42,8 +42,8 @@ def fold_int8(run_dir: Path, data_dir=None, quantize: str = "int8") -> dict:
     logged)."""
     if quantize not in QUANTIZE:
         raise ValueError(f"quantize must be one of {QUANTIZE}, got {quantize!r}")
-    from export.exporter import export_run, stream_logits
-    from training.evaluate import load_run_with_data
+    from zoo.export.exporter import export_run, stream_logits
+    from zoo.training.evaluate import load_run_with_data
 
     config, model, norm, _, data = load_run_with_data(run_dir, data_dir, need_val=True)
     x_val = norm.apply(data.val.x).astype(np.float32)
@@ -98,7 +98,7 @@ def table(results: Path) -> str:
 
 
 def main(argv=None) -> int:
-    from training.storage import write_json_atomic
+    from zoo.training.storage import write_json_atomic
 
     parser = argparse.ArgumentParser(prog="zoo bench fold-int8", description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="*", type=Path, help="finished CV trial run directories")
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
                         help="int8 (default), or int16x8: 16-bit activations and state, 8-bit "
                              "weights (TFLite's 16x8 mode; its own --results folder)")
     args = parser.parse_args(argv)
-    from training.rundir import RunDirectory
+    from zoo.training.rundir import RunDirectory
 
     for run_dir in args.runs:  # every run checked before any is exported
         try:

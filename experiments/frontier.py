@@ -9,7 +9,7 @@ Two inputs, both committed:
   of a graph does not depend on how well it was trained);
 - the per-trial CV results files of ``zoo sweep cv`` (``experiments/results/<study>/<task>/
   <label>/<variant>/fold<k>.json``): the validation accuracy at the CV epoch, mean ± sd over the
-  folds done (`experiments.tables.cv_rows`, the sweep's own table code).
+  folds done (`zoo.experiments.tables.cv_rows`, the sweep's own table code).
 
 A CV variant is joined to the device variant with the same graph: the same model and the same
 graph-defining options (units, rank, premultiply, QAT, state clip, FastGRNN ranks, the GRU's
@@ -17,7 +17,7 @@ step graph), the model's registered defaults filling what a config leaves out, s
 or learning-rate variants share their graph's cost. Variants without CV results yet are in the
 table with '-' and not in the plot; rerun when the campaign has finished:
 
-    zoo bench frontier            # or: python -m experiments.frontier --help
+    zoo bench frontier            # or: python -m zoo.experiments.frontier --help
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import json
 import statistics
 from pathlib import Path
 
-from experiments.benchmarks.realscale import mean_sd
-from experiments.trials import Trial
+from zoo.experiments.benchmarks.realscale import mean_sd
+from zoo.experiments.trials import Trial
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -92,7 +92,7 @@ def load_device(path: Path) -> dict[str, dict]:
 
 
 def results_trials(results: Path, task: str) -> list[dict]:
-    """Trials (as `experiments.trials` makes them) for every planned fold of every variant that
+    """Trials (as `zoo.experiments.trials` makes them) for every planned fold of every variant that
     has a results file under ``results/<task>/<label>/<variant>/``; a fold without a file is a
     planned fold not done yet. The run directory named is the results file's own stem, which is
     no run, so `result_of` reads the results file."""
@@ -119,8 +119,8 @@ def results_trials(results: Path, task: str) -> list[dict]:
 
 
 def cv_by_graph(results_dirs: list[Path], task: str) -> list[dict]:
-    """`experiments.tables.cv_rows` of every results tree, each row with its graph key."""
-    from experiments.tables import cv_rows
+    """`zoo.experiments.tables.cv_rows` of every results tree, each row with its graph key."""
+    from zoo.experiments.tables import cv_rows
 
     rows = []
     for results in results_dirs:

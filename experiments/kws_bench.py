@@ -2,10 +2,10 @@
 accuracy (float and int8), size, TFLite Micro arena and latency (LiteRT and TFLite Micro) next to
 the published TinyML KWS anchors, plus a Pareto plot.
 
-    python -m experiments.kws_bench runs/kws/selection_rnn.json runs/kws/selection_dscnn.json \\
+    python -m zoo.experiments.kws_bench runs/kws/selection_rnn.json runs/kws/selection_dscnn.json \\
         --out bench/kws --plot bench/kws/kws_pareto.png
 
-``selection.json`` is written by ``experiments.benchmarks.kws``. Recurrent models are exported as
+``selection.json`` is written by ``zoo.experiments.benchmarks.kws``. Recurrent models are exported as
 streaming step models (``--form step``: one feature frame per invoke), the DS-CNN as a sequence
 model (one 99-frame window per invoke). Every run (seed) is exported and scored; latency is timed
 on the first run of each model. Per-second cost: a step model pays 99 step invokes per second of
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_bench, device_runtime
-from export.exportdir import ExportDirectory
-from training import logs
-from training.flags import int_in
-from training.rundir import RunDirectory
+from zoo.export import device_bench, device_runtime
+from zoo.export.exportdir import ExportDirectory
+from zoo.training import logs
+from zoo.training.flags import int_in
+from zoo.training.rundir import RunDirectory
 
 FRAMES = 99
 # Published anchors: name, int8 bytes, accuracy %, note.
@@ -43,7 +43,7 @@ ANCHORS = [
 
 def frontend_cost_us(repeats: int = 30) -> dict:
     """Median host cost of the numpy front end per frame (one 1 s clip, divided by 99)."""
-    from training.data.audio import FbankFrontend
+    from zoo.training.data.audio import FbankFrontend
 
     fe = FbankFrontend()
     clip = np.random.default_rng(0).integers(-3000, 3000, (1, fe.clip_samples)).astype(np.int16)
@@ -61,7 +61,7 @@ def frontend_cost_us(repeats: int = 30) -> dict:
 def export_one(run_dir: str, out: Path, form: str, reuse: bool = False) -> dict:
     """int8 export of ``run_dir`` into ``out`` (or, with ``reuse``, the export already there when
     its card names the same run, form and int8)."""
-    from export.exporter import export_run
+    from zoo.export.exporter import export_run
 
     export = ExportDirectory(out)
     if reuse and export.has_card():
@@ -72,7 +72,7 @@ def export_one(run_dir: str, out: Path, form: str, reuse: bool = False) -> dict:
 
     with logs.quieted():  # the table is this script's output, not the export's progress
         export_run(run_dir, out, quantize="int8", form=form, allow_drop=True, overwrite=True)
-    return export.read_card().to_dict()  # its frontend entry: export.exporter.frontend_entry
+    return export.read_card().to_dict()  # its frontend entry: zoo.export.exporter.frontend_entry
 
 
 def time_export(out: Path, runs: int) -> dict:
@@ -166,7 +166,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="KWS table: int8 exports, accuracy, bytes, arena, "
                                             "latency, next to the published anchors")
     p.add_argument("selection", nargs="+",
-                   help="selection files from experiments.benchmarks.kws (a later file's models "
+                   help="selection files from zoo.experiments.benchmarks.kws (a later file's models "
                         "replace an earlier one's)")
     p.add_argument("--out", default="bench/kws")
     p.add_argument("--plot", default=None, help="write the Pareto plot (png) here")
@@ -185,13 +185,13 @@ def _selection(args) -> dict:
     selection = {}
     for path in args.selection:
         if not Path(path).is_file():
-            raise SystemExit(f"error: no such selection file: {path} (experiments.benchmarks.kws "
+            raise SystemExit(f"error: no such selection file: {path} (zoo.experiments.benchmarks.kws "
                              "writes one per model family into its --out folder)")
         try:
             selection.update(json.loads(Path(path).read_text()))
         except (ValueError, TypeError) as error:
             raise SystemExit(f"error: {path} is not a selection file (a JSON object of models "
-                             f"written by experiments.benchmarks.kws): {error}") from None
+                             f"written by zoo.experiments.benchmarks.kws): {error}") from None
     for name in args.skip:
         selection.pop(name, None)
     return selection

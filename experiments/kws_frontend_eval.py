@@ -1,20 +1,20 @@
 """int8 accuracy of the shipped KWS step models on the float front end and on the integer one.
 
-    python -m experiments.kws_frontend_eval --data-dir ARCHIVE [--models sirnn gru NAME=EXPORT ...]
+    python -m zoo.experiments.kws_frontend_eval --data-dir ARCHIVE [--models sirnn gru NAME=EXPORT ...]
 
 The clips are the ``google12_testset`` test speakers of the layout (the split the cards report).
-Both paths run the int8 step + head models under TensorFlow Lite Micro (`export.c_backend.check
+Both paths run the int8 step + head models under TensorFlow Lite Micro (`zoo.export.c_backend.check
 .reference`), one 1 s window per clip:
 
 * float: `FbankFrontend` -> the run's normalization -> the step model's input quantization (what
   the cards' int8 accuracy measures, with TFLite Micro instead of LiteRT);
-* integer: the C app's front end (`training.tasks.int_frontend`) -> `InputMap` (integers only).
+* integer: the C app's front end (`zoo.training.tasks.int_frontend`) -> `InputMap` (integers only).
 
 A model trained on the float features gets the integer ones as they are (through `InputMap`); a
 model trained on the integer ones (``features: int_logmel``) is scored on them alone.
 
 ``--c-check`` also streams every clip (as it is, not padded) through the C app ``kws_app``
-(`export.c_backend.kws`) and through the Python streaming reference (`export.kws_stream`), and
+(`zoo.export.c_backend.kws`) and through the Python streaming reference (`zoo.export.kws_stream`), and
 counts the clips whose every hop (features, int8 logits, posteriors, detections) is identical.
 """
 
@@ -28,16 +28,16 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_runtime
-from export.c_backend.check import quantized_windows, reference
-from export.card_schema import read_card
-from export.c_backend.kws import write_kws_project
-from export.kws_stream import Recognizer, StreamReference, input_map
-from training.data.audio import FbankFrontend, pad_to, read_wav
-from training.data.sources import locate
-from training.tasks import get_task
-from training.tasks.int_frontend import clip_log_mel_q8
-from training.tasks.speech_layout import TESTSET_SPEC
+from zoo.export import device_runtime
+from zoo.export.c_backend.check import quantized_windows, reference
+from zoo.export.card_schema import read_card
+from zoo.export.c_backend.kws import write_kws_project
+from zoo.export.kws_stream import Recognizer, StreamReference, input_map
+from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.data.sources import locate
+from zoo.training.tasks import get_task
+from zoo.training.tasks.int_frontend import clip_log_mel_q8
+from zoo.training.tasks.speech_layout import TESTSET_SPEC
 
 PRETRAINED = Path(__file__).resolve().parents[1] / "models" / "pretrained"
 

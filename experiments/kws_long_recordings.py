@@ -1,9 +1,9 @@
 """Keyword spotting on long recordings: the streaming pipeline's detections, keyword by keyword.
 
-    python -m experiments.kws_long_recordings --data-dir ARCHIVE [--noise-dir DIR] [--seed 0]
+    python -m zoo.experiments.kws_long_recordings --data-dir ARCHIVE [--noise-dir DIR] [--seed 0]
 
 **Recordings.** The clips of the 10 words of one speaker split of the ``google12_testset`` task
-(the task's own speaker split, `experiments.kws_frontend_eval.load_clips`) are dealt into
+(the task's own speaker split, `zoo.experiments.kws_frontend_eval.load_clips`) are dealt into
 recordings of one clip per word (in a shuffled order; recording r takes the r-th clip of each
 word, so a recording of the last rows has fewer words). Each clip is placed after a gap of 0.5
 to 2 s drawn uniformly in samples (also before the first clip and after the last), so the clips
@@ -19,7 +19,7 @@ report of its word in its window, *missed* none, *duplicated* more than one. Eve
 (a wrong word, or a report outside every window) is a *false alarm*.
 
 **Two sets of clips** per model: all the split's word clips, and only those the model classifies
-right as a standalone 1 s clip (the same int8 path as `experiments.kws_frontend_eval`: the clip
+right as a standalone 1 s clip (the same int8 path as `zoo.experiments.kws_frontend_eval`: the clip
 zero-padded to 1 s, one window from a zero state), which separates the streaming pipeline from
 the model's clip accuracy.
 
@@ -42,13 +42,13 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.kws_frontend_eval import load_clips
-from export.c_backend.check import reference
-from export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
-from training.data.audio import pad_to, read_wav
-from training.flags import int_in, number_in, program_name
-from training.tasks.int_frontend import FRAME, HOP, clip_log_mel_q8
-from training.tasks.speech_layout import CLASSES, WORDS10
+from zoo.experiments.kws_frontend_eval import load_clips
+from zoo.export.c_backend.check import reference
+from zoo.export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
+from zoo.training.data.audio import pad_to, read_wav
+from zoo.training.flags import int_in, number_in, program_name
+from zoo.training.tasks.int_frontend import FRAME, HOP, clip_log_mel_q8
+from zoo.training.tasks.speech_layout import CLASSES, WORDS10
 
 _log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class Counts:
 def split_word_clips(data_dir, split: str) -> list[tuple[int, np.ndarray]]:
     """(class id, int16 samples as recorded) of every word clip (not silence or unknown) of the
     ``google12_testset`` speaker split ``split`` ("train", "val" or "test") of ``data_dir``: the
-    task's own split (`experiments.kws_frontend_eval.load_clips`)."""
+    task's own split (`zoo.experiments.kws_frontend_eval.load_clips`)."""
     _, labels, clips = load_clips(data_dir, split)
     return [(int(label), clip) for label, clip in zip(labels, clips)
             if CLASSES[int(label)] in WORDS10]
@@ -146,7 +146,7 @@ def build_recordings(clips, noises, seed: int, volume: float = 1.0) -> list[Reco
 
 def classified_right(ref: StreamReference, clips) -> np.ndarray:
     """Whether the model classifies each clip right as a standalone 1 s clip (zero-padded at the
-    end, one window from a zero state: the int8 path of `experiments.kws_frontend_eval`)."""
+    end, one window from a zero state: the int8 path of `zoo.experiments.kws_frontend_eval`)."""
     if not clips:
         return np.zeros(0, bool)
     waves = np.stack([pad_to(c, RATE) for _, c in clips])
@@ -283,7 +283,7 @@ def progress_to_stderr() -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog=program_name("experiments.kws_long_recordings"),
+    parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.kws_long_recordings"),
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True,

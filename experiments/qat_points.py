@@ -7,7 +7,7 @@ did not train on), with only some of its tensors rounded to their int8 grids; th
 float. The fixed points (the state's grid ``[0, state_clip]``, which a float model trained with
 ``state_quant_bits=8`` rounds too) are kept in every row, so the row "fixed" is that float model
 and the row "all" is the QAT graph as an int8 export computes it. A float run is put into its
-QAT graph as a QAT fine-tune starts (`training.warm_start`: its weights, the ranges calibrated on
+QAT graph as a QAT fine-tune starts (`zoo.training.warm_start`: its weights, the ranges calibrated on
 its training windows), so the table is the post-training quantization of that run, point by
 point; a QAT run is shown with its trained ranges. It plays the part of TFLite's quantization
 debugger for a step that the converter sees as one graph per step.
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from training import logs
-from training.flags import number_in
+from zoo.training import logs
+from zoo.training.flags import number_in
 
 _log = logging.getLogger(__name__)
 
@@ -41,9 +41,9 @@ def qat_twin(run_dir: Path, config: dict, task, model, x_train: np.ndarray,
     """``model`` when it trains with QAT; else its QAT twin with its weights and the ranges
     calibrated on ``x_train`` (as a QAT fine-tune of the run starts), at ``percentile`` of each
     tensor (None: the twin's ``qat_percentile``)."""
-    from training.config import TrainConfig
-    from training.trainer import build_model
-    from training.warm_start import warm_start_weights
+    from zoo.training.config import TrainConfig
+    from zoo.training.trainer import build_model
+    from zoo.training.warm_start import warm_start_weights
     from zoo import qat
 
     if qat.qat_cells(model):
@@ -86,7 +86,7 @@ def point_rows(model, x: np.ndarray, y: np.ndarray) -> list[Row]:
 def run_rows(run_dir: Path, data_dir=None, percentile: float | None = None) -> list[Row]:
     """`point_rows` of the run in ``run_dir`` on its validation split (a float run's twin
     calibrated at ``percentile``)."""
-    from training.evaluate import load_run_with_data
+    from zoo.training.evaluate import load_run_with_data
     from zoo import qat
 
     if percentile is not None:
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
                         help="a float run's ranges at this percentile of each tensor "
                         "(default 99.99, the qat_percentile default)")
     args = parser.parse_args(argv)
-    from training.rundir import RunDirectory
+    from zoo.training.rundir import RunDirectory
 
     try:
         RunDirectory(args.run).check_finished()

@@ -1,6 +1,6 @@
 """The integer-quality table: float vs int16x8 vs int8 step models for every cell, HAR-2 and DSA-19.
 
-    python -m experiments.quality --har /work/shared/data/har --dsa /work/shared/data/dsa19 \\
+    python -m zoo.experiments.quality --har /work/shared/data/har --dsa /work/shared/data/dsa19 \\
         --runs runs/quant [--reuse bench/accuracy] [--tasks har2 dsa19] [--only LABEL ...]
 
 Each row is trained (or reused) with the same budget as the accuracy benchmark
@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from training import logs
-from training.rundir import RunDirectory
+from zoo.training import logs
+from zoo.training.rundir import RunDirectory
 
 # label, model, model options, name of an accuracy-benchmark run with the same settings
 # [, changes to BUDGET; "init_from" names the row whose run initialises this one]
@@ -102,8 +102,8 @@ def ensure_run(task, label, model, options, reuse_name, runs: Path, reuse: Path 
     run = runs / f"{task}-{_slug(label)}"
     if RunDirectory(run).is_finished():
         return run
-    from training.config import TrainConfig
-    from training.runs import train_or_reuse
+    from zoo.training.config import TrainConfig
+    from zoo.training.runs import train_or_reuse
 
     budget = {**BUDGET, **(budget or {})}
     if budget.get("init_from"):
@@ -120,7 +120,7 @@ def export_modes(row: dict, run: Path, out_stem: Path, data_dir) -> None:
     """Export ``run`` as a step model in each mode into ``OUT_STEM-MODE`` and record the figures
     in ``row`` (a mode already exported from this run is kept); a run that cannot be exported
     (e.g. a collapsed state: nothing to calibrate) records the error's first words."""
-    from export.exporter import export_run
+    from zoo.export.exporter import export_run
 
     for mode in MODES:
         if mode in row and row.get("run_at_export") == str(run):

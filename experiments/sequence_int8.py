@@ -1,8 +1,8 @@
-"""The one-invoke int8 sequence model (`export.sequence_int8`) checked and timed: bit-exactness
+"""The one-invoke int8 sequence model (`zoo.export.sequence_int8`) checked and timed: bit-exactness
 against the step loop on the export's test windows, the requantize and identity ops it holds,
 the smallest arenas, and latency beside the float Keras LSTM of nearest accuracy.
 
-    python -m experiments.sequence_int8 EXPORT_DIR [--lstm RUN_DIR] [--data-dir DIR] ...
+    python -m zoo.experiments.sequence_int8 EXPORT_DIR [--lstm RUN_DIR] [--data-dir DIR] ...
 
 (Split from export/sequence_int8.py, which keeps the flatbuffer surgery: this is the experiment
 built on it.)
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from export.flatbuffer import read_model, write_model
-from export.sequence_int8 import (OUT_NAME, Built, build_from_export, build_sequence,
+from zoo.export.flatbuffer import read_model, write_model
+from zoo.export.sequence_int8 import (OUT_NAME, Built, build_from_export, build_sequence,
                                   identity_exact, op_names, requantize_exact, requantize_ops)
-from training import logs
-from training.flags import int_in, program_name
+from zoo.training import logs
+from zoo.training.flags import int_in, program_name
 
 __all__ = ["load_test_split", "loop_logits", "SequenceRunner", "compare", "interleaved_latency",
            "lstm_reference", "available_runtimes", "smallest_arena_or_none", "build_and_check",
@@ -45,9 +45,9 @@ def load_test_split(export_dir: Path, data_dir=None):
     expects (its ``normalization.json``), ``raw`` un-normalised (for a reference model with its
     own normalization). With ``data_dir`` the split comes from the zoo's task loader (the
     shipped exports carry no ``testset.npz``); else from the export's ``testset.npz``."""
-    from training.tasks.base import Normalization
+    from zoo.training.tasks.base import Normalization
 
-    from export.device_bench import load_testset, read_card
+    from zoo.export.device_bench import load_testset, read_card
 
     card = read_card(str(export_dir))
     norm = Normalization.load(Path(export_dir) / (card.normalization or "normalization.json"))
@@ -61,7 +61,7 @@ def load_test_split(export_dir: Path, data_dir=None):
 
 
 def _load_task_test(card, data_dir):
-    from training.tasks import get_task
+    from zoo.training.tasks import get_task
 
     try:
         task = get_task(card.task, **(card.task_options or {}))
@@ -76,8 +76,8 @@ def _load_task_test(card, data_dir):
 
 # ------------------------------------------------------------------------------ runtimes
 def _step_loop(export_dir: Path, runtime: str):
-    from export.card_schema import read_card
-    from export.device_runtime import StepModel
+    from zoo.export.card_schema import read_card
+    from zoo.export.device_runtime import StepModel
 
     card = read_card(str(export_dir))
     return StepModel(str(export_dir), card, runtime, 1)
@@ -99,13 +99,13 @@ class SequenceRunner:
     returning the raw output (int8 logits here, not dequantized)."""
 
     def __init__(self, path: Path, runtime: str, arena_bytes: int | None = None):
-        from export.device_runtime import open_model
+        from zoo.export.device_runtime import open_model
 
         self.m = open_model(str(path), runtime, 1, arena_bytes)
         self.dtype, self.quant, self.shape = self.m.input_quant(0)
 
     def prepare(self, x):
-        from export.device_runtime import quantize
+        from zoo.export.device_runtime import quantize
 
         return quantize(np.asarray(x).reshape(self.shape), self.dtype, self.quant)
 
@@ -143,8 +143,8 @@ def lstm_reference(run_dir: Path, raw_x: np.ndarray, y: np.ndarray, out: Path) -
     """The stock Keras float LSTM run at ``run_dir`` as a float WHILE sequence model (the
     zoo's converter, static batch 1), written to ``out``; its accuracy on ``raw_x`` normalised
     with the run's own statistics, in ai-edge-litert."""
-    from export.convert import to_tflite, with_batch_size
-    from training.evaluate import load_run
+    from zoo.export.convert import to_tflite, with_batch_size
+    from zoo.training.evaluate import load_run
 
     config, model, norm = load_run(run_dir)
     if config["model"] != "lstm":
@@ -153,7 +153,7 @@ def lstm_reference(run_dir: Path, raw_x: np.ndarray, y: np.ndarray, out: Path) -
     runner = SequenceRunner(out, "litert")
     x = norm.apply(raw_x)
     pred = [int(np.argmax(runner.predict_prepared(runner.prepare(w)))) for w in x]
-    from export.step import recurrent_layers
+    from zoo.export.step import recurrent_layers
 
     return {"path": str(out), "bytes": out.stat().st_size,
             "units": int(recurrent_layers(model)[0].units),
@@ -188,7 +188,7 @@ def interleaved_latency(models: dict, reps: int, warmup: int = 5) -> dict:
 def available_runtimes() -> list[str]:
     """The installed runtimes among the two this model is checked in, LiteRT and TFLite Micro
     (tflite-runtime is not part of this stack: it stopped at TensorFlow 2.14)."""
-    from export.device_runtime import missing_runtime
+    from zoo.export.device_runtime import missing_runtime
 
     return [name for name in ("litert", "tflite-micro") if missing_runtime(name) is None]
 
@@ -197,7 +197,7 @@ def smallest_arena_or_none(blob: bytes, runtime: str) -> int | None:
     """The smallest TFLite Micro arena for ``blob`` under tflite-micro; None elsewhere."""
     if runtime != "tflite-micro":
         return None
-    from export.micro import smallest_arena
+    from zoo.export.micro import smallest_arena
 
     return smallest_arena(blob)
 
@@ -205,7 +205,7 @@ def smallest_arena_or_none(blob: bytes, runtime: str) -> int | None:
 def build_and_check(args, print_fn=None) -> dict:
     """Build, check against the step loop in every runtime, time; the report as a dict. Each
     check is logged at INFO as it finishes (``print_fn``, deprecated: given, it gets the lines)."""
-    from export.micro import quiet_stderr
+    from zoo.export.micro import quiet_stderr
 
     say = logs.reporter(_log, print_fn)
     export_dir = Path(args.export_dir)
@@ -263,7 +263,7 @@ def _check_dropped(dropped, runtimes, say) -> list:
 
 
 def _latency(args, export_dir, out, arena, x, y, raw, say) -> dict:
-    from export.micro import quiet_stderr
+    from zoo.export.micro import quiet_stderr
 
     refs = {}
     for n, run_dir in enumerate(args.lstm or []):
@@ -312,7 +312,7 @@ def _lstm_arena(ref, runtime):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog=program_name("experiments.sequence_int8"),
+    parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.sequence_int8"),
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("export_dir", help="a `zoo export --form step --quantize int8` folder")
     parser.add_argument("--out", help=f"the model to write (default EXPORT_DIR/{OUT_NAME})")
@@ -327,7 +327,7 @@ def main(argv=None) -> int:
                         help="timed windows per model (0: none)")
     parser.add_argument("--json", help="also write the report here")
     args = parser.parse_args(argv)
-    from export.device_runtime import BenchError
+    from zoo.export.device_runtime import BenchError
 
     try:
         report = build_and_check(args)

@@ -1,16 +1,16 @@
 """Ship a trained run as a pretrained model: ``models/pretrained/<model>.<task>/`` (see
 `zoo.pretrained` for the folder format).
 
-    python -m experiments.ship bench/realscale/har2/sirnn_clip_q8/seed1 --tag sirnn.har2 \
+    python -m zoo.experiments.ship bench/realscale/har2/sirnn_clip_q8/seed1 --tag sirnn.har2 \
         --seed-runs bench/realscale/har2/sirnn_clip_q8/seed{0,1,2} \
-        --command "python -m experiments.benchmarks.realscale ... (seed 1)"
+        --command "python -m zoo.experiments.benchmarks.realscale ... (seed 1)"
 
 Exports the run (int8 streaming step model for single-state cells, or with ``--quantize
 int16x8`` TFLite's 16x8 one; else the float sequence model), checks it against the Keras model
 on the whole test split (`zoo export`'s checks), copies the run's files and the export (without
 its test set: the data stay with the user) into the tag's folder, and writes ``card.json`` with
 the metrics, the seeds' subject-CV estimate, the command and the sha256 of every file. The tag
-folder is written as every zoo directory is (`training.storage.replacing`): locked, built beside
+folder is written as every zoo directory is (`zoo.training.storage.replacing`): locked, built beside
 it, swapped in only once complete; an existing folder is replaced only when it is a shipped tag
 (its card.json names the tag).
 """
@@ -28,9 +28,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from export.exportdir import C_ARRAY_FILES, TESTSET_FILE
-from training import storage
-from training.rundir import RunDirectory
+from zoo.export.exportdir import C_ARRAY_FILES, TESTSET_FILE
+from zoo.training import storage
+from zoo.training.rundir import RunDirectory
 from zoo.pretrained import CARD, CARD_VERSION, pretrained_root, sha256
 
 RUN_FILES = RunDirectory.FINAL_FILES
@@ -65,8 +65,8 @@ def _export(run_dir: Path, stage: Path, data_dir, quantize: str = "int8") -> tup
     vector); else, for a model with no recurrent layer (the DS-CNN), the whole-window model;
     else the float sequence model (Keras's LSTM: two states, and the int8 sequence conversion
     of its loop crashes the converter, TensorFlow #75140)."""
-    from export.exporter import export_run
-    from export.step import StepFormError
+    from zoo.export.exporter import export_run
+    from zoo.export.step import StepFormError
 
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"--quantize {quantize!r}: valid: {', '.join(QUANTIZATIONS)}")
@@ -88,7 +88,7 @@ def _export(run_dir: Path, stage: Path, data_dir, quantize: str = "int8") -> tup
 
 
 def _is_recurrent(run_dir: Path) -> bool:
-    from training.runs import load_keras_model
+    from zoo.training.runs import load_keras_model
     from zoo.layers import recurrent_layers
 
     return bool(recurrent_layers(load_keras_model(RunDirectory(run_dir).model)))
@@ -248,7 +248,7 @@ def _shipped_tags(dest: Path) -> list[str]:
 def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None,
          quantize: str = "int8") -> dict:
     """Ship the finished run ``run_dir`` as ``DEST/TAG`` with its ``quantize`` export
-    (`training.storage.replacing`: built in a staging folder beside it, swapped in once
+    (`zoo.training.storage.replacing`: built in a staging folder beside it, swapped in once
     complete; an existing folder is replaced only when it is a shipped tag)."""
     final = _tag_folder(tag, dest)
     run_dir = Path(run_dir)
@@ -288,7 +288,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not args.repack and (not args.run_dir or not args.command):
         parser.error("shipping a run needs RUN_DIR and --command")
-    from export.exporter import AccuracyDropError
+    from zoo.export.exporter import AccuracyDropError
 
     try:
         if args.repack:
@@ -306,7 +306,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from training import logs
+    from zoo.training import logs
 
     logs.configure()  # run as a script: print the library's messages as `zoo` does
     raise SystemExit(main())

@@ -34,8 +34,8 @@ import os
 import sys
 from pathlib import Path
 
-from experiments.trials import Trial
-from training.flags import int_in, key_value, number_in, program_name
+from zoo.experiments.trials import Trial
+from zoo.training.flags import int_in, key_value, number_in, program_name
 
 _log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    from experiments.benchmarks import realscale
+    from zoo.experiments.benchmarks import realscale
 
     sub = parser.add_subparsers(dest="table", metavar="KIND", required=True)
     cv = sub.add_parser("cv", help="k-fold subject cross-validation of one or more variants "
@@ -118,8 +118,8 @@ def check_sweep(args) -> None:
     """The usage checks that need neither Keras nor Ray (the dispatcher runs them first): the
     ranges the parser cannot see alone, the --set names and values, the --option ranges, an
     --out through a dangling symlink."""
-    from training.config import check_option_ranges, check_settings
-    from training.rundir import check_no_dangling_link
+    from zoo.training.config import check_option_ranges, check_settings
+    from zoo.training.rundir import check_no_dangling_link
 
     check_no_dangling_link(Path(args.out))
     if args.table == "cv":
@@ -159,9 +159,9 @@ def check_folds(args, config: dict) -> None:
     cache). A dry run does not download, and a cluster's workers may see data this machine does
     not: either says so and goes on when the data is not here (a --data-dir typed for a dry run
     must exist)."""
-    from training.data.errors import DataNotFoundError
-    from training.data.paths import OFFLINE_ENV
-    from training.tasks import get_task
+    from zoo.training.data.errors import DataNotFoundError
+    from zoo.training.data.paths import OFFLINE_ENV
+    from zoo.training.tasks import get_task
 
     if args.report:  # the table is rebuilt from the results files alone: no data needed
         return
@@ -191,9 +191,9 @@ def check_folds(args, config: dict) -> None:
 
 
 def plan(args) -> list[Trial]:
-    """The sweep's trials (see `experiments.trials`); ValueError for settings that no trial
+    """The sweep's trials (see `zoo.experiments.trials`); ValueError for settings that no trial
     could train with, before Ray starts."""
-    from experiments import trials
+    from zoo.experiments import trials
 
     backend = args.backend or os.environ.get("KERAS_BACKEND", "tensorflow")
     if args.table == "realscale":
@@ -212,7 +212,7 @@ def plan(args) -> list[Trial]:
 
 
 def results_dir(args) -> Path | None:
-    """Where a CV sweep's results files go (`experiments.trials`)."""
+    """Where a CV sweep's results files go (`zoo.experiments.trials`)."""
     if args.results == "none":
         return None
     if args.results:
@@ -222,7 +222,7 @@ def results_dir(args) -> Path | None:
 
 def execute(todo: list[Trial], args) -> int:
     """Train the unfinished trials of ``todo`` (Ray or local processes); 1 if any failed."""
-    from experiments import engine, trials
+    from zoo.experiments import engine, trials
 
     for t in todo:  # results files of runs finished before there were any
         if t.result and trials.recorded(t) is None:
@@ -255,7 +255,7 @@ def record_plan(out: Path, todo: list[Trial]) -> None:
     the folder, and ``argv`` lists each command once. A lock makes the read-modify-write whole."""
     import fcntl
 
-    from training.storage import write_json_atomic
+    from zoo.training.storage import write_json_atomic
 
     out.mkdir(parents=True, exist_ok=True)
     path = out / "sweep.json"
@@ -278,7 +278,7 @@ def write(out: Path, name: str, text: str, data=None) -> None:
 
 
 def report_cv(todo: list[Trial], out: Path) -> tuple[str, list[dict]]:
-    from experiments import tables
+    from zoo.experiments import tables
 
     rows = tables.cv_rows(todo)
     text = tables.cv_table(rows)
@@ -293,7 +293,7 @@ def run_final(todo: list[Trial], rows: list[dict], args) -> int:
     """The shipping retrain of each (task, model)'s CV choice, then ``final.md`` (printed). A
     choice that fine-tunes another variant retrains after that variant's retrain (`plan_final`):
     one `execute` round per stage, parents first, so a round starts only from finished runs."""
-    from experiments import tables
+    from zoo.experiments import tables
 
     try:
         chains = plan_final(todo, rows, args.out, args.final_teacher or None)
@@ -322,7 +322,7 @@ def plan_final(todo: list[Trial], rows: list[dict], out, teacher=None) -> list[l
     """The shipping retrains of the CV's choices (`tables.best_variants` of the CV ``rows``):
     one chain of (CV row, final `Trial`) per (task, model), parents first (`final_chain`);
     [] when no variant has its CV complete. ValueError for a retrain that cannot be planned."""
-    from experiments import tables
+    from zoo.experiments import tables
 
     return [final_chain(row, rows, todo, out, teacher) for row in tables.best_variants(rows)]
 
@@ -333,7 +333,7 @@ def final_chain(row: dict, rows: list[dict], todo: list[Trial], out, teacher=Non
     (not fold 0's run of NAME), and NAME is retrained too, at NAME's own CV epoch, recursively.
     Root first; a parent's row copy says ``child`` (the variant that starts from it).
     ``teacher`` goes to the variants that distil (`trials.final_trial`)."""
-    from experiments import trials
+    from zoo.experiments import trials
 
     lineage = [row]  # the choice, its parent, the parent's parent...
     while (name := trials.parent_of(_cv_trial(todo, lineage[-1]), todo)) is not None:
@@ -389,7 +389,7 @@ def run_sweep(args) -> int:
     record_plan(out, todo)
     code = execute(todo, args)
     if args.table == "realscale":
-        from experiments.benchmarks import realscale
+        from zoo.experiments.benchmarks import realscale
 
         print(realscale.report(args))
         return code
@@ -401,7 +401,7 @@ def run_sweep(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog=program_name("experiments.sweep"),
+    parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.sweep"),
                                      description=__doc__.split("\n")[0])
     add_sweep_arguments(parser)
     args = parser.parse_args(argv)
@@ -413,7 +413,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from training import logs
+    from zoo.training import logs
 
     logs.configure()  # run as a script (the campaign scripts): progress as `zoo sweep` prints it
     raise SystemExit(main())

@@ -10,9 +10,9 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from experiments.benchmarks.realscale import T_975, mean_sd, paired_difference
-from experiments.trials import Trial, result_of, summarise
-from training.rundir import RunDirectory
+from zoo.experiments.benchmarks.realscale import T_975, mean_sd, paired_difference
+from zoo.experiments.trials import Trial, result_of, summarise
+from zoo.training.rundir import RunDirectory
 
 
 def cv_epoch(curves: list[list[float]]) -> tuple[int, list[float]] | None:

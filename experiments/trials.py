@@ -46,7 +46,7 @@ class Trial:
     """One trial of a sweep: one ``zoo train`` run directory and what it is in the study.
 
     ``fold`` is the CV fold (the seed for the real-scale table; None for the shipping retrain);
-    ``config`` a `training.config.TrainConfig` as a dict (frozen means the fields: change a
+    ``config`` a `zoo.training.config.TrainConfig` as a dict (frozen means the fields: change a
     setting with ``dataclasses.replace(trial, config={**trial.config, ...})``, never in place).
     Paths are absolute strings, so a trial means the same in any worker's working folder.
     """
@@ -116,7 +116,7 @@ def base_config(task: str, model: str, recipe: str | None, overrides: dict) -> d
     """The resolved settings every trial of a study starts from: defaults < recipe (the shipped
     ``<task>-<model>.yaml`` unless ``recipe`` says otherwise) < ``overrides``. ValueError for
     an invalid setting or an unknown model option, before any trial is planned."""
-    from training.config import TrainConfig, resolve
+    from zoo.training.config import TrainConfig, resolve
     from zoo.registry import check_options
 
     config = merge(resolve(task, model, recipe, {}).to_dict(), overrides)
@@ -130,7 +130,7 @@ def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], fold
     """One trial per (variant, fold): validation = fold k of ``folds`` of the training subjects
     (``val_fold=[k, folds]``), seed k, the whole epoch budget. Fold-major order, so that the
     variants of a fold finish together and a partial sweep still gives paired folds."""
-    from training.config import TrainConfig
+    from zoo.training.config import TrainConfig
 
     trials = []
     for fold in range(folds):
@@ -181,8 +181,8 @@ def _distill(value, task: str, fold: int | None):
     before any trial starts; unset stays unset."""
     if not value:
         return value
-    from training.config import check_distill
-    from training.distill import FOLD, check_teacher_runs
+    from zoo.training.config import check_distill
+    from zoo.training.distill import FOLD, check_teacher_runs
 
     paths = [absolute(p if fold is None else p.replace(FOLD, str(fold)))
              for p in check_distill(value)["teacher"]]
@@ -211,7 +211,7 @@ def final_trial(cv_trial: Trial, epochs: int, out, teacher=None,
     its retrain on every subject needs its own ``teacher`` (a run directory or a list, e.g. the
     teacher sweep's own ``final-...`` run; ``zoo sweep cv --final --final-teacher``): without
     one it is refused (ValueError) rather than trained from fold k's teacher."""
-    from training.config import TrainConfig
+    from zoo.training.config import TrainConfig
 
     config = merge(cv_trial.config, {"epochs": epochs, "seed": 0,
                                      "early_stopping_patience": 0})
@@ -288,9 +288,9 @@ def _final_distill(cv_trial: Trial, teacher):
 
 
 def realscale_trials(args) -> list[Trial]:
-    """The real-scale table (`experiments.benchmarks.realscale`) as trials, in its order and its
+    """The real-scale table (`zoo.experiments.benchmarks.realscale`) as trials, in its order and its
     run-directory layout, so the runs of the former ``--shard`` processes are reused."""
-    from experiments.benchmarks import realscale
+    from zoo.experiments.benchmarks import realscale
 
     trials = []
     for task, label, seed in realscale.grid(args):
@@ -307,7 +307,7 @@ def realscale_trials(args) -> list[Trial]:
 def summarise(run_dir) -> dict:
     """One finished run: its validation curve, the validation accuracy of the model it kept
     (the best epoch with early stopping, else the last), test accuracy, size and time."""
-    from training.rundir import RunDirectory
+    from zoo.training.rundir import RunDirectory
 
     run = RunDirectory(run_dir)
     metrics = run.read_metrics()
@@ -322,7 +322,7 @@ def summarise(run_dir) -> dict:
 
 def is_finished(trial: Trial) -> bool:
     """Its run directory holds a finished run, or its results file holds its settings."""
-    from training.rundir import RunDirectory
+    from zoo.training.rundir import RunDirectory
 
     return RunDirectory(trial.run_dir).is_finished() or recorded(trial) is not None
 
@@ -334,7 +334,7 @@ def portable(config: dict, run_dir) -> dict:
     an ``init_from`` inside the sweep folder (``variant:NAME``) relative to that folder, the
     ``distill`` teachers (usually another sweep's runs) relative to it as well (``../...``);
     a setting the file predates at its default."""
-    from training.config import recipe_name, with_defaults
+    from zoo.training.config import recipe_name, with_defaults
 
     out = with_defaults(config)
     out["recipe"] = recipe_name(out.get("recipe"))
@@ -372,7 +372,7 @@ def recorded(trial: Trial) -> dict | None:
 
 def result_of(trial: Trial) -> dict | None:
     """``trial``'s summary: from its finished run directory, else from its results file."""
-    from training.rundir import RunDirectory
+    from zoo.training.rundir import RunDirectory
 
     if RunDirectory(trial.run_dir).is_finished():
         return summarise(trial.run_dir)
@@ -381,8 +381,8 @@ def result_of(trial: Trial) -> dict | None:
 
 def record_result(trial: Trial) -> None:
     """Write ``trial``'s results file from its finished run directory (nothing without one)."""
-    from training.rundir import RunDirectory
-    from training.storage import write_json_atomic
+    from zoo.training.rundir import RunDirectory
+    from zoo.training.storage import write_json_atomic
 
     if not trial.result or not RunDirectory(trial.run_dir).is_finished():
         return

@@ -1,11 +1,11 @@
-"""``model_card.md``: the model card of an export for people (`export.exportdir` writes it beside
+"""``model_card.md``: the model card of an export for people (`zoo.export.exportdir` writes it beside
 ``model_card.json``, the `ModelCard` of export/card_schema.py that `export/device_bench.py`
 reads)."""
 
 from __future__ import annotations
 
-from export.card_schema import NORMALIZATION_FILE, TESTSET_FILE, ModelCard
-from export.exportdir import C_ARRAY_STEM, MAIN_SOURCE
+from zoo.export.card_schema import NORMALIZATION_FILE, TESTSET_FILE, ModelCard
+from zoo.export.exportdir import C_ARRAY_STEM, MAIN_SOURCE
 
 __all__ = ["card_markdown", "on_sequences", "versus_float"]
 

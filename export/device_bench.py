@@ -50,8 +50,8 @@ import numpy as np
 # The export contract (file names, the card schema, reading the card) lives in card_schema.py,
 # standard library only; the model check, the runtimes and the loop in device_runtime.py. Copied to a
 # device, the three files sit side by side: run as a script (or imported as a top-level module)
-# this one imports its siblings; in the zoo it is export.device_bench and imports
-# export.card_schema and export.device_runtime.
+# this one imports its siblings; in the zoo it is zoo.export.device_bench and imports
+# zoo.export.card_schema and zoo.export.device_runtime.
 if __package__:
     from .card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION,  # noqa: F401
                               FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,

@@ -1,7 +1,7 @@
 """Build a step export's C++ loop against TensorFlow Lite Micro, run it over the export's whole
 test set and check it against the Python tflite-micro interpreter; optionally time it.
 
-    python -m export.device_build EXPORT_DIR --tflm DIR [--build-dir DIR] [--bench REPS] [--json]
+    python -m zoo.export.device_build EXPORT_DIR --tflm DIR [--build-dir DIR] [--bench REPS] [--json]
 
 ``zoo export --form step`` writes ``main.cc`` (the streaming loop), ``self_test.cc`` (a host
 driver), ``zoo_stream.h`` and a ``Makefile``; this script runs ``make TFLM_DIR=DIR`` (g++ -O2
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_bench, device_runtime
-from export.card_schema import CardError, ModelCard
-from training.flags import int_in, program_name
-from export.exportdir import C_ARRAY_FILES, DEVICE_SOURCES, ExportDirectory
+from zoo.export import device_bench, device_runtime
+from zoo.export.card_schema import CardError, ModelCard
+from zoo.training.flags import int_in, program_name
+from zoo.export.exportdir import C_ARRAY_FILES, DEVICE_SOURCES, ExportDirectory
 
 __all__ = ["DeviceBuildError", "build", "check_against_python", "bench_c", "bench_python",
            "main"]
@@ -202,7 +202,7 @@ def _report_lines(export_dir, check: dict, timing: dict | None) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog=program_name("export.device_build"),  # `zoo device build` when run by zoo
+        prog=program_name("zoo.export.device_build"),  # `zoo device build` when run by zoo
         description="Build a step export's C++ loop against TFLite Micro and check it against "
                     "the Python tflite-micro interpreter on the whole test set.")
     parser.add_argument("export_dir", help="a folder written by `zoo export --form step`")

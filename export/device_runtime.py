@@ -8,7 +8,7 @@ the C backend's check all run this one loop.
 
 Standard library, numpy and a TFLite runtime only, like ``device_bench.py``: it is copied to the
 device beside it and ``card_schema.py`` (three files in one folder), and imports its sibling
-``card_schema`` as a sibling; in the zoo it is ``export.device_runtime``.
+``card_schema`` as a sibling; in the zoo it is ``zoo.export.device_runtime``.
 """
 
 from __future__ import annotations

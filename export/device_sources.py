@@ -3,7 +3,7 @@
 builds the driver against a TFLite Micro library given by path (``make TFLM_DIR=...``). The
 text of each is a file in ``export/templates/``, filled here.
 
-``export.device_build`` builds and runs the driver and checks it against the Python interpreter.
+``zoo.export.device_build`` builds and runs the driver and checks it against the Python interpreter.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import string
 from importlib import resources
 
-from export.exportdir import MAIN_SOURCE, MAKEFILE, SELF_TEST_SOURCE, STREAM_HEADER
+from zoo.export.exportdir import MAIN_SOURCE, MAKEFILE, SELF_TEST_SOURCE, STREAM_HEADER
 
 __all__ = ["device_sources", "resolver_calls"]
 
@@ -37,7 +37,7 @@ def resolver_calls(ops) -> list[str]:
 
 def _source(name: str) -> str:
     """``export/templates/NAME`` as it is (real C++ / make text)."""
-    return resources.files("export").joinpath(f"templates/{name}").read_text()
+    return resources.files("zoo.export").joinpath(f"templates/{name}").read_text()
 
 
 def _template(name: str, **values) -> str:
@@ -65,7 +65,7 @@ def _quantization_bodies(io_dtype: str) -> tuple[str, str]:
 
 def device_sources(*, title: str, io_dtype: str, card, step_ops, head_ops) -> dict[str, str]:
     """``main.cc``, ``zoo_stream.h``, ``self_test.cc`` and ``Makefile`` of a step export (file
-    name -> text; `export.exportdir.ExportDirectory.write_sources` writes them beside
+    name -> text; `zoo.export.exportdir.ExportDirectory.write_sources` writes them beside
     ``model_data.h`` / ``.cc``).
 
     Args:

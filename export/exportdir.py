@@ -14,21 +14,21 @@ from pathlib import Path
 
 import numpy as np
 
-from export.card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION, FORMS,
+from zoo.export.card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION, FORMS,
                                 MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                                 CardError, ModelCard, load_card_json, model_file, read_card)
-from export.device_bench import load_testset
-from training import storage
+from zoo.export.device_bench import load_testset
+from zoo.training import storage
 
 __all__ = ["ExportDirectory", "ModelCard", "CardError", "CARD_SCHEMA_VERSION", "FORMS",
            "MODEL_NAMES", "C_ARRAY_STEM", "C_ARRAY_FILES", "MAIN_SOURCE", "STREAM_HEADER",
            "SELF_TEST_SOURCE", "MAKEFILE", "DEVICE_SOURCES", "MARKER", "CARD_FILE",
            "TESTSET_FILE", "NORMALIZATION_FILE", "STREAM_FILE", "model_file"]
 
-# TFLite Micro C arrays of the models (`export.micro.c_array_sources`).
+# TFLite Micro C arrays of the models (`zoo.export.micro.c_array_sources`).
 C_ARRAY_STEM = "model_data"
 C_ARRAY_FILES = (f"{C_ARRAY_STEM}.h", f"{C_ARRAY_STEM}.cc")
-# The C++ streaming loop of a step export and its host build (`export.device_sources`).
+# The C++ streaming loop of a step export and its host build (`zoo.export.device_sources`).
 MAIN_SOURCE = "main.cc"
 STREAM_HEADER = "zoo_stream.h"
 SELF_TEST_SOURCE = "self_test.cc"
@@ -102,7 +102,7 @@ class ExportDirectory:
         return self.stream.name
 
     def write_normalization(self, norm) -> str:
-        """``norm`` (a `training.tasks.Normalization`) as ``normalization.json``."""
+        """``norm`` (a `zoo.training.tasks.Normalization`) as ``normalization.json``."""
         norm.save(self.normalization)
         return self.normalization.name
 
@@ -118,7 +118,7 @@ class ExportDirectory:
 
     def write_card(self, card: ModelCard, markdown: str) -> None:
         """``model_card.json`` and ``model_card.md`` (``markdown``, from
-        `export.card.card_markdown`, which reads this module's names: so the text is passed in
+        `zoo.export.card.card_markdown`, which reads this module's names: so the text is passed in
         rather than rendered here), each replaced atomically (a card may be rewritten in a
         finished export, e.g. with a front-end description added)."""
         card.validate(str(self.card))

@@ -13,9 +13,9 @@
     finish              the card (json and md); an export that passed its accuracy check
                         replaces ``out``, one that failed it goes to ``OUT.failed`` instead
 
-The files are those of `export.exportdir.ExportDirectory`; the card is a
-`export.exportdir.ModelCard`. Everything is built in a staging directory beside ``out``
-(`training.storage`) and swapped in only when every stage has passed: a failed or interrupted
+The files are those of `zoo.export.exportdir.ExportDirectory`; the card is a
+`zoo.export.exportdir.ModelCard`. Everything is built in a staging directory beside ``out``
+(`zoo.training.storage`) and swapped in only when every stage has passed: a failed or interrupted
 export never replaces a good one.
 """
 
@@ -31,12 +31,12 @@ from typing import Callable
 
 import numpy as np
 
-from export import device_runtime
-from export.card import card_markdown, on_sequences, versus_float
-from export.card_schema import FORMS, NORMALIZATION_FILE, ModelCard
-from export.exportdir import MARKER, ExportDirectory
-from export.quantize import CALIBRATED, MODES, accuracy_drop_advice
-from training import logs, rundir, storage
+from zoo.export import device_runtime
+from zoo.export.card import card_markdown, on_sequences, versus_float
+from zoo.export.card_schema import FORMS, NORMALIZATION_FILE, ModelCard
+from zoo.export.exportdir import MARKER, ExportDirectory
+from zoo.export.quantize import CALIBRATED, MODES, accuracy_drop_advice
+from zoo.training import logs, rundir, storage
 
 __all__ = ["export_run", "ExportOptions", "ExportDirError", "AccuracyDropError", "FORMS"]
 _log = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
 
     Raises:
         ExportDirError: ``out`` may not be written.
-        export.quantize.ConversionCrashed: the converter crashed or failed.
+        zoo.export.quantize.ConversionCrashed: the converter crashed or failed.
         AccuracyDropError: (after writing the export to ``OUT.failed``, ``out`` untouched) the
             TFLite accuracy is more than ``max_drop`` points below the Keras float model's,
             unless ``allow_drop``.
@@ -202,8 +202,8 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
 def read_run(run_dir: Path, opts: ExportOptions) -> _Run:
     """The finished run, its task's data (normalised as in training) and the Keras float
     model's logits on the test split. Only classification tasks: the check is accuracy."""
-    from training.evaluate import load_run
-    from training.runs import check_model_fits_task
+    from zoo.training.evaluate import load_run
+    from zoo.training.runs import check_model_fits_task
 
     config, model, norm = load_run(run_dir)
     task, data = _task_data(config, run_dir, opts.data_dir)
@@ -224,9 +224,9 @@ def read_run(run_dir: Path, opts: ExportOptions) -> _Run:
 
 def convert_models(run: _Run, opts: ExportOptions) -> _Converted:
     """The TFLite models of the requested form and mode, each checked builtin-only (raises
-    `export.convert.NonBuiltinOpError` naming the ops)."""
-    from export.convert import check_builtin_only, op_names
-    from export.step import for_integer_conversion
+    `zoo.export.convert.NonBuiltinOpError` naming the ops)."""
+    from zoo.export.convert import check_builtin_only, op_names
+    from zoo.export.step import for_integer_conversion
 
     # Integer modes: the quantized state replaces the training-time fake quantization (kept in
     # float modes, where it is part of the model's function); a QAT model's ranges are kept.
@@ -239,8 +239,8 @@ def convert_models(run: _Run, opts: ExportOptions) -> _Converted:
 
 
 def _convert_sequence(source, run: _Run, opts: ExportOptions) -> _Converted:
-    from export.convert import with_batch_size
-    from export.quantize import convert
+    from zoo.export.convert import with_batch_size
+    from zoo.export.quantize import convert
 
     calib, note = None, None
     if opts.calibrated:
@@ -255,9 +255,9 @@ def _convert_sequence(source, run: _Run, opts: ExportOptions) -> _Converted:
 
 
 def _convert_step(source, run: _Run, opts: ExportOptions) -> _Converted:
-    from export.convert import check_builtin_only
-    from export.quantize import convert
-    from export.step import calibration_pairs, step_models
+    from zoo.export.convert import check_builtin_only
+    from zoo.export.quantize import convert
+    from zoo.export.step import calibration_pairs, step_models
 
     step, head = step_models(source)
     xs, hs, h_final = calibration_pairs(source, run.x_train, sequences=opts.calibration_sequences,
@@ -285,7 +285,7 @@ def _convert_step(source, run: _Run, opts: ExportOptions) -> _Converted:
 def write_artifacts(export: ExportDirectory, run: _Run, converted: _Converted,
                     opts: ExportOptions) -> ModelCard:
     """The models, test set and normalization; returns the card with what they determine."""
-    from export.step import state_size
+    from zoo.export.step import state_size
 
     models, config, task = converted.models, run.config, run.task
     files = export.write_models(models)
@@ -370,7 +370,7 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: _Run,
                        opts: ExportOptions) -> None:
     """``card.tflite_micro`` and the arenas: the smallest arena of each model, and the first
     ``micro_sequences`` test sequences under the tflite-micro interpreter against LiteRT."""
-    from export.micro import smallest_arena
+    from zoo.export.micro import smallest_arena
 
     if not opts.micro:
         return
@@ -419,7 +419,7 @@ def write_c_sources(export: ExportDirectory, card: ModelCard, run: _Run, convert
                     opts: ExportOptions) -> None:
     """``card.c_sources``: the models as C arrays (the modes TFLite Micro runs) and, for a step
     export, the C++ streaming loop with its host self-test and Makefile."""
-    from export.micro import c_array_sources, streaming_sources
+    from zoo.export.micro import c_array_sources, streaming_sources
 
     models, ops = converted.models, converted.ops
     if opts.form == "step":
@@ -488,7 +488,7 @@ def check_out(out: Path, overwrite: bool) -> None:
 
 
 def _task_data(config: dict, run_dir: Path, data_dir):
-    from training.tasks import get_task
+    from zoo.training.tasks import get_task
 
     run = rundir.RunDirectory(run_dir)
     # Nothing of metrics.json goes into the export, but a damaged one means a damaged run: it is

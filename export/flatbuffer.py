@@ -1,5 +1,5 @@
 """TFLite flatbuffers as mutable object trees: read, write and name ops without importing
-TensorFlow. Shared by the flatbuffer surgery of `export.sequence_int8` and the C backend."""
+TensorFlow. Shared by the flatbuffer surgery of `zoo.export.sequence_int8` and the C backend."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Streaming keyword spotting, the Python reference of the C app ``kws_app`` (export/c_backend/frontend).
 
-Per 10 ms hop of 16 kHz int16 audio: the integer front end's frame (`training.tasks.int_frontend`),
+Per 10 ms hop of 16 kHz int16 audio: the integer front end's frame (`zoo.training.tasks.int_frontend`),
 mapped to the step model's int8 input with integers (`InputMap`), one step of the int8 step model
 under TensorFlow Lite Micro (the C backend is bit-exact with it), the head's int8 logits, integer
 posteriors (`Posteriors`: a softmax through a 256-entry exp table, uint8 0..255 per class) and
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_runtime
-from export.card_schema import read_card
-from export.c_backend.graph import read_graph
-from training.tasks.int_frontend import FILTERS, FRAME, HOP, InputMap, frames_log_mel_q8
+from zoo.export import device_runtime
+from zoo.export.card_schema import read_card
+from zoo.export.c_backend.graph import read_graph
+from zoo.training.tasks.int_frontend import FILTERS, FRAME, HOP, InputMap, frames_log_mel_q8
 
 MAX_INSTANCES = 8
 
@@ -138,7 +138,7 @@ class StreamReference:
 
     def head_logits(self, h: np.ndarray) -> np.ndarray:
         """The head's int8 logits on state ``h`` (requantized into the head's input quantization
-        when it differs, as `export.c_backend.check.reference` and the C code do)."""
+        when it differs, as `zoo.export.c_backend.check.reference` and the C code do)."""
         m = self.model
         if not m.direct_head:
             h = device_runtime.quantize(device_runtime.dequantize(h, m.h_dtype, m.h_quant),

@@ -1,6 +1,6 @@
 """TFLite Micro: run a model under the tflite-micro Python interpreter, find the smallest arena,
 and generate the C array, header and the C++ sources for a step export
-(export/device_sources.py); `export.exportdir.ExportDirectory.write_sources` writes them.
+(export/device_sources.py); `zoo.export.exportdir.ExportDirectory.write_sources` writes them.
 
 The arena is measured with the Python interpreter (TFLM's own allocator and kernels, compiled for
 the host); a device build with another toolchain or alignment may need a few bytes more, so the
@@ -13,9 +13,9 @@ import re
 
 import numpy as np
 
-from export.device_runtime import count_micro_tensors, quiet_stderr
-from export.device_sources import device_sources, resolver_calls
-from export.exportdir import C_ARRAY_STEM
+from zoo.export.device_runtime import count_micro_tensors, quiet_stderr
+from zoo.export.device_sources import device_sources, resolver_calls
+from zoo.export.exportdir import C_ARRAY_STEM
 
 __all__ = ["micro_interpreter", "quiet_stderr", "works_with_arena", "smallest_arena",
            "c_array_sources", "streaming_sources", "resolver_calls"]
@@ -95,6 +95,6 @@ def c_array_sources(models: dict[str, bytes], stem: str = C_ARRAY_STEM) -> dict[
 def streaming_sources(*, title: str, io_dtype: str, card, step_ops, head_ops) -> dict[str, str]:
     """The C++ sources of a step export (file name -> text): ``main.cc`` (the streaming loop),
     ``zoo_stream.h``, ``self_test.cc`` and a ``Makefile`` (see
-    `export.device_sources.device_sources`)."""
+    `zoo.export.device_sources.device_sources`)."""
     return device_sources(title=title, io_dtype=io_dtype, card=card, step_ops=step_ops,
                           head_ops=head_ops)

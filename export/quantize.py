@@ -155,7 +155,7 @@ def convert(model, mode: str, calibration=None, *, unroll: bool = False, per_ten
     each); ``calibration`` is then ``{signature_key: {input name: array}}``.
     Raises `ConversionCrashed` when the child dies or fails, with the mode and an alternative.
     """
-    from export.convert import to_tflite, write_saved_model
+    from zoo.export.convert import to_tflite, write_saved_model
 
     if mode not in MODES:
         raise ValueError(f"unknown quantization mode {mode!r}; valid: {', '.join(MODES)}")
@@ -182,7 +182,7 @@ def convert(model, mode: str, calibration=None, *, unroll: bool = False, per_ten
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")}
         what = f"--quantize {mode} --form {form}{' --unroll' if unroll else ''}"
         try:
-            proc = subprocess.run([sys.executable, "-m", "export.quantize", str(tmp / "spec.json")],
+            proc = subprocess.run([sys.executable, "-m", "zoo.export.quantize", str(tmp / "spec.json")],
                                   capture_output=True, text=True, env=env, timeout=timeout,
                                   cwd=str(Path(__file__).resolve().parents[1]))
         except subprocess.TimeoutExpired:

@@ -1,7 +1,7 @@
 """A one-invoke int8 sequence model built from an int8 step export: the whole window in, the
 logits out, the calibrated int8 step inside a builtin ``WHILE`` loop.
 
-``build_from_export`` assembles ``sequence_int8.tflite``; ``python -m experiments.sequence_int8
+``build_from_export`` assembles ``sequence_int8.tflite``; ``python -m zoo.experiments.sequence_int8
 EXPORT_DIR`` builds it, checks its int8 logits against the step loop on every test window in
 ai-edge-litert and tflite-micro, and times it beside the step loop and the float Keras LSTM.
 
@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from export.flatbuffer import read_model, schema, write_model
+from zoo.export.flatbuffer import read_model, schema, write_model
 
 __all__ = ["Built", "build_sequence", "build_from_export", "op_names", "requantize_ops",
            "requantize_exact", "identity_exact"]
@@ -46,7 +46,7 @@ INT8, INT32, BOOL = 9, 2, 6  # schema TensorType values
 DTYPES = {0: np.float32, 2: np.int32, 6: np.bool_, 7: np.int16, 9: np.int8}
 
 
-# The schema, reading and writing live in export.flatbuffer (shared with the C backend).
+# The schema, reading and writing live in zoo.export.flatbuffer (shared with the C backend).
 _schema = schema
 
 
@@ -144,7 +144,7 @@ def _qparams(tensor) -> tuple[float, int]:
 
 def _same(a, b) -> bool:
     """The state_feedback rule of device_runtime: same dtype, float32 scale, zero point."""
-    from export.device_runtime import same_quantization
+    from zoo.export.device_runtime import same_quantization
 
     return same_quantization((DTYPES[a.type], _qparams(a)), (DTYPES[b.type], _qparams(b)))
 
@@ -258,7 +258,7 @@ def identity_exact(info: dict, runtime: str) -> dict:
     values unchanged (exhaustive: the op is elementwise)."""
     import tempfile
 
-    from export.device_runtime import open_model
+    from zoo.export.device_runtime import open_model
 
     values = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
     with tempfile.NamedTemporaryFile(suffix=".tflite") as f:
@@ -318,7 +318,7 @@ def _cond(asm, body, timesteps: int):
 def _main(asm, head, body, keep_identity_ops: bool):
     """Subgraph 0: x -> WHILE(0, h_0, x) -> head -> logits. The head's graph is copied, its h
     input replaced by the loop's final state (requantized if the head reads another scale)."""
-    from export.device_runtime import quantize
+    from zoo.export.device_runtime import quantize
 
     s = asm.s
     g = asm.copy_subgraph(head, b"main")
@@ -426,7 +426,7 @@ def build_sequence(step_bytes: bytes, head_bytes: bytes, step_io: dict, timestep
 
 def build_from_export(export_dir: Path, *, keep_identity_ops: bool = False) -> Built:
     """`build_sequence` of the ``step.tflite`` / ``head.tflite`` of a zoo int8 step export."""
-    from export.card_schema import read_card
+    from zoo.export.card_schema import read_card
 
     card = read_card(str(export_dir))
     if card.form != "step" or card.quantize != "int8":
@@ -484,7 +484,7 @@ def requantize_exact(q_in, q_out, runtime: str) -> dict:
     then quantize in float32, round half to even). Exhaustive: the op is elementwise."""
     import tempfile
 
-    from export.device_runtime import dequantize, open_model, quantize
+    from zoo.export.device_runtime import dequantize, open_model, quantize
 
     values = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
     want = quantize(dequantize(values, np.int8, q_in), np.int8, q_out)

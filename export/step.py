@@ -16,7 +16,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from export.convert import clone_with_config
+from zoo.export.convert import clone_with_config
 from zoo.layers import recurrent_layers
 
 __all__ = ["StepFormError", "recurrent_layers", "state_size", "split_model", "step_models",

@@ -26,7 +26,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("zoo", "training", "export", "experiments", "edge_rnn_zoo")
+# Import name -> its folder in the checkout (setup.py installs the layers' folders under ``zoo``).
+PACKAGE_DIRS = {"zoo.training": "training", "zoo.export": "export",
+                "zoo.experiments": "experiments", "zoo": "zoo", "edge_rnn_zoo": "edge_rnn_zoo"}
+PACKAGES = ("zoo", "edge_rnn_zoo")
 
 # Folder (or file) -> layer; the deepest entry holding a module wins.
 LAYER_OF_PATH = {
@@ -42,9 +45,28 @@ LAYER_NAMES = ["cells (zoo)", "data and tasks", "training", "export", "experimen
 MAX_LINES = 600
 
 
+def folder_of(module: str) -> str:
+    """A dotted module name as a path in the checkout, without suffix (``zoo.training.trainer``
+    -> ``training/trainer``)."""
+    for package, folder in PACKAGE_DIRS.items():  # the longest names first
+        if module == package or module.startswith(package + "."):
+            return folder + module[len(package):].replace(".", "/")
+    return module.replace(".", "/")
+
+
+def module_of(path: Path) -> str:
+    """The dotted import name of a module file of the checkout."""
+    parts = path.relative_to(REPO).with_suffix("").parts
+    name = "/".join(parts).removesuffix("/__init__")
+    for package, folder in sorted(PACKAGE_DIRS.items(), key=lambda kv: -len(kv[1])):
+        if name == folder or name.startswith(folder + "/"):
+            return package + name[len(folder):].replace("/", ".")
+    return name.replace("/", ".")
+
+
 def layer(module: str) -> int | None:
     """The layer of a dotted module name (or of a name inside a module) from its folders."""
-    parts = module.split(".")
+    parts = folder_of(module).split("/")
     for k in range(len(parts), 0, -1):
         key = "/".join(parts[:k])
         for entry in (key + ".py", key):
@@ -54,12 +76,11 @@ def layer(module: str) -> int | None:
 
 
 def project_modules():
-    for package in PACKAGES:
-        if not (REPO / package).is_dir():
+    for folder in PACKAGE_DIRS.values():
+        if not (REPO / folder).is_dir():
             continue
-        for path in sorted((REPO / package).rglob("*.py")):
-            yield ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(
-                ".__init__"), path
+        for path in sorted((REPO / folder).rglob("*.py")):
+            yield module_of(path), path
 
 
 def _absolute(node: ast.ImportFrom, module: str, path: Path) -> str | None:
@@ -85,7 +106,7 @@ def imports_of(path: Path, module: str | None = None):
             if not base:
                 continue
             yield node.lineno, base
-            for alias in node.names:  # `from training import rundir` imports training.rundir
+            for alias in node.names:  # `from training import rundir` imports zoo.training.rundir
                 yield node.lineno, f"{base}.{alias.name}"
 
 
@@ -123,8 +144,8 @@ def _names_a_package_attribute(path: Path, module: str, package: str) -> bool:
     """Whether ``module`` imports something from ``package`` itself (not only its submodules)."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and _absolute(node, module, path) == package:
-            if any(not (REPO / Path(*package.split("."), a.name)).with_suffix(".py").exists()
-                   and not (REPO / Path(*package.split("."), a.name)).is_dir()
+            if any(not (REPO / folder_of(package) / a.name).with_suffix(".py").exists()
+                   and not (REPO / folder_of(package) / a.name).is_dir()
                    for a in node.names):
                 return True
         if isinstance(node, ast.Import) and any(a.name == package for a in node.names):
@@ -204,10 +225,10 @@ def test_the_walk_finds_an_upward_import(tmp_path, monkeypatch):
     """The check itself: a cell module that imports the trainer is reported."""
     fake = tmp_path / "zoo"
     fake.mkdir()
-    (fake / "bad.py").write_text("def f():\n    from training.trainer import train\n")
+    (fake / "bad.py").write_text("def f():\n    from zoo.training.trainer import train\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     found = upward_imports()
-    assert len(found) == 1 and "zoo/bad.py:2" in found[0] and "training.trainer" in found[0]
+    assert len(found) == 1 and "zoo/bad.py:2" in found[0] and "zoo.training.trainer" in found[0]
 
 
 def test_no_import_cycle():
@@ -220,10 +241,10 @@ def test_the_walk_finds_a_cycle_and_a_private_import(tmp_path, monkeypatch):
     fake = tmp_path / "export"
     fake.mkdir()
     (fake / "__init__.py").write_text("")
-    (fake / "a.py").write_text("from export.b import _helper\n")
+    (fake / "a.py").write_text("from zoo.export.b import _helper\n")
     (fake / "b.py").write_text("def _helper():\n    from .a import thing\n")
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
-    assert import_cycles() == [["export.a", "export.b"]]
+    assert import_cycles() == [["zoo.export.a", "zoo.export.b"]]
     found = private_imports()
     assert len(found) == 1 and "export/a.py:1" in found[0] and "_helper" in found[0]
 
@@ -306,7 +327,7 @@ def test_each_script_keeps_its_python_m_entry():
 
     for group in SCRIPTS.values():
         for module, _ in group.values():
-            source = (REPO / Path(*module.split("."))).with_suffix(".py").read_text(
+            source = (REPO / folder_of(module)).with_suffix(".py").read_text(
                 encoding="utf-8")
             assert "def main(argv" in source and 'if __name__ == "__main__":' in source, module
 

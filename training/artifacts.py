@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.storage import read_json
+from zoo.training.storage import read_json
 
 __all__ = ["ArtifactError", "check_run_config", "check_state", "load_arrays",
            "load_normalization", "load_keras_model"]
@@ -50,7 +50,7 @@ def check_run_config(config, path):
     Raises:
         ArtifactError: naming ``path``, the setting and what is valid.
     """
-    from training.config import TrainConfig
+    from zoo.training.config import TrainConfig
 
     if not isinstance(config, dict):
         raise ArtifactError(f"{path}: not a zoo run config (a YAML {type(config).__name__}, "
@@ -163,8 +163,8 @@ def load_normalization(path, features=None):
     writes (`STD_FLOOR`: a smaller one is an edit, which `Normalization` would silently replace by
     1, changing every prediction; 1e-300 passed ``> 0`` and was 0 in float32), and ``features``
     of them when given (what the model takes)."""
-    from training.tasks import Normalization
-    from training.tasks.base import STD_FLOOR
+    from zoo.training.tasks import Normalization
+    from zoo.training.tasks.base import STD_FLOOR
 
     data = read_json(path, "normalization file")
     valid = f"equal-length lists of finite float32 numbers, every std > 0 and >= {STD_FLOOR:g}"

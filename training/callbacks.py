@@ -13,8 +13,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from training import logs, rundir, storage
-from training.artifacts import ArtifactError, check_state, load_arrays
+from zoo.training import logs, rundir, storage
+from zoo.training.artifacts import ArtifactError, check_state, load_arrays
 
 _log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def write_weights(weights, path: Path) -> None:
 
 def read_weights(path: Path) -> list:
     """The weights `write_weights` wrote (``arr_0`` ... ``arr_N``), read through
-    `training.artifacts.load_arrays`: a pickle or a damaged file is refused, naming it."""
+    `zoo.training.artifacts.load_arrays`: a pickle or a damaged file is refused, naming it."""
     saved = load_arrays(path, "best-weights file")
     names = [f"arr_{i}" for i in range(len(saved))]
     if sorted(saved) != sorted(names):

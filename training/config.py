@@ -41,14 +41,14 @@ class TrainConfig:
     # FastGRNN three-phase training (dense, iterative hard thresholding, fixed support).
     sparsity_w: float | None = None
     sparsity_u: float | None = None
-    # IMU data augmentation (training.augment): e.g. {"rotation": 15, "scale": 0.1, "jitter":
+    # IMU data augmentation (zoo.training.augment): e.g. {"rotation": 15, "scale": 0.1, "jitter":
     # 0.05, "time_warp": 0.2, "magnitude_warp": 0.2}; None: off.
     augment: dict[str, Any] | None = None
     seed: int = 0
     # Warm start: a run directory whose trained weights initialise this model (same weight
     # shapes), e.g. quantization-aware fine-tuning of a float run with state_quant_bits set.
     init_from: str | None = None
-    # Knowledge distillation (training.distill; Hinton et al. 2015): {"teacher": RUN or [RUNS],
+    # Knowledge distillation (zoo.training.distill; Hinton et al. 2015): {"teacher": RUN or [RUNS],
     # "alpha": 0.5, "temperature": 2.0}. The student trains on (1 - alpha) CE(y, student) +
     # alpha T^2 KL(softmax(teacher / T) || softmax(student / T)), several teachers' softened
     # probabilities averaged; teachers are finished runs of the same task (relative paths from
@@ -149,11 +149,11 @@ _RULES = {  # field -> (accepts, what is valid)
     "sparsity_w": (lambda v: v is None or (_is_number(v) and 0 < v <= 1), "a number in (0, 1]"),
     "sparsity_u": (lambda v: v is None or (_is_number(v) and 0 < v <= 1), "a number in (0, 1]"),
     "augment": (lambda v: v is None or isinstance(v, dict),
-                "a mapping of augmentation options (training.augment), or unset"),
+                "a mapping of augmentation options (zoo.training.augment), or unset"),
     "seed": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
     "init_from": (lambda v: v is None or isinstance(v, str), "a run directory"),
     "distill": (lambda v: v is None or isinstance(v, dict),
-                "a mapping of teacher, alpha, temperature (training.distill), or unset"),
+                "a mapping of teacher, alpha, temperature (zoo.training.distill), or unset"),
     "mixed_precision": (lambda v: isinstance(v, bool), "true or false"),
     "distribute": (lambda v: v in ("none", "mirrored"), "none or mirrored"),
     "backend": (lambda v: v in ("tensorflow", "jax"), "tensorflow or jax"),
@@ -183,7 +183,7 @@ _NUMERIC_OPTIONS = {
 _OPTION_FLAGS = {"units": "--units", "k": "--k", "rank": "--rank"}
 
 
-# The options of ``distill`` (training.distill): option -> (default, what is valid, check);
+# The options of ``distill`` (zoo.training.distill): option -> (default, what is valid, check);
 # "teacher" has no default: it is required.
 DISTILL_OPTIONS = {
     "teacher": (None, "a finished run directory, or a non-empty list of different ones (an "
@@ -206,7 +206,7 @@ def _teacher_list(value) -> list[str]:
 def check_distill(options) -> dict[str, Any]:
     """``options`` (the ``distill`` setting) with the defaults filled in; ValueError naming the
     first unknown, missing or invalid option and what is valid. Needs no Keras and reads no
-    file (the teachers are checked where a run starts: `training.distill.check_teacher_runs`)."""
+    file (the teachers are checked where a run starts: `zoo.training.distill.check_teacher_runs`)."""
     if not isinstance(options, dict):
         raise ValueError(f"invalid distill: {options!r}; valid: a mapping of "
                          f"{', '.join(DISTILL_OPTIONS)} (or unset: no distillation)")
@@ -235,7 +235,7 @@ def validate(config: "TrainConfig") -> None:
         _check_setting(name, getattr(config, name), _FLAGS.get(name, "--" + name.replace("_", "-")))
     _validate_model_options(config.model, config.model_options)
     if config.augment is not None:
-        from training.augment import check_options
+        from zoo.training.augment import check_options
 
         check_options(config.augment)
     if config.lr_schedule == "cosine" and config.lr_decay_epochs:

@@ -14,7 +14,7 @@ How it is wired (`install`): the student stays the plain functional model every 
 only that instance's ``compute_loss`` is replaced, so the teachers are never layers of the
 student: they are not trained, not in its checkpoints and not in its ``model.keras``, which
 loads, evaluates and exports like any run's. The teachers run inside the train step on the very
-batch the student sees (augmented in the input pipeline, `training.trainer.epoch_batches`),
+batch the student sees (augmented in the input pipeline, `zoo.training.trainer.epoch_batches`),
 mapped from the student's normalisation to each teacher's own ``normalization.json``. The
 validation and test losses are the task's alone, so ``val_loss`` means the same with and without
 distillation.
@@ -30,11 +30,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from training.config import check_distill
+from zoo.training.config import check_distill
 
 _log = logging.getLogger(__name__)
 
-# The placeholder `zoo sweep cv` fills in with each fold's number (experiments.trials).
+# The placeholder `zoo sweep cv` fills in with each fold's number (zoo.experiments.trials).
 FOLD = "{fold}"
 
 
@@ -42,7 +42,7 @@ def check_teacher_runs(options: dict, task: str) -> list[Path]:
     """The teachers' run directories, each checked to be a finished run of ``task`` (from its
     files, without Keras: a sweep plans with it before any trial starts). ValueError or
     FileNotFoundError naming the teacher and what is wrong."""
-    from training.rundir import RunDirectory
+    from zoo.training.rundir import RunDirectory
 
     runs = []
     for path in check_distill(options)["teacher"]:
@@ -79,10 +79,10 @@ def load_teachers(options: dict, task) -> list[Teacher]:
     """The teachers of ``options`` (the ``distill`` setting), checked against ``task``: a
     finished run of the task (`check_teacher_runs`) whose model takes its inputs and outputs
     one logit (or probability) per class. Each file is read as ``zoo eval`` reads a run's
-    (`training.artifacts`: damage is named), and the model is frozen."""
-    from training.artifacts import check_run_config, load_keras_model, load_normalization
-    from training.data.download import sha256_file
-    from training.rundir import RunDirectory
+    (`zoo.training.artifacts`: damage is named), and the model is frozen."""
+    from zoo.training.artifacts import check_run_config, load_keras_model, load_normalization
+    from zoo.training.data.download import sha256_file
+    from zoo.training.rundir import RunDirectory
 
     teachers = []
     for root in check_teacher_runs(options, task.name):
@@ -212,7 +212,7 @@ def install(model, teachers: list[Teacher], options: dict, normalization) -> Non
     loss exactly.
 
     Args:
-        model: the student, compiled (`training.trainer.build_model`, or a checkpoint's model
+        model: the student, compiled (`zoo.training.trainer.build_model`, or a checkpoint's model
             on resume: call it again on every model that is fitted).
         teachers: `Teacher`s (`load_teachers`).
         options: the ``distill`` setting (alpha and temperature are read from it).

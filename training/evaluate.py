@@ -9,8 +9,8 @@ import numpy as np
 
 def load_run(run_dir: str | Path):
     """(config dict, keras model, Normalization) of a finished run (see
-    `training.runs.read_finished_run`: each file checked, damage named)."""
-    from training.runs import read_finished_run
+    `zoo.training.runs.read_finished_run`: each file checked, damage named)."""
+    from zoo.training.runs import read_finished_run
 
     return read_finished_run(Path(run_dir))
 
@@ -19,8 +19,8 @@ def load_run_with_data(run_dir: str | Path, data_dir=None, *, need_val: bool = F
     """(config dict, keras model, Normalization, task, data) of a finished run, its data split as
     the run split it (``data_dir`` defaults to where the run found its data). ``need_val``:
     refuse a run with no validation split (a final retrain)."""
-    from training.rundir import RunDirectory
-    from training.tasks import get_task
+    from zoo.training.rundir import RunDirectory
+    from zoo.training.tasks import get_task
 
     config, model, norm = load_run(run_dir)
     task = get_task(config["task"], **(config.get("task_options") or {}))
@@ -39,9 +39,9 @@ def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -
 def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | None = None) -> dict:
     """Score a finished run; ``task_options`` override the run's (e.g. ``evaluate_on="all"``).
     ``data_dir`` defaults to where the run found its data (if that still exists)."""
-    from training.rundir import RunDirectory
-    from training.runs import check_model_fits_task
-    from training.tasks import get_task
+    from zoo.training.rundir import RunDirectory
+    from zoo.training.runs import check_model_fits_task
+    from zoo.training.tasks import get_task
 
     config, model, norm = load_run(run_dir)
     if data_dir is None:

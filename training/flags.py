@@ -33,7 +33,7 @@ def strict_float(text: str) -> float:
 
 
 def describe_range(kind: str, low=None, high=None, low_open: bool = False) -> str:
-    """``"an integer >= 1"``, ``"a number in (0, 1]"``... (training.config's rules' wording)."""
+    """``"an integer >= 1"``, ``"a number in (0, 1]"``... (zoo.training.config's rules' wording)."""
     article = "an integer" if kind == "int" else "a number"
     if low is not None and high is not None:
         if kind == "int":
@@ -85,7 +85,7 @@ def number_in(low: float | None = None, high: float | None = None, low_open: boo
 def key_value(text: str) -> tuple[str, object]:
     """``KEY=VALUE`` with a YAML-typed value (3 -> int, 0.1 -> float, none -> None): the one
     parser of ``zoo train --option/--task-option`` and ``zoo sweep --option/--set``. What the
-    key may be and which values are valid is the caller's to check (training.config's rules)."""
+    key may be and which values are valid is the caller's to check (zoo.training.config's rules)."""
     import yaml
 
     key, sep, value = text.partition("=")

@@ -19,8 +19,12 @@ import sys
 from typing import Callable
 
 # The top-level packages whose loggers `configure` sets (every module logs under one of them).
-PACKAGES = ("zoo", "training", "export", "experiments", "edge_rnn_zoo")
-# ... and a module run as a script (``python -m experiments.sweep``), whose logger is __main__.
+PACKAGES = ("zoo", "edge_rnn_zoo")
+# The library's layers below the experiments: what `quieted` quiets by default.
+LIBRARY = ("zoo", )
+# ... except the experiments' own records (their tables), which `quieted` leaves as they were.
+EXPERIMENTS = "zoo.experiments"
+# ... and a module run as a script (``python -m zoo.experiments.sweep``), whose logger is __main__.
 _CONFIGURED = (*PACKAGES, "__main__")
 
 
@@ -62,7 +66,7 @@ def configure(level: int = logging.INFO) -> None:
 
     The records stop at the zoo's loggers: absl (TensorFlow's logging) calls
     ``logging.basicConfig()`` the first time it logs, and that root handler would print every
-    line a second time, as ``INFO:export.exporter:...`` on stderr.
+    line a second time, as ``INFO:zoo.export.exporter:...`` on stderr.
     """
     for name in _CONFIGURED:
         logger = logging.getLogger(name)
@@ -89,18 +93,23 @@ def command_output(level: int = logging.INFO):
 
 
 @contextlib.contextmanager
-def quieted(packages: tuple[str, ...] = ("zoo", "training", "export"),
-            level: int = logging.WARNING):
+def quieted(packages: tuple[str, ...] = LIBRARY, level: int = logging.WARNING):
     """The loggers of ``packages`` (the library's, by default) at ``level`` at least for the
     block: an experiment that trains and exports on the way to its own table keeps their
-    progress out of its output (what passing ``print_fn=lambda *a, **k: None`` did)."""
+    progress out of its output (what passing ``print_fn=lambda *a, **k: None`` did). The
+    experiments' own logger keeps the level it had (it sits under ``zoo`` too)."""
     loggers = [logging.getLogger(name) for name in packages]
+    kept = logging.getLogger(EXPERIMENTS)
     saved = [logger.level for logger in loggers]
+    saved_kept = kept.level
+    if "zoo" in packages:
+        kept.setLevel(kept.getEffectiveLevel())
     for logger in loggers:
         logger.setLevel(max(level, logger.getEffectiveLevel()))
     try:
         yield
     finally:
+        kept.setLevel(saved_kept)
         for logger, level_was in zip(loggers, saved):
             logger.setLevel(level_was)
 

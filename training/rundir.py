@@ -1,7 +1,7 @@
 """The run directory ``zoo train`` writes: the one place its file names are used (`RunDirectory`).
 
-How it is kept whole (marker, lock, atomic files, staging and swap) is `training.storage`,
-shared with export directories; reading a finished run's model is `training.runs`.
+How it is kept whole (marker, lock, atomic files, staging and swap) is `zoo.training.storage`,
+shared with export directories; reading a finished run's model is `zoo.training.runs`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from training import storage
-from training.storage import RUN_MARKER, StorageError, owned, read_json
+from zoo.training import storage
+from zoo.training.storage import RUN_MARKER, StorageError, owned, read_json
 
 __all__ = ["RunDirectory", "RunDirError", "RUN_MARKER", "check_out", "check_out_argument",
            "check_run_dir_argument"]
@@ -144,7 +144,7 @@ def check_out_argument(out, overwrite: bool) -> None:
     """`check_out` for a command's usage check (``zoo train``'s ``check_train``, run before Keras
     loads): the refusal of a finished run or a user's folder as ValueError, which the dispatcher
     answers in one line, in well under a second instead of after TensorFlow's import."""
-    from training.storage import real_target
+    from zoo.training.storage import real_target
 
     check_no_dangling_link(Path(out))
     try:

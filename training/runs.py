@@ -1,7 +1,7 @@
 """Finished runs, read and reused: a run's checked files loaded (`read_finished_run`,
 `load_keras_model`, `load_normalization`, `check_model_fits_task`) and train-or-reuse, the
-driver the benchmark and study scripts share (``zoo bench``, ``experiments.quality``,
-``experiments.device_latency``, ``experiments.benchmarks.accuracy``).
+driver the benchmark and study scripts share (``zoo bench``, ``zoo.experiments.quality``,
+``zoo.experiments.device_latency``, ``zoo.experiments.benchmarks.accuracy``).
 
 It lives in ``training`` so that the training benchmarks can use it without importing ``export``
 (training is the lower layer); eval, export and the export scripts import it from here.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from training.artifacts import check_run_config, load_keras_model, load_normalization
-from training.rundir import RunDirectory
+from zoo.training.artifacts import check_run_config, load_keras_model, load_normalization
+from zoo.training.rundir import RunDirectory
 
 __all__ = ["train_or_reuse", "read_finished_run", "load_keras_model", "load_normalization",
            "check_model_fits_task"]
@@ -24,14 +24,14 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
 
     A finished run there is reused as it is (its settings are not compared: the caller names run
     directories by their settings); otherwise ``config`` is trained into it, and an unfinished
-    run of the same settings resumes from its last checkpoint (`training.trainer.train`).
+    run of the same settings resumes from its last checkpoint (`zoo.training.trainer.train`).
 
     Args:
-        config: a `training.config.TrainConfig`.
+        config: a `zoo.training.config.TrainConfig`.
         run_dir: the run directory.
         data_dir: the dataset folder or archive (None: the task's default location).
-        verbose, print_fn: passed to `training.trainer.train` (print_fn is deprecated: the
-            trainer logs its messages; see `training.logs`).
+        verbose, print_fn: passed to `zoo.training.trainer.train` (print_fn is deprecated: the
+            trainer logs its messages; see `zoo.training.logs`).
 
     Returns:
         ``run_dir`` as a Path.
@@ -44,7 +44,7 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
     """
     run = RunDirectory(run_dir)
     if not run.is_finished():
-        from training.trainer import train
+        from zoo.training.trainer import train
 
         train(config, run.root, data_dir=data_dir, verbose=verbose, print_fn=print_fn)
     return run.root

@@ -35,16 +35,16 @@ import yaml
 
 import zoo
 from zoo import qat
-from training import callbacks as cb
+from zoo.training import callbacks as cb
 from zoo.layers import recurrent_layers
-from training import augment, distill, logs, rundir, storage
-from training.artifacts import check_run_config, load_keras_model
-from training.provenance import hardware, versions
-from training.warm_start import warm_start_weights
-from training.config import TrainConfig
-from training.rundir import RunDirError  # noqa: F401  (re-exported)
-from training.rundir import check_out  # re-exported; no Keras needed there
-from training.storage import RUN_MARKER
+from zoo.training import augment, distill, logs, rundir, storage
+from zoo.training.artifacts import check_run_config, load_keras_model
+from zoo.training.provenance import hardware, versions
+from zoo.training.warm_start import warm_start_weights
+from zoo.training.config import TrainConfig
+from zoo.training.rundir import RunDirError  # noqa: F401  (re-exported)
+from zoo.training.rundir import check_out  # re-exported; no Keras needed there
+from zoo.training.storage import RUN_MARKER
 
 FINAL_FILES = rundir.RunDirectory.FINAL_FILES
 _log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ def epoch_batches(x, y, batch_size: int, seed: int, first_epoch: int, last_epoch
     """Batches of epochs ``first_epoch..last_epoch-1``; each epoch's order (and, with
     ``transform(x_batch, rng)``, e.g. the augmentation, its random numbers, and ``mixup``'s)
     depends only on (seed, epoch), so a resumed run sees exactly the batches an uninterrupted
-    one would. With ``mixup`` (alpha > 0) each batch is `training.augment.mixup`'s
+    one would. With ``mixup`` (alpha > 0) each batch is `zoo.training.augment.mixup`'s
     ``(x, y, sample_weight)``."""
     n = len(x)
     for epoch in range(first_epoch, last_epoch):
@@ -172,7 +172,7 @@ def epoch_batches(x, y, batch_size: int, seed: int, first_epoch: int, last_epoch
 
 
 def augmenter(config: TrainConfig, task, normalization):
-    """The run's augmentation (`training.augment.Augmenter`), or None when it has none."""
+    """The run's augmentation (`zoo.training.augment.Augmenter`), or None when it has none."""
     if not config.augment:
         return None
     return augment.Augmenter(config.augment, task.sensors, normalization.mean, normalization.std)
@@ -254,7 +254,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
           verbose: int | None = None, print_fn=None) -> dict:
     """Train ``config`` into ``run_dir`` and return the metrics written to ``metrics.json``.
 
-    Progress (one line per epoch, the result) is logged at INFO (`training.logs`); a
+    Progress (one line per epoch, the result) is logged at INFO (`zoo.training.logs`); a
     ``print_fn`` (deprecated) receives those lines instead.
 
     ``run_dir`` is locked for the whole run (a second process fails naming this one). When it
@@ -262,7 +262,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     checkpoint. With ``overwrite``, a finished run of the zoo's is replaced, but only once the
     new run has finished: until then it is built beside it (see ``docs/reliability.md``).
     """
-    from training.tasks import get_task
+    from zoo.training.tasks import get_task
 
     say = logs.reporter(_log, print_fn)
     run_dir = Path(run_dir)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import keras
 
-from training import rundir
-from training.artifacts import load_keras_model
+from zoo.training import rundir
+from zoo.training.artifacts import load_keras_model
 from zoo import qat
 
 

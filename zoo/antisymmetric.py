@@ -46,7 +46,7 @@ class AntisymmetricRNNCell(ZooCell):
             h_t to the symmetric b-bit grid on ``[-c, c]`` (step ``c / (2^(b-1) - 1)``, zero at a
             grid point), i.e. quantization-aware training of the state an int8 step model feeds
             back. The forward pass is ``round(h / s) * s``; the gradient is the identity. Needs
-            ``state_clip``. Integer exports drop it (``export.step.without_fake_quant``).
+            ``state_clip``. Integer exports drop it (``zoo.export.step.without_fake_quant``).
         use_bias: whether to use b (default True).
         kernel_regularizer, recurrent_regularizer, bias_regularizer: optional regularizers of V,
             W and b.

@@ -26,7 +26,7 @@ it works on every backend (a variable cannot be assigned from inside a JAX scan)
 
 Weights are fake-quantized as the zoo's export quantizes them: symmetric, per tensor, 8 bits on
 the narrow range [-127, 127] with scale ``max|w| / 127`` (a graph with FakeQuant activations needs
-the converter's dense-layer per-tensor switch as well, `export.quantize.set_integer_mode`). The
+the converter's dense-layer per-tensor switch as well, `zoo.export.quantize.set_integer_mode`). The
 exported graph leaves that rounding to the converter (``weights=False`` in `QuantPoints`), which
 gives the same integers.
 """
@@ -201,7 +201,7 @@ def observing(cell):
 def only_points(cell, names, weights: bool):
     """Inside, ``cell`` quantizes only the points ``names`` and, if ``weights``, its weights:
     every other tensor of the step stays float. A diagnostic of which rounding costs accuracy
-    (`experiments.qat_points`). It acts when the step is traced: a model's compiled predict
+    (`zoo.experiments.qat_points`). It acts when the step is traced: a model's compiled predict
     function must be made again inside (``make_predict_function(force=True)``)."""
     q = cell.quant_points
     unknown = set(names) - set(q.names)

@@ -26,7 +26,7 @@ __all__ = ["analyze_model", "analyze_run"]
 def __getattr__(name):
     # Lazy, so that `zoo analyze --help` (which imports edge_rnn_zoo.analyze_cli) loads no Keras.
     if name in __all__:
-        from experiments.analysis import report
+        from zoo.experiments.analysis import report
 
         return getattr(report, name)
-    raise AttributeError(f"module 'experiments.analysis' has no attribute {name!r}")
+    raise AttributeError(f"module 'zoo.experiments.analysis' has no attribute {name!r}")

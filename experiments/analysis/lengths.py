@@ -1,7 +1,7 @@
 """Length generalisation on 003's regular languages: accuracy at the longest training length L and
 at the test length (default 2L) of runs trained on lengths <= L.
 
-    python -m experiments.analysis.lengths runs/tomita4-lstm runs/tomita4-fastrnn ...
+    python -m zoo.experiments.analysis.lengths runs/tomita4-lstm runs/tomita4-fastrnn ...
 
 prints one markdown row per run. Strings are fresh draws (seed ``split_seed + 1000``), half
 accepted and half rejected, all of exactly the length in the column.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.flags import int_in
+from zoo.training.flags import int_in
 
 
 def length_accuracy(run_dir, n: int = 1000) -> dict:
@@ -25,9 +25,9 @@ def length_accuracy(run_dir, n: int = 1000) -> dict:
         run_dir: a finished `zoo train` run on a regular-language task.
         n: strings per length.
     """
-    from training.evaluate import load_run
-    from training.tasks import get_task
-    from training.tasks.regular import RegularLanguage
+    from zoo.training.evaluate import load_run
+    from zoo.training.tasks import get_task
+    from zoo.training.tasks.regular import RegularLanguage
 
     config, model, norm = load_run(run_dir)
     task = get_task(config["task"], **config.get("task_options_resolved",

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.analysis import gradients, memory, stability, truncation
-from experiments.analysis.equilibrium import irnn_report
-from experiments.analysis.stepper import CellStepper, flatten_steps
-from training import logs
+from zoo.experiments.analysis import gradients, memory, stability, truncation
+from zoo.experiments.analysis.equilibrium import irnn_report
+from zoo.experiments.analysis.stepper import CellStepper, flatten_steps
+from zoo.training import logs
 from zoo.irnn import IRNNCell
 
 _log = logging.getLogger(__name__)
@@ -155,9 +155,9 @@ def _last_above(curve: np.ndarray, level: float) -> int | None:
 
 def load_validation(run_dir: Path, data_dir=None):
     """(config, model, x_val normalised, y_val, task kind) of a finished run."""
-    from training.evaluate import load_run
-    from training.rundir import RunDirectory
-    from training.tasks import get_task
+    from zoo.training.evaluate import load_run
+    from zoo.training.rundir import RunDirectory
+    from zoo.training.tasks import get_task
 
     config, model, norm = load_run(run_dir)
     source = RunDirectory(run_dir).recorded_data_source() or ""
@@ -190,8 +190,8 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=None, **options) 
 
     >>> report = analyze_run("runs/har2-fastrnn")  # writes runs/har2-fastrnn/analysis/
     """
-    from experiments.analysis.plots import write_plots
-    from experiments.analysis.markdown import render, summary
+    from zoo.experiments.analysis.plots import write_plots
+    from zoo.experiments.analysis.markdown import render, summary
 
     say = logs.reporter(_log, print_fn)
     run_dir = Path(run_dir)

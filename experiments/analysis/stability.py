@@ -102,7 +102,7 @@ def recurrence_report(cell, steps: int) -> dict:
     """sigma_max of the recurrence (000's L_rho sigma_max < 1 criterion where rho is known) and,
     for an Elman-form cell (`is_elman_form`), 002's memory factor for z = sigma_1 sigma_max
     (z = sigma_1 alpha_m for DiagonalRNN). Other cells get it from the measured contraction
-    constant (`experiments.analysis.report`)."""
+    constant (`zoo.experiments.analysis.report`)."""
     matrix, what = recurrence_matrix(cell)
     out = {"matrix": what}
     if matrix is None:

@@ -1,6 +1,6 @@
 """Train every zoo cell and the Keras baselines on real data, same budget, one table.
 
-    python -m experiments.benchmarks.accuracy --tasks har2 dsa19 --data-root ../shared/data \
+    python -m zoo.experiments.benchmarks.accuracy --tasks har2 dsa19 --data-root ../shared/data \
         --epochs 60 --out bench/accuracy
 
 Every model gets the same optimiser (Adam), learning rate, gradient clipping, batch, epoch budget,
@@ -15,8 +15,8 @@ import argparse
 import csv
 from pathlib import Path
 
-from training.config import MAX_UNITS
-from training.flags import int_in, number_in
+from zoo.training.config import MAX_UNITS
+from zoo.training.flags import int_in, number_in
 
 # name -> model options; hidden size 80 everywhere (004 Table 5 for HAR-2).
 MODELS = {
@@ -58,9 +58,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="bench/accuracy")
     args = parser.parse_args(argv)
 
-    from training.config import TrainConfig
-    from training.rundir import RunDirectory
-    from training.runs import train_or_reuse
+    from zoo.training.config import TrainConfig
+    from zoo.training.rundir import RunDirectory
+    from zoo.training.runs import train_or_reuse
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from training import logs
+    from zoo.training import logs
 
     logs.configure()  # run as a script: print the library's messages as `zoo` does
     raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Trace what an iRNN's training does to its step size and state, epoch by epoch.
 
-    python -m experiments.benchmarks.collapse_trace --task har2 \
+    python -m zoo.experiments.benchmarks.collapse_trace --task har2 \
         --data-dir ../shared/data/archives/uci_har_train_full.zip --epochs 20 \
         --option state_clip=1.0 --option state_quant_bits=8 --option eta_parametrization=raw \
         --out bench/collapse/raw
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from training.flags import int_in, number_in
+from zoo.training.flags import int_in, number_in
 
 
 def _options(pairs: list[str]) -> dict:
@@ -46,9 +46,9 @@ def main(argv=None) -> int:
 
     import keras
 
-    from training.config import TrainConfig
-    from training.tasks import get_task
-    from training.trainer import build_model, epoch_batches, recurrent_cell
+    from zoo.training.config import TrainConfig
+    from zoo.training.tasks import get_task
+    from zoo.training.trainer import build_model, epoch_batches, recurrent_cell
     from zoo.layers import recurrent_layers
 
     task = get_task(args.task)

@@ -1,14 +1,14 @@
 """Keyword-spotting sweep on ``google12_testset``: learning rate chosen on the validation speakers,
 then 3 seeds of each model at that rate.
 
-    python -m experiments.benchmarks.kws --data-dir ARCHIVE --out runs/kws [--epochs 40] [--jobs 6]
+    python -m zoo.experiments.benchmarks.kws --data-dir ARCHIVE --out runs/kws [--epochs 40] [--jobs 6]
 
 Phase 1 trains every model of `MODELS` at every ``--lrs`` value with seed 0; the rate with the best
 validation accuracy (at the restored best epoch) is kept; phase 2 trains seeds 1 and 2 at that rate
 (seed 0 is the phase-1 run); finished runs are not retrained. ``OUT/selection.json`` lists, per model, the validation accuracy of
 each rate and the three run directories; ``experiments/kws_bench.py`` reads it.
 
-Runs go through `training.trainer.train`, one process per run (``--jobs`` at a time); it also
+Runs go through `zoo.training.trainer.train`, one process per run (``--jobs`` at a time); it also
 runs where TensorFlow is not installed (a JAX-only accelerator machine), without TensorBoard logs.
 """
 
@@ -24,8 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-from training.flags import int_in, key_value, number_in
-from training.rundir import RunDirectory
+from zoo.training.flags import int_in, key_value, number_in
+from zoo.training.rundir import RunDirectory
 
 TASK = "google12_testset"
 # The bounded state of the int8 recipe. eta needs no eta_constraint="non_neg": the iRNN's default
@@ -52,9 +52,9 @@ def _train_one(job: dict) -> dict:
         return job
     import keras
 
-    from training import logs
-    from training.config import resolve
-    from training.trainer import train
+    from zoo.training import logs
+    from zoo.training.config import resolve
+    from zoo.training.trainer import train
 
     logs.configure(job["log_level"])  # a spawned worker: the parent's handler and level
 
@@ -100,14 +100,14 @@ def main(argv=None) -> int:
                    "--task-option features=int_logmel (the C app's integer front end)")
     p.add_argument("--augment", type=key_value, action="append", default=[],
                    metavar="KEY=VALUE", help="an augment option of every run, e.g. --augment "
-                   "time_mask=10 (SpecAugment's masks, training.augment)")
+                   "time_mask=10 (SpecAugment's masks, zoo.training.augment)")
     p.add_argument("--no-train", action="store_true",
                    help="train nothing: write the selection from the runs already finished")
     p.add_argument("--selection", default="selection.json",
                    help="file name (in --out) for the selection; experiments/kws_bench.py reads it")
     args = p.parse_args(argv)
     out = Path(args.out)
-    from training.tasks import get_task
+    from zoo.training.tasks import get_task
 
     task_options, augment = dict(args.task_option), dict(args.augment) or None
     # Featurise once, before the workers read the cache (an invalid option fails here).
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from training import logs
+    from zoo.training import logs
 
     logs.configure()  # run as a script: print the library's messages as `zoo` does
     sys.exit(main())

@@ -2,10 +2,10 @@
 
     zoo sweep realscale --har ../shared/data/archives/uci_har_train_full.zip \
         --dsa ../shared/data/archives/dsa19_train_full.zip --out bench/realscale --num-cpus 2
-    python -m experiments.benchmarks.realscale --out bench/realscale            # the table again
-    python -m experiments.benchmarks.realscale --out A --compare B   # A vs B, seed by seed
+    python -m zoo.experiments.benchmarks.realscale --out bench/realscale            # the table again
+    python -m zoo.experiments.benchmarks.realscale --out A --compare B   # A vs B, seed by seed
 
-The runs are trained by ``zoo sweep realscale`` (`experiments.sweep`: Ray Tune trials, an
+The runs are trained by ``zoo sweep realscale`` (`zoo.experiments.sweep`: Ray Tune trials, an
 embedded local Ray or a cluster; it replaced this module's ``--shard I/N`` processes); this module
 defines the table (models, folds, budget: `grid`, `run_config`, `run_dir_of`) and reports it.
 
@@ -29,9 +29,9 @@ import json
 import statistics
 from pathlib import Path
 
-from training.config import MAX_UNITS
-from training.flags import int_in, number_in
-from training.rundir import RunDirectory
+from zoo.training.config import MAX_UNITS
+from zoo.training.flags import int_in, number_in
+from zoo.training.rundir import RunDirectory
 
 # label -> (model, model options). Hidden 80 everywhere (004 Table 5); the iRNN family with the
 # bounded, 8-bit fake-quantized state that integer export needs (docs/export.md).
@@ -62,14 +62,14 @@ FOLDS = {"har2": 5, "dsa19": 4}
 def validation_fold(task: str, fold: int) -> list[int]:
     """The training subjects held out for validation in ``fold``: the task option
     ``val_fold=[fold, n]`` on the full data."""
-    from training.tasks.base import fold_subjects
+    from zoo.training.tasks.base import fold_subjects
 
     n = FOLDS[task]
     return fold_subjects(TRAIN_SUBJECTS[task], [fold % n, n])
 
 
 def run_config(task: str, label: str, seed: int, args):
-    from training.config import TrainConfig
+    from zoo.training.config import TrainConfig
 
     model, options = MODELS[label]
     return TrainConfig(task=task, model=model, seed=seed,

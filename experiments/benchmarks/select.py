@@ -1,8 +1,8 @@
 """Pick each model's learning rate by validation accuracy across accuracy-benchmark runs.
 
-    python -m experiments.benchmarks.select bench/accuracy:1e-2 bench/accuracy_lr3e-3:3e-3
+    python -m zoo.experiments.benchmarks.select bench/accuracy:1e-2 bench/accuracy_lr3e-3:3e-3
 
-Each argument is ``FOLDER:LABEL`` for a ``results.csv`` written by ``experiments.benchmarks.accuracy``.
+Each argument is ``FOLDER:LABEL`` for a ``results.csv`` written by ``zoo.experiments.benchmarks.accuracy``.
 Selection uses validation accuracy only (ties: lower validation loss is not recorded, so the
 first folder wins); the test accuracy of the selected run is what the table reports.
 """
@@ -18,7 +18,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="Pick each model's learning rate by validation "
                                             "accuracy across accuracy-benchmark runs.")
     p.add_argument("runs", nargs="+", metavar="FOLDER:LABEL",
-                   help="a folder with the results.csv of experiments.benchmarks.accuracy, and the "
+                   help="a folder with the results.csv of zoo.experiments.benchmarks.accuracy, and the "
                         "label (its learning rate) to show for it")
     return p
 
@@ -29,7 +29,7 @@ def _results(arg: str) -> list[dict]:
     folder, _ = arg.rsplit(":", 1)
     path = Path(folder) / "results.csv"
     if not path.is_file():
-        raise SystemExit(f"error: no such file: {path} (written by experiments.benchmarks.accuracy "
+        raise SystemExit(f"error: no such file: {path} (written by zoo.experiments.benchmarks.accuracy "
                          "--out FOLDER)")
     with open(path, newline="") as f:
         return list(csv.DictReader(f))

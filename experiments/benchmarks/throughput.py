@@ -1,7 +1,7 @@
 """Training throughput (sequences/s) of every registered model at equal hidden size, one run.
 
-    python -m experiments.benchmarks.throughput --data-dir ../shared/data/har --units 80
-    KERAS_BACKEND=jax python -m experiments.benchmarks.throughput --data-dir ... --compare-cpu
+    python -m zoo.experiments.benchmarks.throughput --data-dir ../shared/data/har --units 80
+    KERAS_BACKEND=jax python -m zoo.experiments.benchmarks.throughput --data-dir ... --compare-cpu
 
 Each model trains on real HAR-2 batches (128 x 9) with Adam; after warm-up steps (tracing,
 compilation) ``--steps`` optimizer steps are timed, repeated ``--repeats`` times, and the median
@@ -23,8 +23,8 @@ import sys
 import tempfile
 import time
 
-from training.config import MAX_UNITS
-from training.flags import int_in
+from zoo.training.config import MAX_UNITS
+from zoo.training.flags import int_in
 
 
 def measure(args) -> dict:
@@ -32,9 +32,9 @@ def measure(args) -> dict:
     import keras
 
     import zoo
-    from training.tasks import get_task
-    from training.provenance import gpu_names
-    from training.trainer import loss_and_metrics
+    from zoo.training.tasks import get_task
+    from zoo.training.provenance import gpu_names
+    from zoo.training.trainer import loss_and_metrics
 
     task = get_task(args.task)
     data = task.load(args.data_dir)
@@ -71,7 +71,7 @@ def measure_on_cpu(argv: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "cpu.json")
         child = [a for a in argv if a != "--compare-cpu"] + ["--json", out]
-        subprocess.run([sys.executable, "-m", "experiments.benchmarks.throughput", *child],
+        subprocess.run([sys.executable, "-m", "zoo.experiments.benchmarks.throughput", *child],
                        env=env, check=True)
         with open(out) as f:
             return json.load(f)

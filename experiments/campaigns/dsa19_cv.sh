@@ -40,7 +40,7 @@ lean+=(--variant "l_r16_u80_rot60_mix02_qat={\"augment\": {\"rotation\": 60}, \"
 # of each tensor (qat_percentile; the stages so far: 99.99), HAR-2's int8 lever (docs/realscale.md §15).
 lean+=(--variant "l_r16_u80_rot60_qat_p98={\"augment\": {\"rotation\": 60}, \"model_options\": {$opts, \"qat\": \"int8\",
     \"qat_percentile\": 98.0}, $QAT_STAGE, \"init_from\": \"variant:l_r16_u80_rot60\"}")
-python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --folds 4 --epochs 30 \
+python -m zoo.experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --folds 4 --epochs 30 \
   --backend jax --engine processes --results experiments/results/dsa19-campaign --out "$out" \
   --max-concurrent "$slots" ${DRY:+--dry-run} \
   --variant "base_e30={}" \
@@ -59,7 +59,7 @@ python -m experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --f
     $QAT_STAGE, \"init_from\": \"variant:rot45_e30\"}" \
   "${lean[@]}" &
 if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU / LSTM at the HAR-2 baselines' settings, same levers
-  python -m experiments.sweep cv --task dsa19 --model gru --data-dir "$data" --folds 4 --epochs 30 \
+  python -m zoo.experiments.sweep cv --task dsa19 --model gru --data-dir "$data" --folds 4 --epochs 30 \
     --backend jax --engine processes --results experiments/results/dsa19-campaign \
     --out "$out-baselines" --max-concurrent 1 ${DRY:+--dry-run} "${KERAS_BASELINE[@]}" \
     --variant "base_e30={}" --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
@@ -69,7 +69,7 @@ if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU / LSTM at the HAR-2 baselines'
     --variant "rot60_e30={\"augment\": {\"rotation\": 60}}" \
     --variant "rot60_qat={\"augment\": {\"rotation\": 60}, \"model_options\": {\"qat\": \"int8\"},
       $QAT_STAGE, \"init_from\": \"variant:rot60_e30\"}"
-  python -m experiments.sweep cv --task dsa19 --model lstm --data-dir "$data" --folds 4 --epochs 30 \
+  python -m zoo.experiments.sweep cv --task dsa19 --model lstm --data-dir "$data" --folds 4 --epochs 30 \
     --backend jax --engine processes --results experiments/results/dsa19-campaign \
     --out "$out-baselines" --max-concurrent 1 ${DRY:+--dry-run} "${KERAS_BASELINE[@]}" \
     --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" \

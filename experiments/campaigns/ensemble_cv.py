@@ -1,9 +1,9 @@
 """The validation accuracy of an ensemble of CV runs, fold by fold: each fold's members (run
 directories with a ``{fold}`` placeholder, e.g. a distillation teacher of ``zoo sweep cv``) score
 that fold's validation subjects, and the ensemble is the mean of their softmax probabilities,
-as `training.distill` averages its teachers (at temperature 1).
+as `zoo.training.distill` averages its teachers (at temperature 1).
 
-    python -m experiments.campaigns.ensemble_cv --data-dir DATA --folds 5 \\
+    python -m zoo.experiments.campaigns.ensemble_cv --data-dir DATA --folds 5 \\
         bench/sweeps/har2-levers-baselines/har2/gru/rot35_e30/fold{fold} \\
         bench/sweeps/har2-levers/har2/sirnn/rot35_e30/fold{fold}
 
@@ -18,15 +18,15 @@ import statistics
 
 import numpy as np
 
-from training.flags import int_in
+from zoo.training.flags import int_in
 
 
 def fold_probabilities(run_dir: str, data_dir) -> tuple[np.ndarray, np.ndarray]:
     """(softmax probabilities, labels) of one run on its own validation split."""
     import keras
 
-    from training.evaluate import load_run
-    from training.tasks import get_task
+    from zoo.training.evaluate import load_run
+    from zoo.training.tasks import get_task
 
     config, model, norm = load_run(run_dir)
     task = get_task(config["task"], **config.get("task_options", {}))

@@ -14,7 +14,7 @@ common=(--task har2 --data-dir "$data" --folds 5 --epochs 40 --backend jax --eng
 rot='"augment": {"rotation": 15}'
 qat="\"model_options\": {\"qat\": \"int8\"}, $QAT_STAGE"
 baseline=("${KERAS_BASELINE[@]}")
-python -m experiments.sweep cv "${common[@]}" --model sirnn --out "$out" --max-concurrent "$s1" \
+python -m zoo.experiments.sweep cv "${common[@]}" --model sirnn --out "$out" --max-concurrent "$s1" \
   --variant base={} \
   --variant "rot15={$rot}" \
   --variant "rot15_qat={$rot, $qat, \"init_from\": \"variant:rot15\"}" \
@@ -23,10 +23,10 @@ python -m experiments.sweep cv "${common[@]}" --model sirnn --out "$out" --max-c
   --variant "rot10={\"augment\": {\"rotation\": 10}}" \
   --variant "rot25={\"augment\": {\"rotation\": 25}}" \
   --variant "lean_r8_rot15={$rot, \"model_options\": {\"premultiply\": false, \"rank\": 8}}" &
-python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" --out "$out" \
+python -m zoo.experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" --out "$out" \
   --max-concurrent "$s2" --variant base={} --variant "rot15={$rot}" &
 if [ "$s3" -gt 0 ]; then
-  python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" --out "$out" \
+  python -m zoo.experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" --out "$out" \
     --max-concurrent "$s3" --variant base={} --variant "rot15={$rot}" &
 fi
 wait

@@ -4,7 +4,7 @@ as ``zoo sweep cv --final`` lays out its runs, with the QAT fine-tune chained to
 
 1. FLOAT (a CV variant, e.g. ``rot15``: the shipped recipe + rotation augmentation) on all
    training subjects, no validation split, 30 epochs (the CV budget; the CV's mean curves peaked
-   at 27-28), seed 0 (`experiments.trials.final_trial`);
+   at 27-28), seed 0 (`zoo.experiments.trials.final_trial`);
 2. QAT (its fine-tune variant, e.g. ``rot25_qat``, whose ``init_from`` is ``variant:FLOAT``):
    that run fine-tuned with ``qat="int8"`` for 10 epochs at lr 1e-3 (`--init-from` the run of
    step 1), into ``final-<QAT>-e10``.
@@ -39,9 +39,9 @@ import json
 import sys
 from pathlib import Path
 
-from experiments import trials
-from training.config import TrainConfig
-from training.runs import train_or_reuse
+from zoo.experiments import trials
+from zoo.training.config import TrainConfig
+from zoo.training.runs import train_or_reuse
 
 
 def main(out: str, float_variant: str, qat_variant: str, label: str | None = None,
@@ -84,7 +84,7 @@ def _qat_stage(cv_trial: trials.Trial, plan: list[trials.Trial], base: trials.Tr
 
 
 if __name__ == "__main__":
-    from training import logs
+    from zoo.training import logs
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", metavar="CAMPAIGN_OUT")

@@ -32,14 +32,14 @@ done
 # that won on the premultiplied graph (har2_levers_cv.sh), and their QAT stages.
 add_lean r16_u64 16 64 35 _rot35
 add_lean r8_u80 8 80 35 _rot35
-JAX_PLATFORMS=${LEAN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn --out "$out" \
+JAX_PLATFORMS=${LEAN_PLATFORM:-cpu} python -m zoo.experiments.sweep cv "${common[@]}" --model sirnn --out "$out" \
   --epochs 30 --max-concurrent "$s1" "${variants[@]}" &
 if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --epochs 30 --max-concurrent "$s2" --out "$out-baselines")
   rot='"augment": {"rotation": 15}'
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
-    python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" --variant "rot15={$rot}"
-    python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" --variant "rot15={$rot}"
+    python -m zoo.experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" --variant "rot15={$rot}"
+    python -m zoo.experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" --variant "rot15={$rot}"
   ) &
 fi
 wait

@@ -61,7 +61,7 @@ gru_f4="$out-baselines/har2/gru/f4_e30/fold{fold}" sirnn_f4="$out/har2/sirnn/f4_
 kd_ens_f4="\"distill\": {\"teacher\": [\"$gru_f4\", \"$sirnn_f4\"], \"alpha\": 0.5, \"temperature\": 2}"
 # rot15_valacc equals rot15_e30 by design in a CV (patience 0 keeps the last epoch, so the
 # monitor picks nothing); selection on validation is the tables' CV-epoch column.
-JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m experiments.sweep cv "${common[@]}" --model sirnn \
+JAX_PLATFORMS=${SIRNN_PLATFORM:-cpu} python -m zoo.experiments.sweep cv "${common[@]}" --model sirnn \
   --out "$out" --max-concurrent "$s1" \
   --variant "rot25_e60={\"augment\": {$rot25}, \"epochs\": 60}" \
   --variant "rot15_e30={\"augment\": {$rot}}" \
@@ -136,7 +136,7 @@ if [ "$s2" -gt 0 ]; then
   baseline=("${KERAS_BASELINE[@]}" --max-concurrent "$s2" --out "$out-baselines")
   ( export JAX_PLATFORMS=${BASELINE_PLATFORM:-cpu}
     rot25_e30="rot25_e30={\"augment\": {$rot25}}"
-    python -m experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" \
+    python -m zoo.experiments.sweep cv "${common[@]}" --model gru "${baseline[@]}" \
       --variant base_e30={} --variant "$rot25_e30" \
       --variant "rot25_qat={\"augment\": {$rot25}, $qat, $QAT_STAGE, \"init_from\": \"variant:rot25_e30\"}" \
       --variant "rot35_e30={\"augment\": {\"rotation\": 35}}" \
@@ -155,7 +155,7 @@ if [ "$s2" -gt 0 ]; then
       --variant "rot35_qat_lean_p98={\"augment\": {\"rotation\": 35},
         \"model_options\": {\"qat\": \"int8\", \"step_graph\": \"lean\", \"qat_percentile\": 98.0},
         $QAT_STAGE, \"init_from\": \"variant:rot35_e30\"}"
-    python -m experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" \
+    python -m zoo.experiments.sweep cv "${common[@]}" --model lstm "${baseline[@]}" \
       --variant base_e30={} --variant "$rot25_e30" \
       --variant "rot35_e30={\"augment\": {\"rotation\": 35}}"
   ) &

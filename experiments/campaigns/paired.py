@@ -1,7 +1,7 @@
 """Paired fold-by-fold comparisons across models and sweeps, read from the committed CV results
 files alone (``zoo sweep cv`` tables pair variants only within one model's sweep).
 
-    python -m experiments.campaigns.paired experiments/results/har2-campaign har2 \\
+    python -m zoo.experiments.campaigns.paired experiments/results/har2-campaign har2 \\
         sirnn/rot15_e30:gru/rot15 sirnn/rot25_e30:gru/rot15 sirnn/rot15_e30:lstm/rot15
 
 Each ``LABEL/VARIANT:LABEL/VARIANT`` pair is compared on the folds both have (the same fold holds
@@ -16,8 +16,8 @@ import argparse
 import json
 from pathlib import Path
 
-from experiments.benchmarks.realscale import mean_sd
-from experiments.tables import paired_cells
+from zoo.experiments.benchmarks.realscale import mean_sd
+from zoo.experiments.tables import paired_cells
 
 
 def fold_values(results: Path, task: str, name: str) -> dict[int, float]:
@@ -46,7 +46,7 @@ def pair_row(results: Path, task: str, pair: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.campaigns.paired", description=__doc__.split("\n\n")[0],
+        prog="python -m zoo.experiments.campaigns.paired", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, help="a CV results folder, e.g. "
                         "experiments/results/har2-campaign")

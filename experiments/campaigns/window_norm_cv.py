@@ -7,11 +7,11 @@ recorded settings, the task's windows normalised one window at a time first:
 - ``zscore``: each window's channels to mean 0 and standard deviation 1 (a channel that does not
   move in the window, std below 1e-6, is only centred).
 
-    KERAS_BACKEND=jax python -m experiments.campaigns.window_norm_cv --data-dir ARCHIVE \\
-        --mode center   # and --mode zscore; then experiments.campaigns.paired, sirnn/f4_wcenter
+    KERAS_BACKEND=jax python -m zoo.experiments.campaigns.window_norm_cv --data-dir ARCHIVE \\
+        --mode center   # and --mode zscore; then zoo.experiments.campaigns.paired, sirnn/f4_wcenter
 
 Each fold's result lands beside the campaign's (``experiments/results/har2-campaign/har2/sirnn/
-<base without its eta>_w<mode>/fold<k>.json``, the layout `experiments.campaigns.paired`
+<base without its eta>_w<mode>/fold<k>.json``, the layout `zoo.experiments.campaigns.paired`
 reads); finished runs are reused. The lever is measured, not a task option: both modes lose
 2.5-3.6 points beyond fold noise (docs/realscale.md §15), and neither streams (a device would
 need the whole window before the first step).
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.trials import summarise
-from training.storage import write_json_atomic
-from training.tasks.base import (STD_FLOOR, Normalization, Split, TaskData, list_tasks,
+from zoo.experiments.trials import summarise
+from zoo.training.storage import write_json_atomic
+from zoo.training.tasks.base import (STD_FLOOR, Normalization, Split, TaskData, list_tasks,
                                  register_task)
-from training.tasks.har import HAR2
+from zoo.training.tasks.har import HAR2
 
 MODES = ("center", "zscore")
 RESULTS = Path("experiments/results/har2-campaign/har2/sirnn")
@@ -64,8 +64,8 @@ def window_task(mode: str) -> str:
 
 def run_fold(base: str, mode: str, fold: int, data_dir: str, out: Path) -> dict:
     """Train (or reuse) fold ``fold`` of ``base`` on the per-window task; its results record."""
-    from training.config import TrainConfig
-    from training.runs import train_or_reuse
+    from zoo.training.config import TrainConfig
+    from zoo.training.runs import train_or_reuse
 
     recorded = json.loads((RESULTS / base / f"fold{fold}.json").read_text())
     settings = {**recorded["config"], "task": window_task(mode), "recipe": None}

@@ -8,7 +8,7 @@ plain C99 (``zoo_model.h`` / ``zoo_model.c``), bit-exact with TensorFlow Lite Mi
     emit       the C source of one model (weights, constants, one function per model)
     project    the export folder: zoo_model.{h,c}, zoo_int8.h, main.c, Makefile, README.md
                (fixed C from templates/), the card checked against the models first
-    check      zoo_app built and compared with the zoo's streaming loop (export.device_runtime)
+    check      zoo_app built and compared with the zoo's streaming loop (zoo.export.device_runtime)
     shipped    a shipped tag as the source: its card, its test windows from the data at hand
     command    `zoo export --form c`: source, output folder, the check
 
@@ -16,6 +16,6 @@ Nothing here imports TensorFlow: the flatbuffer is read with TensorFlow's genera
 module (loaded by path) and tables are run under the ``tflite-micro`` Python interpreter.
 """
 
-from export.c_backend.project import CExportError, write_c_project
+from zoo.export.c_backend.project import CExportError, write_c_project
 
 __all__ = ["CExportError", "write_c_project"]

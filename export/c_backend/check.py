@@ -1,6 +1,6 @@
 """Build a C export and check it against the TFLite int8 step + head models, window by window.
 
-The reference is the zoo's own streaming loop (`export.device_runtime.StepModel`: the step model
+The reference is the zoo's own streaming loop (`zoo.export.device_runtime.StepModel`: the step model
 invoked per sample with the state fed back, the head on the final state) under TensorFlow Lite
 Micro or LiteRT. Compared: the int8 logits and the final int8 state of every window, on the
 int8 path (`zoo_app --int8`, the test windows quantized as the loop quantizes them) and on the
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_runtime
-from export.c_backend.project import CExportError
-from export.card_schema import read_card
-from export.exportdir import load_testset
+from zoo.export import device_runtime
+from zoo.export.c_backend.project import CExportError
+from zoo.export.card_schema import read_card
+from zoo.export.exportdir import load_testset
 
 
 def build(c_dir: Path, cc: str = "cc", extra: str = "") -> Path:
@@ -66,7 +66,7 @@ def quantized_windows(model: device_runtime.StepModel, x: np.ndarray) -> np.ndar
 def raw_windows(export_dir: Path, card, model, x: np.ndarray):
     """Raw-feature windows for normalized ``x`` (x * std + mean, float32), and the int8 inputs
     the loop would feed for them: normalized again exactly as the task normalizes."""
-    from training.artifacts import load_normalization
+    from zoo.training.artifacts import load_normalization
 
     norm = load_normalization(Path(export_dir) / card.normalization, card.features)
     raw = (x.astype(np.float32) * norm.std + norm.mean).astype(np.float32)

@@ -20,13 +20,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from export.c_backend import kws, shipped
-from export.c_backend.project import (RUNTIMES, CExportError, read_normalization,
+from zoo.export.c_backend import kws, shipped
+from zoo.export.c_backend.project import (RUNTIMES, CExportError, read_normalization,
                                       read_step_export, write_c_project)
-from export.card_schema import CARD_FILE, ExportFolderError, read_card
-from export.device_runtime import failed_export
-from export.exportdir import load_testset
-from training import logs
+from zoo.export.card_schema import CARD_FILE, ExportFolderError, read_card
+from zoo.export.device_runtime import failed_export
+from zoo.export.exportdir import load_testset
+from zoo.training import logs
 
 STEP_EXPORT_NAME = "export-step-int8"
 DEFAULT_OUT_NAME = "export-c-int8"
@@ -71,15 +71,15 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
              check: bool = True, print_fn=None, **step_options) -> dict:
     """Write the C export of ``source`` to ``out`` (default SOURCE/export-c-int8); returns the
     summary (also in ``c_check.json``). ``step_options`` go to `export_run` when a step export
-    has to be made first. Progress is logged at INFO (`training.logs`); ``print_fn``
+    has to be made first. Progress is logged at INFO (`zoo.training.logs`); ``print_fn``
     (deprecated), when given, receives it instead.
 
-    ``out`` is handled as every export directory (`training.storage`): locked, built in a
+    ``out`` is handled as every export directory (`zoo.training.storage`): locked, built in a
     staging folder beside it, swapped in only once the C compiles and matches the runtime; an
     existing folder is replaced only with ``overwrite`` and only when the zoo wrote it.
     """
-    from export.exportdir import MARKER
-    from training import storage
+    from zoo.export.exportdir import MARKER
+    from zoo.training import storage
 
     say = logs.reporter(_log, print_fn)
     source = Path(source)
@@ -106,7 +106,7 @@ def _build(source: Path, stage: Path, match: str, check: bool, say, step_options
         step_dir = find_step_export(source)
         made_here = step_dir is None
         if made_here:
-            from export.exporter import AccuracyDropError, export_run
+            from zoo.export.exporter import AccuracyDropError, export_run
 
             step_dir = Path(tmp) / "step"
 
@@ -163,10 +163,10 @@ def _given_export_windows(source: Path, step_dir: Path, step_options: dict):
 
 
 def check_out(out: Path, overwrite: bool) -> None:
-    """Refuse a C ``out`` that may not be written (`training.storage.check_out`): an existing
+    """Refuse a C ``out`` that may not be written (`zoo.training.storage.check_out`): an existing
     folder is replaced only with ``overwrite`` and only when it is a C export the zoo wrote."""
-    from export.exportdir import MARKER
-    from training import storage
+    from zoo.export.exportdir import MARKER
+    from zoo.training import storage
 
     def is_c_export(folder: Path) -> bool:
         return storage.owned(folder, MARKER) and (folder / "zoo_model.c").is_file()
@@ -180,7 +180,7 @@ def check_c(c_dir: Path, match: str, print_fn=None, windows=None) -> dict:
     test window (the export's test set, or ``windows``: (normalized windows [N, T, F], or None
     and why there are none)); `CExportError` when a window differs. Skipped (with the reason)
     when there are no test windows or no C compiler is found."""
-    from export.c_backend import check
+    from zoo.export.c_backend import check
 
     say = logs.reporter(_log, print_fn)  # print_fn (deprecated): given, it gets the lines
     x = None

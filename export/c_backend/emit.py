@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from export.c_backend.plan import Kernel, Plan
+from zoo.export.c_backend.plan import Kernel, Plan
 
 ALIGN = 4  # every scratch tensor starts on a word: the DSP path loads int8 four at a time
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from export.flatbuffer import builtin_name, read_model
+from zoo.export.flatbuffer import builtin_name, read_model
 
 # schema TensorType -> NumPy dtype (the ones an int8 step / head model holds)
 _DTYPES = {0: np.float32, 2: np.int32, 9: np.int8, 4: np.int64, 7: np.int16, 6: np.bool_}

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from export.c_backend import arith
-from export.c_backend.graph import Graph, Op, Tensor, UnsupportedGraph
-from export.c_backend.tables import ELEMENTWISE, op_table
+from zoo.export.c_backend import arith
+from zoo.export.c_backend.graph import Graph, Op, Tensor, UnsupportedGraph
+from zoo.export.c_backend.tables import ELEMENTWISE, op_table
 
 UNARY_TABLE_OPS = {"RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "QUANTIZE", "LEAKY_RELU",
                    "HARD_SWISH", "ABS", "NEG"}

@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from export import device_runtime
-from export.c_backend.emit import Emitted, c_array, emit_model
-from export.c_backend.graph import Graph, UnsupportedGraph, read_graph
-from export.c_backend.plan import lower
-from export.card_schema import CARD_FILE, ExportFolderError, ModelCard, inside_folder, read_card
+from zoo.export import device_runtime
+from zoo.export.c_backend.emit import Emitted, c_array, emit_model
+from zoo.export.c_backend.graph import Graph, UnsupportedGraph, read_graph
+from zoo.export.c_backend.plan import lower
+from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, inside_folder, read_card
 
 C_FILES = ("zoo_model.h", "zoo_model.c", "zoo_int8.h", "main.c", "Makefile", "README.md")
 RUNTIMES = ("tflite-micro", "litert")  # the runtime whose int8 arithmetic the C code matches
@@ -166,10 +166,10 @@ def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro")
     sources = {
         "zoo_model.h": _header(card, io),
         "zoo_model.c": _model_c(card, io, step, head, norm, runtime),
-        "zoo_int8.h": resources.files("export.c_backend").joinpath(
+        "zoo_int8.h": resources.files("zoo.export.c_backend").joinpath(
             "templates/zoo_int8.h").read_text(),
-        "main.c": resources.files("export.c_backend").joinpath("templates/main.c").read_text(),
-        "Makefile": resources.files("export.c_backend").joinpath(
+        "main.c": resources.files("zoo.export.c_backend").joinpath("templates/main.c").read_text(),
+        "Makefile": resources.files("zoo.export.c_backend").joinpath(
             "templates/Makefile").read_text(),
     }
     summary = _summary(card, io, step, head, runtime)
@@ -182,7 +182,7 @@ def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro")
 def read_normalization(export_dir: Path, card: ModelCard):
     """(mean, std) float32 of the export's normalization file (`load_normalization`: finite,
     std > 0 in float32, one per feature), or None when the card names none."""
-    from training.artifacts import load_normalization
+    from zoo.training.artifacts import load_normalization
 
     if not card.normalization:
         return None
@@ -224,7 +224,7 @@ def _f32(v) -> str:
 def _template(name: str, **values) -> str:
     """The C template ``templates/NAME`` with its ``${...}`` placeholders filled
     (`string.Template`: a placeholder left without a value is a KeyError, not C)."""
-    text = resources.files("export.c_backend").joinpath(f"templates/{name}").read_text()
+    text = resources.files("zoo.export.c_backend").joinpath(f"templates/{name}").read_text()
     return string.Template(text).substitute(values)
 
 

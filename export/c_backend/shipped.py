@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from export.c_backend.project import CExportError
-from export.card_schema import ModelCard
+from zoo.export.c_backend.project import CExportError
+from zoo.export.card_schema import ModelCard
 
 TAG_CARD = "card.json"
 
@@ -50,8 +50,8 @@ def check_against_tag(tag: dict, card: ModelCard, source: Path) -> None:
 
 @contextlib.contextmanager
 def _offline():
-    """No download inside the block (`training.data.paths.offline` reads ZOO_OFFLINE)."""
-    from training.data.paths import OFFLINE_ENV
+    """No download inside the block (`zoo.training.data.paths.offline` reads ZOO_OFFLINE)."""
+    from zoo.training.data.paths import OFFLINE_ENV
 
     saved = os.environ.get(OFFLINE_ENV)
     os.environ[OFFLINE_ENV] = "1"
@@ -72,8 +72,8 @@ def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
     subjects: what decides the test split and the features) but no validation subjects (they
     may not exist in a partial copy, and do not change the test split); partial copies of a
     dataset are accepted: every window checks the C code."""
-    from training.data.errors import DataError, DataNotFoundError
-    from training.tasks import get_task
+    from zoo.training.data.errors import DataError, DataNotFoundError
+    from zoo.training.tasks import get_task
 
     try:
         with _offline():
@@ -92,7 +92,7 @@ def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
 
 def _test_options(card: ModelCard) -> dict:
     """The card's task options that the task knows, without validation subjects."""
-    from training.tasks import get_task
+    from zoo.training.tasks import get_task
 
     known = get_task(card.task).options()
     options = {k: v for k, v in (card.task_options or {}).items() if k in known}

@@ -14,7 +14,7 @@ import copy
 
 import numpy as np
 
-from export.flatbuffer import read_model, write_model
+from zoo.export.flatbuffer import read_model, write_model
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 ELEMENTWISE = {"ADD", "SUB", "MUL", "MINIMUM", "MAXIMUM", "RELU", "RELU6", "RELU_N1_TO_1",

@@ -1,4 +1,4 @@
-"""`experiments.analysis` against independent computations: central finite differences (float64),
+"""`zoo.experiments.analysis` against independent computations: central finite differences (float64),
 a NumPy re-implementation of the iRNN recursion, and hand-built linear RNNs whose contraction
 constant, gradients through time, truncation error and memory curve are known in closed form."""
 
@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 
 import zoo
-from experiments.analysis import gradients, memory, stability, truncation
-from experiments.analysis.report import analyze_model
-from experiments.analysis.stepper import CellStepper, flatten_steps
+from zoo.experiments.analysis import gradients, memory, stability, truncation
+from zoo.experiments.analysis.report import analyze_model
+from zoo.experiments.analysis.stepper import CellStepper, flatten_steps
 
 T, d, D = 6, 3, 6
 
@@ -197,7 +197,7 @@ def test_memory_probe_of_a_shift_register_through_the_model():
 def test_irnn_equilibrium_checks_match_numpy():
     """Residuals ||F(g_k)|| of a NumPy iRNN recursion (004 Eq. 5), the eigenvalues of
     tanh'(.) U - alpha I, and Prop. 2's factor bounding the measured contraction."""
-    from experiments.analysis.equilibrium import irnn_report
+    from zoo.experiments.analysis.equilibrium import irnn_report
 
     rng = np.random.default_rng(6)
     alpha, eta, k = 1.0, 0.5, 3
@@ -280,7 +280,7 @@ def _numpy_recurrence(cell) -> np.ndarray | None:
 
 @pytest.mark.parametrize("name", [n for n in zoo.list_models() if n != "dscnn"])
 def test_recurrence_matrix_is_the_cells_weights_in_math_orientation(name):
-    from experiments.analysis.stability import recurrence_matrix
+    from zoo.experiments.analysis.stability import recurrence_matrix
     from zoo.layers import recurrent_layers
 
     options = {"rank": 3} if name in ("irnn", "sirnn") else {}

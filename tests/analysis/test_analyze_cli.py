@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-from experiments.analysis.report import _check_out_dir
-from training.tasks import get_task
+from zoo.experiments.analysis.report import _check_out_dir
+from zoo.training.tasks import get_task
 from edge_rnn_zoo.cli import main
 
 TASK_OPTIONS = ["max_length=6", "n_train=256", "n_val=64", "n_test=64"]
@@ -63,7 +63,7 @@ def test_bad_input_gives_clear_errors(run_dir, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_length_generalisation_row(run_dir, capsys):
-    from experiments.analysis.lengths import length_accuracy, main as lengths_main
+    from zoo.experiments.analysis.lengths import length_accuracy, main as lengths_main
 
     row = length_accuracy(run_dir, n=200)
     assert (row["task"], row["L"], row["test_length"]) == ("parity", 6, 12)

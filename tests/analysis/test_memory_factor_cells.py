@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 import zoo
-from experiments.analysis import stability
-from experiments.analysis.markdown import summary
-from experiments.analysis.report import analyze_model
+from zoo.experiments.analysis import stability
+from zoo.experiments.analysis.markdown import summary
+from zoo.experiments.analysis.report import analyze_model
 from zoo.layers import recurrent_layers
 
 

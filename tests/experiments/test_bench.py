@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.bench import targets
+from zoo.experiments.bench import targets
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from experiments import fold_int8
-from training.config import TrainConfig
-from training.evaluate import load_run
-from training.tasks import get_task
-from training.trainer import train
+from zoo.experiments import fold_int8
+from zoo.training.config import TrainConfig
+from zoo.training.evaluate import load_run
+from zoo.training.tasks import get_task
+from zoo.training.trainer import train
 
 
 def write(results, variant, fold, **figures):

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from experiments import frontier
+from zoo.experiments import frontier
 
 RNG = np.random.default_rng(7)
 SIRNN = {"units": 80, "rank": 16, "state_clip": 1.0, "state_quant_bits": 8}
@@ -18,7 +18,7 @@ def _config(model, options, lr=0.01):
 
 
 def _plant(results, label, variant, config, curves, folds=5):
-    """One results file per curve (fold k = curves[k]), as experiments.trials writes them."""
+    """One results file per curve (fold k = curves[k]), as zoo.experiments.trials writes them."""
     for fold, curve in enumerate(curves):
         path = results / "har2" / label / variant / f"fold{fold}.json"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,10 @@
-"""`experiments.kws_bench`'s table row from the cards of a model's exports (hand-made cards and runs;
+"""`zoo.experiments.kws_bench`'s table row from the cards of a model's exports (hand-made cards and runs;
 no export, no timing)."""
 
 import json
 from types import SimpleNamespace
 
-from experiments import kws_bench
+from zoo.experiments import kws_bench
 
 
 def card(acc, tflm, agree):

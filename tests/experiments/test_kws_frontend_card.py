@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
-from training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
 
 
 def _from_the_card(x: np.ndarray) -> np.ndarray:
-    """Every step as the card states it, written independently of training.data.audio."""
+    """Every step as the card states it, written independently of zoo.training.data.audio."""
     x = x.astype(np.float64)
     y = np.concatenate([x[:1], x[1:] - 0.97 * x[:-1]])
     n_frames = 1 + math.ceil((16000 - 400) / 160)

@@ -1,10 +1,10 @@
-"""experiments.kws_long_recordings: how recordings are built and how detections are scored."""
+"""zoo.experiments.kws_long_recordings: how recordings are built and how detections are scored."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from experiments.kws_long_recordings import (GAP, LATE, Counts, Recording, build_recording,
+from zoo.experiments.kws_long_recordings import (GAP, LATE, Counts, Recording, build_recording,
                                              build_recordings, score)
 
 

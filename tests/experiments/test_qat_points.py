@@ -5,11 +5,11 @@ model, and the row with everything is the calibrated QAT twin as it runs unrestr
 import numpy as np
 import pytest
 
-from experiments import qat_points
-from training.config import TrainConfig
-from training.evaluate import load_run
-from training.tasks import get_task
-from training.trainer import train
+from zoo.experiments import qat_points
+from zoo.training.config import TrainConfig
+from zoo.training.evaluate import load_run
+from zoo.training.tasks import get_task
+from zoo.training.trainer import train
 from zoo import qat
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.benchmarks import realscale
+from zoo.experiments.benchmarks import realscale
 
 
 @pytest.mark.parametrize("task", ["har2", "dsa19"])

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import sequence_int8 as sx
-from export import sequence_int8 as si
+from zoo.experiments import sequence_int8 as sx
+from zoo.export import sequence_int8 as si
 
 BUILTIN_LOOP_OPS = {"WHILE", "LESS", "GATHER", "ADD"}
 

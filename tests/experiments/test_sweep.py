@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import engine, tables, trials
-from training.tasks import get_task
+from zoo.experiments import engine, tables, trials
+from zoo.training.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_cli_and_the_package_import_neither_ray_nor_tensorflow():
-    code = ("import sys; from edge_rnn_zoo.cli import build_parser; import experiments.sweep; "
+    code = ("import sys; from edge_rnn_zoo.cli import build_parser; import zoo.experiments.sweep; "
             "build_parser('sweep').parse_args(['sweep', 'cv', '--task', 'har2', '--model', 'sirnn']);"
             "print(sorted(m for m in ('ray', 'tensorflow', 'keras', 'jax') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
@@ -115,7 +115,7 @@ def test_final_retrains_a_qat_stage_from_its_parents_retrain_end_to_end(tmp_path
     trains first at its CV epoch (2), then the stage fine-tunes it (1 epoch)."""
     import argparse
 
-    from experiments import sweep
+    from zoo.experiments import sweep
 
     out = tmp_path / "sweep"
     stages = ["--variant", "f={}", "--variant", 'q={"model_options": {"qat": "int8"}, "lr": '
@@ -141,7 +141,7 @@ def test_final_retrains_a_qat_stage_from_its_parents_retrain_end_to_end(tmp_path
 def test_the_realscale_table_keeps_its_runs_and_settings(tmp_path):
     import argparse
 
-    from experiments.benchmarks import realscale
+    from zoo.experiments.benchmarks import realscale
 
     parser = argparse.ArgumentParser()
     realscale.add_table_arguments(parser)
@@ -208,7 +208,7 @@ def test_a_results_file_from_another_machine_is_reused_and_a_changed_setting_is_
 def test_report_rebuilds_the_table_from_the_results_files_alone(tmp_path, monkeypatch, capsys):
     """``--report`` on a machine without the data (and no network): the trials' results files,
     written elsewhere, give the table; nothing is loaded or trained."""
-    from experiments import sweep
+    from zoo.experiments import sweep
 
     results = tmp_path / "results"
     planned = trials.cv_trials("har2", "sirnn", _base(), {"base": {}}, 2, tmp_path / "out", None,
@@ -235,7 +235,7 @@ def test_sweeps_sharing_an_out_folder_keep_each_others_plan(tmp_path, monkeypatc
     """A campaign runs its SiRNN, GRU and LSTM sweeps into one --out: the plan (sweep.json, what
     `--final` and experiments/campaigns/har2_final.py read) holds all their trials; a sweep run
     again replaces its own entries, not the others'. (Each used to overwrite the file.)"""
-    from experiments.sweep import record_plan
+    from zoo.experiments.sweep import record_plan
 
     base = {"sirnn": _base(), "gru": trials.base_config("har2", "gru", "none", {"epochs": 3})}
     plans = {label: trials.cv_trials("har2", label, config, {"a": {}}, 2, tmp_path, None)
@@ -256,7 +256,7 @@ def test_a_trial_is_recorded_in_the_plan_as_the_dict_it_was_and_pickles(tmp_path
     import argparse
     import pickle
 
-    from experiments.benchmarks import realscale
+    from zoo.experiments.benchmarks import realscale
 
     cv = trials.cv_trials("har2", "sirnn", _base(), {"a": {}}, 2, tmp_path, None,
                           results=tmp_path / "results")[0]
@@ -312,7 +312,7 @@ def test_the_final_of_a_fine_tune_stage_starts_from_its_parents_final_not_fold_0
     """The CV chooses ``q``, a QAT stage of ``f`` (``init_from: variant:f``, each fold from that
     fold's ``f`` run): its shipping retrain fine-tunes ``f``'s retrain on every subject, planned
     at ``f``'s own CV epoch, not fold 0's ``f`` run (which never saw fold 0's subjects)."""
-    from experiments import sweep
+    from zoo.experiments import sweep
 
     todo, rows = _stages(tmp_path, {"f": {}, "q": QAT},
                          {"f": [[80, 85, 84], [82, 86, 85]], "q": [[88, 87], [89, 88]]})
@@ -342,7 +342,7 @@ def test_zoo_sweep_final_trains_the_parents_round_before_the_stages(tmp_path, mo
     the other); a failed parent round leaves its stages unstarted; ``final.md`` lists both."""
     import argparse
 
-    from experiments import sweep
+    from zoo.experiments import sweep
 
     todo, rows = _stages(tmp_path, {"f": {}, "q": QAT},
                          {"f": [[80, 85], [82, 86]], "q": [[88], [89]]})
@@ -360,7 +360,7 @@ def test_zoo_sweep_final_trains_the_parents_round_before_the_stages(tmp_path, mo
 
 
 def test_a_stage_of_a_stage_chains_every_final_each_at_its_cv_epoch(tmp_path):
-    from experiments import sweep
+    from zoo.experiments import sweep
 
     variants = {"a": {}, "b": {**QAT, "init_from": "variant:a"},
                 "c": {"epochs": 3, "lr": 0.0003, "init_from": "variant:b"}}
@@ -378,7 +378,7 @@ def test_a_stage_of_a_stage_chains_every_final_each_at_its_cv_epoch(tmp_path):
 def test_a_stage_whose_parents_cv_is_not_complete_is_refused(tmp_path, capsys):
     import argparse
 
-    from experiments import sweep
+    from zoo.experiments import sweep
 
     todo, rows = _stages(tmp_path, {"f": {}, "q": QAT},
                          {"f": [[80, 85], None], "q": [[88], [89]]})

@@ -1,11 +1,11 @@
-"""The per-window normalization lever (`experiments.campaigns.window_norm_cv`): the transform
+"""The per-window normalization lever (`zoo.experiments.campaigns.window_norm_cv`): the transform
 against its definition, and the task it registers against the plain HAR-2 task's windows."""
 
 import numpy as np
 import pytest
 
-from experiments.campaigns.window_norm_cv import normalize_windows, window_task
-from training.tasks import get_task
+from zoo.experiments.campaigns.window_norm_cv import normalize_windows, window_task
+from zoo.training.tasks import get_task
 
 
 def test_center_removes_each_windows_channel_means_and_keeps_the_rest():
@@ -32,7 +32,7 @@ def test_zscore_gives_unit_spread_and_only_centres_a_still_channel():
 def registry(monkeypatch):
     """The task registry as it was after the test: the tasks it registers stay out of the
     others' lists (`tests/training/test_tasks_registry.py`)."""
-    from training.tasks import base
+    from zoo.training.tasks import base
 
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
 

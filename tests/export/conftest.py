@@ -35,7 +35,7 @@ def har_run(tmp_path_factory) -> Path:
 def int8_step_printed(har_run, har_dir, tmp_path_factory):
     """(export dir, model card, the lines it printed) of ``zoo export --tflite --quantize int8
     --form step``."""
-    from export.exporter import export_run
+    from zoo.export.exporter import export_run
 
     out = tmp_path_factory.mktemp("exports") / "int8-step"
     lines = []
@@ -55,7 +55,7 @@ def failing_accuracy_check(monkeypatch):
     """The exporter's real LiteRT check, then a 7.13-point loss recorded (issue 23's int8 case):
     an export that fails its accuracy gate whatever a given model really loses (--max-drop must
     be >= 0, so no flag can demand a gain any more)."""
-    from export import exporter
+    from zoo.export import exporter
 
     real_check = exporter.check_litert
 

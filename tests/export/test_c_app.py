@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export.c_backend.command import export_c
+from zoo.export.c_backend.command import export_c
 
 REPO = Path(__file__).resolve().parents[2]
 T, F = 128, 9  # sirnn.har2_gen1's windows

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export.c_backend import CExportError, arith
-from export.c_backend.command import export_c
+from zoo.export.c_backend import CExportError, arith
+from zoo.export.c_backend.command import export_c
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
                                 reason="the C backend's checks build with the host cc and make")
@@ -68,8 +68,8 @@ def test_sirnn_c_matches_litert_builtin_kernels_when_asked(int8_step, tmp_path):
 
 @pytest.mark.slow
 def test_gru_c_from_a_run_directory_equals_tflite_micro(har_dir, tmp_path_factory):
-    from training.config import TrainConfig
-    from training.trainer import train
+    from zoo.training.config import TrainConfig
+    from zoo.training.trainer import train
 
     run = tmp_path_factory.mktemp("runs") / "har2-gru"
     train(TrainConfig(task="har2", model="gru", model_options={"units": 16}, epochs=2,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from export import device_bench
+from zoo.export import device_bench
 
 SHIPPED = Path(__file__).resolve().parents[2] / "models" / "pretrained" / "sirnn.har2_gen1"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export.device_runtime import MicroInterpreter
-from export.micro import c_array_sources
-from export.device_build import (DeviceBuildError, build, check_against_python, classify_c,
+from zoo.export.device_runtime import MicroInterpreter
+from zoo.export.micro import c_array_sources
+from zoo.export.device_build import (DeviceBuildError, build, check_against_python, classify_c,
                                  main, write_windows)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,9 +38,9 @@ CELLS = {"sirnn": {"state_clip": 1.0, "state_quant_bits": 8}, "fastgrnn": {}}
 @pytest.fixture(scope="session")
 def built(har_dir, tmp_path_factory):
     """(cell, mode) -> (export dir, self_test binary), trained, exported and built once."""
-    from export.exporter import export_run
-    from training.config import TrainConfig
-    from training.trainer import train
+    from zoo.export.exporter import export_run
+    from zoo.training.config import TrainConfig
+    from zoo.training.trainer import train
 
     runs, exports = {}, {}
 
@@ -92,7 +92,7 @@ def shipped_int16x8_export(har_dir, tmp_path_factory):
     holds others, so the copy's are cleared (the split only chooses the calibration windows)."""
     import yaml
 
-    from export.exporter import export_run
+    from zoo.export.exporter import export_run
     from zoo.pretrained import verified_dir
 
     run = tmp_path_factory.mktemp("shipped-run") / "sirnn.har2_gen1"
@@ -126,7 +126,7 @@ def test_cxx_loop_equals_python_tflite_micro_int16x8_on_a_shipped_model(shipped_
 def shipped_step_with_testset(shared_data, tmp_path_factory):
     """tag -> a copy of the shipped tag's own int8 step export with the HAR-2 test windows of
     ../shared/data as its test set, and the C arrays the shipped folder leaves out."""
-    from experiments.c_bench import shipped_step_with_testset as copy_with_testset
+    from zoo.experiments.c_bench import shipped_step_with_testset as copy_with_testset
 
     def get(tag):
         out = copy_with_testset(tag, shared_data, tmp_path_factory.mktemp("shipped") / tag)
@@ -204,7 +204,7 @@ def test_build_refuses_a_sequence_export_and_an_old_step_export(tmp_path):
 def test_zoo_bench_times_the_cxx_loop_of_step_exports_only(built, tmp_path):
     from types import SimpleNamespace
 
-    from experiments.bench import time_c_loop
+    from zoo.experiments.bench import time_c_loop
 
     export_dir, _ = built("sirnn", "int8")
     card = json.loads((export_dir / "model_card.json").read_text())

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export.micro import works_with_arena
+from zoo.export.micro import works_with_arena
 
 REPO = Path(__file__).resolve().parents[2]
 INT_OPS = {"FULLY_CONNECTED", "ADD", "SUB", "MUL", "MINIMUM", "MAXIMUM", "RELU", "RELU_0_TO_1",
@@ -221,7 +221,7 @@ def test_device_bench_reproduces_the_reported_accuracy(int8_step):
 # ------------------------------------------------------------------------------ float, errors
 @pytest.mark.slow
 def test_float_sequence_export_matches_keras(har_run, har_dir, tmp_path):
-    from export.exporter import export_run
+    from zoo.export.exporter import export_run
 
     card = export_run(har_run, tmp_path / "float", quantize="none", form="sequence",
                       data_dir=har_dir, micro=False, print_fn=quiet)
@@ -274,9 +274,9 @@ def test_refuses_to_overwrite(har_run, har_dir, tmp_path, capsys):
 
 
 def test_crash_in_the_child_becomes_a_clear_error(har_run, monkeypatch):
-    from export.quantize import CRASH_HOOK_ENV, ConversionCrashed, convert
-    from export.step import step_models
-    from training.evaluate import load_run
+    from zoo.export.quantize import CRASH_HOOK_ENV, ConversionCrashed, convert
+    from zoo.export.step import step_models
+    from zoo.training.evaluate import load_run
 
     _, model, _ = load_run(har_run)
     step, _ = step_models(model)
@@ -289,8 +289,8 @@ def test_crash_in_the_child_becomes_a_clear_error(har_run, monkeypatch):
 @pytest.mark.slow
 def test_real_while_calibration_crash_names_the_alternative(har_run, har_dir, tmp_path):
     """TensorFlow bug #75140: int8 calibration of the WHILE loop segfaults in the child."""
-    from export.exporter import export_run
-    from export.quantize import ConversionCrashed
+    from zoo.export.exporter import export_run
+    from zoo.export.quantize import ConversionCrashed
 
     with pytest.raises(ConversionCrashed, match=r"(?s)--quantize int8 --form sequence.*"
                                                 r"(SIGSEGV|SIGABRT|failed).*--form step"):

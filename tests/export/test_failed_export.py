@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from export.exportdir import ExportDirectory
+from zoo.export.exportdir import ExportDirectory
 
 
 @pytest.mark.slow
 def test_a_failed_export_is_kept_and_headed_failed(har_run, har_dir, tmp_path,
                                                    failing_accuracy_check):
-    from export.exporter import AccuracyDropError, export_run
+    from zoo.export.exporter import AccuracyDropError, export_run
 
     out = tmp_path / "failed"
     with pytest.raises(AccuracyDropError, match="points below the Keras float model"):
@@ -30,7 +30,7 @@ def test_a_failed_int16x8_export_does_not_advise_int16x8(har_run, har_dir, tmp_p
                                                          failing_accuracy_check):
     """The advice names a more precise mode than the one that failed: a failed int16x8 export
     said "or try int16x8"."""
-    from export.exporter import AccuracyDropError, export_run
+    from zoo.export.exporter import AccuracyDropError, export_run
 
     with pytest.raises(AccuracyDropError) as err:
         export_run(har_run, tmp_path / "out", quantize="int16x8", form="step", data_dir=har_dir,
@@ -41,7 +41,7 @@ def test_a_failed_int16x8_export_does_not_advise_int16x8(har_run, har_dir, tmp_p
 
 
 def test_the_advice_is_always_a_more_precise_mode():
-    from export.quantize import MODES, accuracy_drop_advice
+    from zoo.export.quantize import MODES, accuracy_drop_advice
 
     assert accuracy_drop_advice("int8") == "try --quantize int16x8 (16-bit activations), or "
     assert accuracy_drop_advice("none") == ""
@@ -72,7 +72,7 @@ def test_export_under_another_backend_says_to_use_tensorflow_and_writes_nothing(
     assert "needs Keras's TensorFlow backend" in proc.stderr and "'jax'" in proc.stderr
     assert not out.exists()
     dest = tmp_path / "pretrained"
-    proc = _run_under_jax(["-m", "experiments.ship", str(har_run), "--tag", "sirnn.har2",
+    proc = _run_under_jax(["-m", "zoo.experiments.ship", str(har_run), "--tag", "sirnn.har2",
                            "--command", "test", "--data-dir", str(har_dir), "--dest", str(dest)],
                           Path(__file__).resolve().parents[2])
     assert proc.returncode == 2, proc.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""The card's ``frontend`` names the features the run was trained on (`export.exporter.
+"""The card's ``frontend`` names the features the run was trained on (`zoo.export.exporter.
 frontend_entry`): the integer front end for ``features=int_logmel``, the float one otherwise, none
 for sensor tasks; every shipped KWS tag's export card agrees with its task options."""
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from export.exporter import frontend_entry
-from training.tasks import get_task
-from training.tasks import int_frontend
+from zoo.export.exporter import frontend_entry
+from zoo.training.tasks import get_task
+from zoo.training.tasks import int_frontend
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
 KWS_CARDS = sorted(PRETRAINED.glob("*.google12*/export-*/model_card.json"))

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export.c_backend.kws import FRONTEND_DIR, tables_source, write_kws_project
-from experiments.kws_long_recordings import build_recording
-from export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
-from training.data.audio import FbankFrontend, pad_to, read_wav
-from training.tasks import int_frontend as F
-from training.tasks.speech_layout import CLASSES, WORDS10
+from zoo.export.c_backend.kws import FRONTEND_DIR, tables_source, write_kws_project
+from zoo.experiments.kws_long_recordings import build_recording
+from zoo.export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
+from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.tasks import int_frontend as F
+from zoo.training.tasks.speech_layout import CLASSES, WORDS10
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
                                 reason="the KWS app builds with the host cc and make")
@@ -252,7 +252,7 @@ def reported_alone_at_every_phase(ref, recognizer, label, clip, background) -> b
 def spottable_clips(ref, recognizer, word_clips, background):
     """Per word, its first clip (in file order) that the reference classifies right as a
     standalone 1 s clip and reports alone at every phase; a word with no such clip is left out."""
-    from experiments.kws_long_recordings import classified_right
+    from zoo.experiments.kws_long_recordings import classified_right
 
     right = classified_right(ref, word_clips)
     chosen = {}
@@ -299,7 +299,7 @@ def test_a_long_recording_reports_each_keyword_once_and_nothing_else(kws_app, wo
 
 
 def test_speech_tasks_take_the_integer_front_end_as_an_option(word_clips):
-    from training.tasks import get_task
+    from zoo.training.tasks import get_task
 
     x = np.stack([pad_to(c, 16000) for _, c in word_clips[:4]])
     for task in ("google12", "google12_testset"):
@@ -352,8 +352,8 @@ def test_a_model_that_does_not_take_32_features_is_refused_before_anything_is_wr
 
 
 def test_zoo_export_form_c_of_a_kws_run_adds_the_kws_app(tmp_path):
-    from export.c_backend.command import export_c
-    from export.c_backend.kws import FRONTEND_FILES, input_source, is_kws_export
+    from zoo.export.c_backend.command import export_c
+    from zoo.export.c_backend.kws import FRONTEND_FILES, input_source, is_kws_export
 
     out = tmp_path / "c"
     summary = export_c(SIRNN.parent, out, print_fn=lambda *a, **k: None)

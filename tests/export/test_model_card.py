@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export.card import card_markdown
-from export.card_schema import CARD_SCHEMA_VERSION, CardError, ModelCard
-from export.exportdir import ExportDirectory
+from zoo.export.card import card_markdown
+from zoo.export.card_schema import CARD_SCHEMA_VERSION, CardError, ModelCard
+from zoo.export.exportdir import ExportDirectory
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
 SHIPPED = sorted(PRETRAINED.glob("*/export-*/model_card.json"))
@@ -113,7 +113,7 @@ def test_testset_round_trip(tmp_path):
 
 
 def test_a_failed_export_says_failed_in_the_first_line_of_its_markdown():
-    from export.card import card_markdown
+    from zoo.export.card import card_markdown
 
     card = ModelCard.from_dict(shipped_card())
     assert "FAILED" not in card_markdown(card)
@@ -142,7 +142,7 @@ def test_markdown_says_above_or_below_the_float_model_in_words(path):
 
 
 def test_a_better_int8_model_reads_above_not_a_negative_drop():
-    from export.card import versus_float
+    from zoo.export.card import versus_float
 
     card = ModelCard.from_dict(shipped_card())
     card.accuracy = {**card.accuracy, "keras_float": 0.78, "tflite": 0.80,

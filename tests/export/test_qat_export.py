@@ -19,9 +19,9 @@ MODEL = {"units": 16, "rank": 4, "state_clip": 1.0, "state_quant_bits": 8, "qat"
 @pytest.fixture(scope="module")
 def qat_export(tmp_path_factory, shared_data):
     """(run dir, export dir, model card) of the QAT run exported --quantize int8 --form step."""
-    from export.exporter import export_run
-    from training.config import TrainConfig
-    from training.trainer import train
+    from zoo.export.exporter import export_run
+    from zoo.training.config import TrainConfig
+    from zoo.training.trainer import train
 
     har = shared_data / "har"
     root = tmp_path_factory.mktemp("qat")
@@ -206,10 +206,10 @@ def gru_qat_export(request, tmp_path_factory, shared_data):
     """(run, step export, C export summary) of a tiny QAT GRU (16 units, 2 epochs on the shared
     HAR subset), Keras's step graph or the lean one, exported --quantize int8 --form step, then
     as C."""
-    from export.c_backend.command import export_c
-    from export.exporter import export_run
-    from training.config import TrainConfig
-    from training.trainer import train
+    from zoo.export.c_backend.command import export_c
+    from zoo.export.exporter import export_run
+    from zoo.training.config import TrainConfig
+    from zoo.training.trainer import train
 
     har = shared_data / "har"
     root = tmp_path_factory.mktemp(f"gru-qat-{request.param}")

@@ -5,8 +5,8 @@ step model's state input and output differ: no TensorFlow, no trained model."""
 import numpy as np
 import pytest
 
-from export import device_runtime
-from export.card_schema import ModelCard
+from zoo.export import device_runtime
+from zoo.export.card_schema import ModelCard
 
 INT8 = np.int8
 H_IN = (INT8, (0.01, 0))    # h_prev: what the step model consumes

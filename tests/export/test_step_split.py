@@ -1,11 +1,11 @@
-"""Finding the recurrent layer of a model for export (`export.step`): its state width, and the
+"""Finding the recurrent layer of a model for export (`zoo.export.step`): its state width, and the
 models a step export refuses. Small untrained models: no data."""
 
 import keras
 import pytest
 
 import zoo
-from export.step import recurrent_layers, split_model, state_size
+from zoo.export.step import recurrent_layers, split_model, state_size
 
 
 def test_state_size_of_one_state_vector_and_of_two():

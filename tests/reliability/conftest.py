@@ -13,7 +13,7 @@ def make_tiny_config(**changes):
     """The adding task (regression, early stopping on val_loss) with a 3-unit LSTM, 2 epochs: every
     piece of resumable state (optimizer moments, early-stopping counters and best weights,
     history) is exercised in a few seconds."""
-    from training.config import TrainConfig
+    from zoo.training.config import TrainConfig
 
     settings = dict(task="adding", model="lstm", model_options={"units": 3},
                     task_options={"timesteps": 4, "n_train": 32, "n_val": 16, "n_test": 16},

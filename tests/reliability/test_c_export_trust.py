@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export.c_backend import CExportError
-from export.c_backend.command import export_c
+from zoo.export.c_backend import CExportError
+from zoo.export.c_backend.command import export_c
 
 REPO = Path(__file__).resolve().parents[2]
 PRETRAINED = REPO / "models" / "pretrained"
@@ -203,7 +203,7 @@ def test_a_damaged_test_set_is_named_where_it_is(tmp_path):
 
 def test_a_tag_without_a_step_export_is_refused_without_looking_for_its_data(tmp_path,
                                                                               monkeypatch):
-    from training.data import download
+    from zoo.training.data import download
 
     def no_download(*args, **kwargs):
         raise AssertionError("the C export tried to download a dataset")
@@ -240,8 +240,8 @@ def test_a_shipped_tag_s_test_windows_are_its_task_s_as_its_model_takes_them(tag
     import numpy as np
 
     import zoo
-    from export.c_backend.project import read_normalization, read_step_export
-    from export.c_backend.shipped import test_windows
+    from zoo.export.c_backend.project import read_normalization, read_step_export
+    from zoo.export.c_backend.shipped import test_windows
     from zoo.pretrained import load_pretrained
 
     step = PRETRAINED / tag / "export-step-int8"
@@ -256,7 +256,7 @@ def test_a_shipped_tag_s_test_windows_are_its_task_s_as_its_model_takes_them(tag
 
 def test_a_shipped_tag_without_its_data_at_hand_says_so_and_downloads_nothing(tmp_path,
                                                                              monkeypatch):
-    from training.data import download
+    from zoo.training.data import download
 
     def no_download(*args, **kwargs):
         raise AssertionError("the C export tried to download a dataset")

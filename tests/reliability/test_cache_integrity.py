@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from training.data import cache
-from training.tasks.har import load_har_arrays
+from zoo.training.data import cache
+from zoo.training.tasks.har import load_har_arrays
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def _compute(calls):
 
 
 def _rebuilt(key, calls, caplog, path):
-    with caplog.at_level(logging.WARNING, logger="training.data.cache"):
+    with caplog.at_level(logging.WARNING, logger="zoo.training.data.cache"):
         arrays, hit = cache.cached_arrays("group", key, _compute(calls))
     assert not hit and len(calls) == 2
     np.testing.assert_array_equal(arrays["y"], [1, 2, 3])
@@ -44,7 +44,7 @@ def test_truncated_uci_har_entry_is_rebuilt(own_cache, shared_data, caplog):
     assert not hit
     (entry,) = (own_cache / "uci_har").glob("*.npz")
     entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
-    with caplog.at_level(logging.WARNING, logger="training.data.cache"):
+    with caplog.at_level(logging.WARNING, logger="zoo.training.data.cache"):
         again, _, hit = load_har_arrays(folder)
     assert not hit and str(entry) in caplog.text and "rebuilding" in caplog.text
     np.testing.assert_array_equal(again["x_train"], first["x_train"])

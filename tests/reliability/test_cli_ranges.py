@@ -113,7 +113,7 @@ def _numeric_types(path: Path):
 
 
 def test_no_numeric_flag_without_a_range():
-    """A new flag typed ``int`` or ``float`` fails here: use training.flags' int_in / number_in
+    """A new flag typed ``int`` or ``float`` fails here: use zoo.training.flags' int_in / number_in
     (or, for a TrainConfig / ExportOptions setting, strict_int / strict_float and that rule).
     export/device_bench.py runs on a device without the zoo and parses for itself;
     export/device_build.py (`zoo device build`) is the zoo's and is scanned."""
@@ -182,9 +182,9 @@ def test_generated_task_that_cannot_be_made_or_trained_is_refused(extra, words, 
 
 def test_empty_training_split_is_refused_not_waited_on(tiny_config, tmp_path, monkeypatch):
     """Whatever the task: no training sequence is one line, and the new run directory goes."""
-    from training.tasks import synthetic
-    from training.tasks.base import Split
-    from training.trainer import train
+    from zoo.training.tasks import synthetic
+    from zoo.training.tasks.base import Split
+    from zoo.training.trainer import train
 
     real_load = synthetic.Adding._load
 
@@ -274,7 +274,7 @@ def test_out_through_a_dangling_symlink_is_refused(command, tmp_path, capsys):
 
 def test_ranges_read_as_documented():
     """The range helpers against their wording (what every message above quotes)."""
-    from training.flags import int_in, number_in
+    from zoo.training.flags import int_in, number_in
 
     assert int_in(1)("3") == 3 and int_in(0, 16)("16") == 16
     assert number_in(0, 1, low_open=True)("1") == 1.0

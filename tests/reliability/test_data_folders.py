@@ -12,10 +12,10 @@ import zipfile
 import numpy as np
 import pytest
 
-from training.data.errors import DataError
-from training.data.sources import extract
-from training.tasks import get_task
-from training.tasks.dsa import SPEC
+from zoo.training.data.errors import DataError
+from zoo.training.data.sources import extract
+from zoo.training.tasks import get_task
+from zoo.training.tasks.dsa import SPEC
 
 
 @pytest.fixture

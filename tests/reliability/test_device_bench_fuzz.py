@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from export import device_bench
+from zoo.export import device_bench
 
 T, D = 6, 3
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export import device_bench
+from zoo.export import device_bench
 
 REPO = Path(__file__).resolve().parents[2]
 T, D, H = 6, 3, 4
@@ -56,7 +56,7 @@ def step_export(tmp_path_factory):
     card's step_io read off the converted model (not assumed)."""
     import keras
 
-    from export.device_bench import LiteInterpreter
+    from zoo.export.device_bench import LiteInterpreter
 
     keras.utils.set_random_seed(1)
     x = keras.Input((D,), batch_size=1, name="x")

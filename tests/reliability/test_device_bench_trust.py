@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from export import device_bench
+from zoo.export import device_bench
 
 REPO = Path(__file__).resolve().parents[2]
 PRETRAINED = REPO / "models" / "pretrained"

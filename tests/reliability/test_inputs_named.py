@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from edge_rnn_zoo.cli import main
-from training.data.errors import DataError, DataNotFoundError
-from training.tasks import get_task
+from zoo.training.data.errors import DataError, DataNotFoundError
+from zoo.training.tasks import get_task
 
 
 def _one_line(capsys, argv, prefix):
@@ -61,7 +61,7 @@ def test_calibration_pairs_at_least_one(sirnn_run, tmp_path, capsys, value):
 def test_data_dir_that_does_not_exist_says_so(tmp_path, capsys, monkeypatch):
     missing = tmp_path / "dsa19_train_full.zip"
     monkeypatch.delenv("ZOO_OFFLINE", raising=False)  # it must not even try to download
-    import training.data.download as dl
+    import zoo.training.data.download as dl
 
     monkeypatch.setattr(dl, "download", lambda *a, **k: pytest.fail("tried to download"))
     out = tmp_path / "runs" / "dsa"
@@ -110,8 +110,8 @@ def test_har_value_that_would_flatten_its_channel_names_file_and_line(shared_dat
     zoo's own `Normalization`, on the unmodified file's values): a silently zeroed channel."""
     import numpy as np
 
-    from training.data.textio import parse_table
-    from training.tasks import Normalization
+    from zoo.training.data.textio import parse_table
+    from zoo.training.tasks import Normalization
 
     original = shared_data / "har" / "UCI HAR Dataset" / "train" / "Inertial Signals"
     table = parse_table(original / "body_acc_x_train.txt", 128)
@@ -135,7 +135,7 @@ def test_heavy_tailed_column_is_kept(tmp_path):
     mostly-constant one with rare events are read as they are."""
     import numpy as np
 
-    from training.data.textio import parse_table
+    from zoo.training.data.textio import parse_table
 
     rng = np.random.default_rng(0)
     table = np.stack([rng.standard_cauchy(5000), np.where(rng.random(5000) < 0.01, 5.0, 0.0)], 1)
@@ -159,7 +159,7 @@ def test_recipe_by_its_listed_name_is_the_shipped_file(tmp_path, monkeypatch):
     and a file of that name in the working folder wins over it."""
     import yaml
 
-    from training.config import RECIPES_DIR, resolve
+    from zoo.training.config import RECIPES_DIR, resolve
 
     monkeypatch.chdir(tmp_path)
     shipped = yaml.safe_load((RECIPES_DIR / "har2-sirnn.yaml").read_text())

@@ -1,4 +1,4 @@
-"""Issue 23: the zoo touches only paths it owns (`training.storage`), in-process through
+"""Issue 23: the zoo touches only paths it owns (`zoo.training.storage`), in-process through
 ``edge_rnn_zoo.cli.main``. One test per reproduction: a user's folder with one of the zoo's
 hidden names (``.X.old``, ``.X.creating``) is never deleted or moved; an export that fails its
 accuracy check never replaces a good one; the lock is on the real directory; a run is not
@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from edge_rnn_zoo.cli import main
-from training import storage
+from zoo.training import storage
 
 TRAIN = ["train", "--task", "har2", "--model", "lstm", "--units", "3", "--epochs", "1",
          "--batch-size", "512", "--recipe", "none"]
@@ -95,7 +95,7 @@ def test_a_user_folder_named_like_the_export_aside_survives_a_refused_export(
 
 def test_an_export_that_fails_its_accuracy_check_does_not_replace_a_good_one(
         finished_har_run, shared_data, tmp_path, capsys, monkeypatch):
-    from export import exporter
+    from zoo.export import exporter
 
     def check_litert_failing(export, card, *args, **kwargs):
         """The real check, then a 7.13-point loss recorded (issue 23's int8 case), so that the
@@ -136,7 +136,7 @@ def test_the_lock_is_on_the_real_directory_not_the_name_given(tmp_path, shared_d
 
 
 def test_resuming_with_fewer_epochs_than_trained_is_refused(tmp_path, tiny_config, monkeypatch):
-    from training.trainer import RunDirError, train
+    from zoo.training.trainer import RunDirError, train
 
     class Killed(BaseException):
         pass

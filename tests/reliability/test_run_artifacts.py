@@ -1,7 +1,7 @@
 """Edited or damaged run files are one line naming the file and the field, and what is valid
 (issue 23: items 6 and 11, and the misleading errors): config.yaml, a checkpoint's state.json,
 model.keras (a checkpoint's, or --init-from's), best_weights.npz, normalization.json,
-metrics.json. `training.artifacts` is the one reader; these tests go through `zoo eval` and
+metrics.json. `zoo.training.artifacts` is the one reader; these tests go through `zoo eval` and
 `zoo train` as a user would."""
 
 import json
@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from edge_rnn_zoo.cli import main
-from training import storage
-from training.trainer import train
+from zoo.training import storage
+from zoo.training.trainer import train
 
 
 class Killed(BaseException):

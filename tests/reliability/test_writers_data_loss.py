@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from edge_rnn_zoo.cli import main
-from training import storage
+from zoo.training import storage
 
 TRAIN = ["train", "--task", "har2", "--model", "lstm", "--units", "3", "--epochs", "1",
          "--batch-size", "512", "--recipe", "none"]
@@ -195,7 +195,7 @@ def test_a_users_empty_folder_named_like_the_creating_stage_is_not_consumed(
 
 
 def test_the_staging_a_killed_c_export_left_is_swept(tmp_path):
-    from export.c_backend.command import export_c
+    from zoo.export.c_backend.command import export_c
     from zoo.pretrained import verified_dir
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

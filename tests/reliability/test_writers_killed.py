@@ -1,10 +1,10 @@
 """Issues 31 and 32: every writer (``zoo export``, ``--form c``, ``zoo train --overwrite``, ``zoo
-ship``) replaces its directory through `training.storage.replacing`. A kill at each step of the
+ship``) replaces its directory through `zoo.training.storage.replacing`. A kill at each step of the
 replacement (the staging folder made, the old directory moved aside, the new one in place)
 leaves the old artifact whole, in place or aside where the next command puts it back, and the
 next command leaves no staging behind.
 
-The kill is injected: `training.storage.crash_point` raises at the chosen boundary (the last
+The kill is injected: `zoo.training.storage.crash_point` raises at the chosen boundary (the last
 one of that name: a ship's own swap comes after its inner export's) and the cleanup a SIGKILL
 would not run (`Replacement.discard`) is switched off, so the staging stays as a kill leaves
 it. The kill's staging is named by this (live) pid, which the next command treats as dead:
@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from training import storage
+from zoo.training import storage
 
 # What the replacement is killed after: staging made (marked, before its rename), old
 # directory moved aside, new directory in place (old one not yet deleted).
@@ -40,7 +40,7 @@ def _quiet(*args, **kwargs):
 
 # ------------------------------------------------------------------------------- the writers
 def _export(target, env):
-    from export.exporter import export_run
+    from zoo.export.exporter import export_run
 
     export_run(env.run, target, overwrite=True, micro=False, data_dir=env.data,
                print_fn=_quiet)
@@ -48,7 +48,7 @@ def _export(target, env):
 
 
 def _c_export(target, env):
-    from export.c_backend.command import export_c
+    from zoo.export.c_backend.command import export_c
     from zoo.pretrained import verified_dir
 
     export_c(verified_dir("sirnn.har2_gen1"), target, overwrite=True, print_fn=_quiet)
@@ -56,14 +56,14 @@ def _c_export(target, env):
 
 
 def _train(target, env):
-    from training.trainer import train
+    from zoo.training.trainer import train
 
     train(env.tiny_config(epochs=1), target, overwrite=True, print_fn=_quiet, verbose=0)
     return "metrics.json"
 
 
 def _ship(target, env):
-    from experiments.ship import ship
+    from zoo.experiments.ship import ship
 
     ship(env.run, target.name, command="zoo train ... (test)", data_dir=env.data,
          dest=target.parent)
@@ -127,8 +127,8 @@ def test_a_killed_replacement_keeps_the_old_artifact_and_leaves_no_staging(
 # of a shipped tag needs no TensorFlow, so the child starts in well under a second.
 _KILLED_C_EXPORT = """
 import os, signal, sys
-from training import storage
-from export.c_backend.command import export_c
+from zoo.training import storage
+from zoo.export.c_backend.command import export_c
 from zoo.pretrained import verified_dir
 
 def point(label):

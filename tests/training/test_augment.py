@@ -1,14 +1,14 @@
-"""IMU augmentation (training.augment): each transform checked against the property it is
+"""IMU augmentation (zoo.training.augment): each transform checked against the property it is
 published with (Um et al. 2017), not against its own code."""
 
 import numpy as np
 import pytest
 
-from training import augment
-from training.augment import Augmenter
-from training.config import TrainConfig
-from training.tasks import get_task
-from training.trainer import epoch_batches
+from zoo.training import augment
+from zoo.training.augment import Augmenter
+from zoo.training.config import TrainConfig
+from zoo.training.tasks import get_task
+from zoo.training.trainer import epoch_batches
 
 HAR_SENSORS = get_task("har2").sensors
 

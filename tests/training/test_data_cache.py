@@ -5,9 +5,9 @@ import time
 
 import numpy as np
 
-from training.tasks import get_task
-import training.tasks.har as har_module
-import training.tasks.speech as speech_module
+from zoo.training.tasks import get_task
+import zoo.training.tasks.har as har_module
+import zoo.training.tasks.speech as speech_module
 
 
 def test_cache_hit_is_much_faster_and_skips_parsing(shared_data, fresh_cache, monkeypatch):
@@ -66,7 +66,7 @@ def test_archive_cache_hit_needs_no_extraction(mini_har, tmp_path, fresh_cache, 
     def no_extract(*a, **k):
         raise AssertionError("extracted again")
 
-    monkeypatch.setattr("training.data.sources.extract", no_extract)
+    monkeypatch.setattr("zoo.training.data.sources.extract", no_extract)
     assert get_task("har6").load(z).info["cache_hit"]
     assert speech_module  # imported for symmetry with the speech cache tests
 
@@ -74,7 +74,7 @@ def test_archive_cache_hit_needs_no_extraction(mini_har, tmp_path, fresh_cache, 
 def test_tests_never_touch_the_home_cache():
     from pathlib import Path
 
-    from training.data.paths import cache_root, data_root
+    from zoo.training.data.paths import cache_root, data_root
 
     home = Path.home() / ".cache" / "edge-rnn-zoo"
     assert home not in cache_root().parents and home not in data_root().parents
@@ -87,8 +87,8 @@ def test_a_second_extraction_never_removes_the_one_in_use(mini_har, tmp_path, fr
     import threading
     import zipfile
 
-    from training.data import sources
-    from training.tasks.har import SPEC
+    from zoo.training.data import sources
+    from zoo.training.tasks.har import SPEC
 
     archive = tmp_path / "har.zip"
     with zipfile.ZipFile(archive, "w") as z:

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.data import download as dl
-from training.data.errors import DataError, DataNotFoundError
-from training.data.textio import parse_table
-from training.tasks import get_task
+from zoo.training.data import download as dl
+from zoo.training.data.errors import DataError, DataNotFoundError
+from zoo.training.data.textio import parse_table
+from zoo.training.tasks import get_task
 
 SIG = "train/Inertial Signals/body_acc_x_train.txt"
 
@@ -170,7 +170,7 @@ def test_corrupt_archives(mini_har, tmp_path):
 
 
 def test_unknown_task_and_option():
-    from training.tasks import list_tasks
+    from zoo.training.tasks import list_tasks
 
     assert {"adding", "copy", "dsa19", "har2"} <= set(list_tasks())
     with pytest.raises(ValueError, match="unknown task 'har3'.*Valid tasks: "

@@ -1,4 +1,4 @@
-"""``distill``: knowledge distillation (training.distill). The loss against a NumPy
+"""``distill``: knowledge distillation (zoo.training.distill). The loss against a NumPy
 re-implementation of Hinton et al.'s formula (one teacher and an ensemble, logits and softmax
 teachers, teachers with their own normalisation; TensorFlow here, JAX in a subprocess), alpha = 0
 against the ordinary loss and step, frozen teachers absent from the saved student, which loads,
@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 import zoo
-from training import distill, trainer
-from training.config import TrainConfig
-from training.tasks import Normalization
+from zoo.training import distill, trainer
+from zoo.training.config import TrainConfig
+from zoo.training.tasks import Normalization
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = SimpleNamespace(name="har2", kind="classification", input_shape=(12, 3), num_classes=2)
@@ -268,7 +268,7 @@ def fake_run(folder: Path, task="har2", classes=2, finished=True) -> Path:
 
 
 def test_a_teacher_must_be_a_finished_run_of_the_task_and_its_classes(tmp_path):
-    from training.tasks import get_task
+    from zoo.training.tasks import get_task
 
     har2 = get_task("har2")
     cases = [(tmp_path / "missing", FileNotFoundError, "no such directory"),
@@ -308,8 +308,8 @@ def runs(tmp_path_factory, shared_data):
 
 @pytest.mark.slow
 def test_a_distilled_run_records_its_teacher_and_saves_a_plain_student(runs):
-    from training.evaluate import evaluate_run
-    from training.tasks import get_task
+    from zoo.training.evaluate import evaluate_run
+    from zoo.training.tasks import get_task
 
     assert f"distilling from {runs.teacher} (alpha 0.5, temperature 2)" in runs.lines
     saved = yaml.safe_load((runs.student / "config.yaml").read_text())
@@ -333,8 +333,8 @@ def test_a_resumed_run_distils_again_and_its_checkpoint_holds_the_student_alone(
         runs, tmp_path, monkeypatch):
     """Killed after epoch 1's checkpoint, the same call resumes: the checkpoint's model is a
     plain student (the loss is set on it again when it is loaded), the run finishes."""
-    from training import storage
-    from training.tasks import get_task
+    from zoo.training import storage
+    from zoo.training.tasks import get_task
 
     class Killed(Exception):
         pass
@@ -361,7 +361,7 @@ def test_a_resumed_run_distils_again_and_its_checkpoint_holds_the_student_alone(
 
 @pytest.mark.slow
 def test_a_distilled_student_exports_like_any_run(runs, tmp_path):
-    from export.exporter import export_run
+    from zoo.export.exporter import export_run
 
     card = export_run(runs.student, tmp_path / "float", quantize="none", form="sequence",
                       data_dir=runs.har, micro=False, print_fn=lambda *a, **k: None)
@@ -376,7 +376,7 @@ def fold_teachers(root: Path, folds: int) -> Path:
 
 
 def cv(tmp_path, teacher, folds=2):
-    from experiments import trials
+    from zoo.experiments import trials
 
     base = trials.base_config("har2", "sirnn", None, {"epochs": 1})
     variants = {"base": {}, "kd": {"distill": {"teacher": teacher, "alpha": 0.5}}}
@@ -411,7 +411,7 @@ def test_a_missing_fold_teacher_fails_when_the_sweep_is_planned(tmp_path):
 def test_results_files_name_teachers_relative_to_the_sweep(tmp_path):
     """A results file written in one clone matches the same trial in another when both keep
     the teacher sweep in the same place beside theirs."""
-    from experiments import trials
+    from zoo.experiments import trials
 
     kd = [t for t in cv(tmp_path, str(fold_teachers(tmp_path / "baselines", 2)))
           if t.variant == "kd"][0]
@@ -427,7 +427,7 @@ def test_results_files_name_teachers_relative_to_the_sweep(tmp_path):
 
 
 def test_the_final_retrain_needs_its_own_teacher(tmp_path):
-    from experiments import trials
+    from zoo.experiments import trials
 
     kd, base = [t for t in cv(tmp_path, str(fold_teachers(tmp_path / "baselines", 2)))
                 if t.fold == 0][::-1]
@@ -445,7 +445,7 @@ def test_the_final_teacher_goes_to_the_stage_that_distils_only(tmp_path):
     """``--final`` of a QAT stage of a distilled variant (``rot35_kd_gru_qat``): the distilled
     parent's retrain learns from ``--final-teacher``; the stage fine-tunes that retrain, as its
     CV trials fine-tuned each fold's distilled run, without a teacher of its own."""
-    from experiments import sweep, trials
+    from zoo.experiments import sweep, trials
 
     base = trials.base_config("har2", "sirnn", None, {"epochs": 1})
     variants = {"kd": {"distill": {"teacher": str(fold_teachers(tmp_path / "baselines", 2)),

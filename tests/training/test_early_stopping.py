@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from training import storage, trainer
-from training.config import TrainConfig
+from zoo.training import storage, trainer
+from zoo.training.config import TrainConfig
 
 
 def config(**changes) -> TrainConfig:

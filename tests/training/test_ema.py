@@ -13,9 +13,9 @@ import keras
 import numpy as np
 import pytest
 
-from training import trainer
-from training.config import TrainConfig, with_defaults
-from training.rundir import RunDirectory
+from zoo.training import trainer
+from zoo.training.config import TrainConfig, with_defaults
+from zoo.training.rundir import RunDirectory
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = {"units": 8, "rank": 2}
@@ -66,8 +66,8 @@ def test_a_run_keeps_the_average_and_its_validation_scored_it(backend, shared_da
         capture_output=True, text=True, timeout=600, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
-    from training.artifacts import load_keras_model
-    from training.tasks import get_task
+    from zoo.training.artifacts import load_keras_model
+    from zoo.training.tasks import get_task
 
     data = get_task("har2").load(har, seed=1)
     model = load_keras_model(RunDirectory(run).model)
@@ -87,7 +87,7 @@ def test_ema_with_early_stopping_is_refused_with_the_fix():
 
 
 def test_a_results_file_written_before_a_setting_existed_still_matches(tmp_path):
-    from experiments.trials import Trial, recorded
+    from zoo.experiments.trials import Trial, recorded
 
     config = TrainConfig(task="har2", model="sirnn", early_stopping_patience=0).to_dict()
     older = {k: v for k, v in config.items() if k != "ema_momentum"}

@@ -1,11 +1,11 @@
-"""The ``frames_per_step`` task option (`training.tasks.frames`), against the windows of the task
+"""The ``frames_per_step`` task option (`zoo.training.tasks.frames`), against the windows of the task
 without it, reshaped by NumPy."""
 
 import numpy as np
 import pytest
 
-from training.augment import Augmenter
-from training.tasks import get_task
+from zoo.training.augment import Augmenter
+from zoo.training.tasks import get_task
 
 HAR = "har/UCI HAR Dataset"
 
@@ -70,7 +70,7 @@ def test_a_stacked_run_trains_and_its_step_exports(shared_data, tmp_path):
     """The model and the streaming step export take k samples per step: the float step model
     of a run on stacked windows scores what the Keras model does on the same windows."""
     from edge_rnn_zoo.cli import main
-    from export.exporter import export_run
+    from zoo.export.exporter import export_run
 
     run = tmp_path / "run"
     assert main(["train", "--task", "har2", "--model", "sirnn", "--units", "16", "--epochs", "2",

@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 # (frozen support) 8-12, so the run ends in phase 3 after training on the masked weights.
 SCRIPT = """
 import json, keras, numpy as np, zoo
-from training.callbacks import HardThresholding
-from training.trainer import recurrent_cell
+from zoo.training.callbacks import HardThresholding
+from zoo.training.trainer import recurrent_cell
 
 keras.utils.set_random_seed(0)
 model = zoo.create_model("fastgrnn", input_shape=(12, 3), num_classes=2, units=8)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from training import logs
+from zoo.training import logs
 
 REPO = Path(__file__).resolve().parents[2]
 EPOCHS = 2
@@ -49,7 +49,7 @@ def _zoo(args, env):
 
 def test_handler_prints_info_on_stdout_warnings_on_stderr_at_the_level_set(capsys,
                                                                            restore_loggers):
-    log = logging.getLogger("training.some_module")
+    log = logging.getLogger("zoo.training.some_module")
     for level, shown in ((logging.INFO, "info"), (logging.WARNING, "warning"),
                          (logging.DEBUG, "debug")):
         logs.configure(level)
@@ -69,12 +69,12 @@ def test_command_output_prints_once_beside_a_root_handler_and_is_undone(capsys):
     logging.getLogger().addHandler(root_handler)
     try:
         with logs.command_output(logging.INFO):
-            logging.getLogger("export.exporter").info("  wrote OUT")
+            logging.getLogger("zoo.export.exporter").info("  wrote OUT")
         captured = capsys.readouterr()
         assert (captured.out, captured.err) == ("  wrote OUT\n", "")
     finally:
         logging.getLogger().removeHandler(root_handler)
-    training = logging.getLogger("training")
+    training = logging.getLogger("zoo.training")
     assert training.propagate and not any(isinstance(h, logs.CommandHandler)
                                           for h in training.handlers)
 
@@ -107,8 +107,8 @@ def test_verbose_train_adds_debug_records_to_the_default_lines(tmp_path, env):
 
 def test_library_logs_at_info_and_prints_nothing_by_default(tmp_path, shared_data, caplog,
                                                              capsys, restore_loggers):
-    from training.config import resolve
-    from training.trainer import train
+    from zoo.training.config import resolve
+    from zoo.training.trainer import train
 
     # As in a fresh notebook: the zoo's loggers as Python makes them.
     for logger in map(logging.getLogger, logs.PACKAGES):
@@ -121,9 +121,9 @@ def test_library_logs_at_info_and_prints_nothing_by_default(tmp_path, shared_dat
     assert capsys.readouterr().out == ""
     epochs = [r for r in caplog.records if EPOCH_LINE.match(r.getMessage())]
     assert [r.levelno for r in epochs] == [logging.INFO] * EPOCHS
-    assert {r.name for r in epochs} == {"training.callbacks"}
+    assert {r.name for r in epochs} == {"zoo.training.callbacks"}
     result = [r for r in caplog.records if r.getMessage().startswith("test: ")]
-    assert len(result) == 1 and result[0].name == "training.trainer"
+    assert len(result) == 1 and result[0].name == "zoo.training.trainer"
     assert f"accuracy {100 * metrics['test']['accuracy']:.2f}%" in result[0].getMessage()
     assert not [r for r in caplog.records if r.levelno == logging.DEBUG]  # INFO set, not DEBUG
 
@@ -133,7 +133,7 @@ def test_written_to_copies_the_zoos_records_to_a_file_whatever_the_level(tmp_pat
     """A sweep trial's log: the worker's records at INFO and above go to the file (bare lines),
     even where nothing configured the loggers (a spawned worker: Python's WARNING default);
     afterwards the loggers are as they were."""
-    log = logging.getLogger("training.callbacks")
+    log = logging.getLogger("zoo.training.callbacks")
     path = tmp_path / "fold0.log"
     before = [(logger.level, logger.propagate) for logger in map(logging.getLogger, logs.PACKAGES)]
     with open(path, "a") as stream, logs.written_to(stream):
@@ -154,9 +154,9 @@ def test_quieted_keeps_the_librarys_progress_out_and_puts_the_level_back(capsys,
     INFO lines hidden for the block, warnings still shown, its own loggers untouched."""
     logs.configure(logging.INFO)
     with logs.quieted():
-        logging.getLogger("training.trainer").info("epoch line")
-        logging.getLogger("export.exporter").warning("a warning")
-        logging.getLogger("experiments.bench").info("== sirnn")
-    logging.getLogger("training.trainer").info("after")
+        logging.getLogger("zoo.training.trainer").info("epoch line")
+        logging.getLogger("zoo.export.exporter").warning("a warning")
+        logging.getLogger("zoo.experiments.bench").info("== sirnn")
+    logging.getLogger("zoo.training.trainer").info("after")
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == ("== sirnn\nafter\n", "a warning\n")

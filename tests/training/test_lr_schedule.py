@@ -7,8 +7,8 @@ import math
 import keras
 import pytest
 
-from training.config import TrainConfig
-from training.trainer import epoch_learning_rate, train
+from zoo.training.config import TrainConfig
+from zoo.training.trainer import epoch_learning_rate, train
 
 SMALL = {"units": 8, "rank": 2}
 

@@ -4,8 +4,8 @@ loss written out in NumPy, and the trainer's wiring."""
 import numpy as np
 import pytest
 
-from training.augment import mixup
-from training.trainer import epoch_batches
+from zoo.training.augment import mixup
+from zoo.training.trainer import epoch_batches
 
 
 def _cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -54,7 +54,7 @@ def test_mixup_batches_depend_only_on_seed_and_epoch():
 
 @pytest.mark.parametrize("alpha", [-0.1, "0.2", True])
 def test_a_bad_alpha_names_the_option(alpha):
-    from training.augment import check_options
+    from zoo.training.augment import check_options
 
     with pytest.raises(ValueError, match=r"invalid augment option mixup: .*alpha of Beta"):
         check_options({"mixup": alpha})

@@ -1,4 +1,4 @@
-"""Training with QAT (`zoo.qat`) through `training.trainer.train`, on the shared HAR subset: a
+"""Training with QAT (`zoo.qat`) through `zoo.training.trainer.train`, on the shared HAR subset: a
 warm start from a float run and from a QAT run copies the weights and sets the ranges from the
 training data (checked against ``np.percentile`` of the tracking sample), and a resumed QAT run
 continues from its checkpoint's ranges (checked against the EMA from the checkpoint)."""
@@ -7,10 +7,10 @@ import keras
 import numpy as np
 import pytest
 
-from training import storage
-from training.config import TrainConfig
-from training.tasks import get_task
-from training.trainer import train
+from zoo.training import storage
+from zoo.training.config import TrainConfig
+from zoo.training.tasks import get_task
+from zoo.training.trainer import train
 from zoo import qat
 
 MODEL = {"units": 8, "rank": 4, "state_clip": 1.0, "state_quant_bits": 8}

@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from training.tasks import get_task
-from training.tasks.regular import LANGUAGES, kmp_dfa
+from zoo.training.tasks import get_task
+from zoo.training.tasks.regular import LANGUAGES, kmp_dfa
 
 
 def tomita3(s: str) -> bool:

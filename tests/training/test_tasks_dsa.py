@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from training.tasks import get_task
+from zoo.training.tasks import get_task
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from training.tasks import get_task
+from zoo.training.tasks import get_task
 
 HAR = "har/UCI HAR Dataset"
 TRAIN6 = [279, 224, 201, 249, 277, 275]

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from training.tasks import (STD_FLOOR, Normalization, Task, describe_tasks, get_task, list_tasks,
+from zoo.training.tasks import (STD_FLOOR, Normalization, Task, describe_tasks, get_task, list_tasks,
                             register_task)
-from training.tasks import mnist as mnist_module
+from zoo.training.tasks import mnist as mnist_module
 
 EXPECTED = {"har2": ((128, 9), 2), "har6": ((128, 9), 6), "google30": ((99, 32), 30),
             "google12": ((99, 32), 12), "google12_testset": ((99, 32), 12), "dsa19": ((125, 45), 19), "adding": ((200, 2), 1),
@@ -51,7 +51,7 @@ def test_register_task_adds_a_task():
         with pytest.raises(ValueError, match="already registered"):
             register_task("toy_registry_test")(Toy)
     finally:
-        from training.tasks import base
+        from zoo.training.tasks import base
 
         base._REGISTRY.pop("toy_registry_test")
 

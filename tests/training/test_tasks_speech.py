@@ -11,9 +11,9 @@ import wave
 import numpy as np
 import pytest
 
-from training.data.audio import FbankFrontend, pad_to, read_wav
-from training.tasks import get_task
-from training.tasks.speech import WORDS10, index_clips
+from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.tasks import get_task
+from zoo.training.tasks.speech import WORDS10, index_clips
 
 SC = "speech_commands_v0.01"
 SHORT = {"down/8d4cdc60_nohash_1.wav": 12288, "two/a8cb6dda_nohash_0.wav": 12971,
@@ -144,7 +144,7 @@ def test_wav_checks(tmp_path):
         return path
 
     assert len(read_wav(write(tmp_path / "ok.wav"))) == 100
-    from training.data.errors import DataError
+    from zoo.training.data.errors import DataError
     for kw, msg in (({"rate": 8000}, "8000 Hz"), ({"channels": 2}, "2 channel"),
                     ({"width": 1}, "8-bit")):
         path = write(tmp_path / f"bad{len(msg)}.wav", **kw)

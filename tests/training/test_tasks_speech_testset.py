@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.data.audio import FbankFrontend, read_wav
-from training.data.errors import DataError
-from training.tasks import get_task
-from training.tasks.speech_testset import CLASSES, index_layout, speaker_of
+from zoo.training.data.audio import FbankFrontend, read_wav
+from zoo.training.data.errors import DataError
+from zoo.training.tasks import get_task
+from zoo.training.tasks.speech_testset import CLASSES, index_layout, speaker_of
 
 REPO = Path(__file__).resolve().parents[2]
 PART_A = "archives/speech_commands_test_set_v0.02_part_A.tar.gz"
@@ -189,7 +189,7 @@ def test_zoo_eval_scores_a_google12_run_on_the_test_set_layout(shared_data, few_
     cm = np.array(report["confusion_matrix"])
     assert cm.sum(axis=1).tolist() == [2] * 12  # every folder is its class, 2 clips each
     # Independent scoring: features from the wav files, the saved model, the saved statistics.
-    from training.evaluate import load_run
+    from zoo.training.evaluate import load_run
 
     _, model, norm = load_run(run)
     rels = sorted(p.relative_to(few_clips).as_posix() for p in few_clips.glob("*/*.wav"))
@@ -203,7 +203,7 @@ def test_background_mixing_adds_a_scaled_slice_of_one_noise_array():
     """`mix_background` on synthetic clips: each output is the clip plus c times one
     ``len(x)``-sample slice of one noise array with 0 <= c <= volume (found here by search over
     every array and offset), about ``frequency`` of them mixed, and nothing drawn without noise."""
-    from training.tasks.speech import mix_background
+    from zoo.training.tasks.speech import mix_background
 
     rng = np.random.default_rng(0)
     noise = [rng.normal(size=150), rng.normal(size=100)]  # a longer array and an exact-length one

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from training.tasks import get_task
+from zoo.training.tasks import get_task
 
 
 def test_adding_structure_and_constant_baseline():

@@ -140,8 +140,8 @@ def shipped_finished_run(tmp_path) -> Path:
 def test_finished_run_is_refused_before_any_data_or_model(shipped_finished_run, monkeypatch):
     """Issue 22: the refusal came after a probe model was built (13.6 s for the whole command):
     `train` now refuses from what is on disk first, building and loading nothing."""
-    from training import tasks, trainer
-    from training.config import TrainConfig
+    from zoo.training import tasks, trainer
+    from zoo.training.config import TrainConfig
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("built a model or read data before refusing a finished run")
@@ -163,7 +163,7 @@ def test_finished_run_refusal_needs_no_keras_and_is_quick(shipped_finished_run):
     answers in a fresh process without importing Keras. Measured 0.19-0.29 s for that whole
     process on the 2-core dev machine; `zoo train` with it in its usage check (before Keras):
     0.48-0.55 s."""
-    code = ("import sys\nfrom training.rundir import check_out_argument\n"
+    code = ("import sys\nfrom zoo.training.rundir import check_out_argument\n"
             "try:\n    check_out_argument(sys.argv[1], False)\n"
             "except ValueError as err:\n    print(err)\n"
             "print(sorted({'keras', 'tensorflow'} & set(sys.modules)))\n")
@@ -178,7 +178,7 @@ def test_finished_run_refusal_needs_no_keras_and_is_quick(shipped_finished_run):
 
 def test_zoo_train_refuses_a_finished_run_in_seconds(shipped_finished_run, env):
     """The whole ``python -m edge_rnn_zoo train ... --out FINISHED`` process: the CLI's usage
-    check (`training.rundir.check_out_argument`) refuses before Keras and TensorFlow load.
+    check (`zoo.training.rundir.check_out_argument`) refuses before Keras and TensorFlow load.
     Measured on the 2-core dev machine, shared and loaded: 0.48-0.55 s (9.0-10.3 s when the
     refusal came after TensorFlow's import, 13.6 s in issue 22). The bound leaves a loaded CI
     machine room, and is still far below an import of TensorFlow."""
@@ -204,9 +204,9 @@ def test_an_unfinished_run_from_another_clone_resumes_but_another_recipe_does_no
     """A run begun elsewhere (a GPU lease's /work/main/zoo/models/recipes, an installed wheel)
     and copied here has the same settings as the same command here: the recipe is compared by
     name (its settings are in the config already); a recipe of another name is refused."""
-    from training.config import resolve
-    from training.rundir import RunDirError
-    from training.trainer import _same_settings
+    from zoo.training.config import resolve
+    from zoo.training.rundir import RunDirError
+    from zoo.training.trainer import _same_settings
 
     here = resolve("har2", "sirnn", None, {"epochs": 3})
     saved = {**here.to_dict(), "recipe": "/elsewhere/zoo/models/recipes/har2-sirnn.yaml"}
@@ -288,7 +288,7 @@ def test_jax_backend_trains_and_model_loads_under_tensorflow(tmp_path, env):
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["hardware"]["backend"] == "jax"
-    check = ("import json, keras, numpy as np; from training.evaluate import evaluate_run;"
+    check = ("import json, keras, numpy as np; from zoo.training.evaluate import evaluate_run;"
              f"r = evaluate_run({str(out)!r});"
              "print(json.dumps({'backend': keras.backend.backend(), 'acc': r['accuracy']}))")
     proc = subprocess.run([sys.executable, "-c", check], env=env, cwd=REPO, capture_output=True,
@@ -307,8 +307,8 @@ def test_jax_trains_where_tensorflow_is_not_installed(tmp_path, env):
     script = f"""
 import sys
 sys.modules["tensorflow"] = None  # as if not installed: every import of it fails
-from training.config import resolve
-from training.trainer import train
+from zoo.training.config import resolve
+from zoo.training.trainer import train
 config = resolve("har2", "sirnn", "none", {{"epochs": 1, "batch_size": 64, "backend": "jax",
                  "model_options": {{"units": 8, "rank": 2}}}})
 train(config, {str(out)!r})
@@ -328,9 +328,9 @@ def test_mirrored_strategy_on_two_logical_cpus(tmp_path, env):
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from training.config import resolve
-from training.trainer import train
-import training.trainer as t
+from zoo.training.config import resolve
+from zoo.training.trainer import train
+import zoo.training.trainer as t
 seen = []
 original = tf.distribute.MirroredStrategy
 tf.distribute.MirroredStrategy = lambda devices: seen.append(devices) or original(devices)
@@ -347,7 +347,7 @@ print("DEVICES", seen, "ACC", metrics["test"]["accuracy"])
 
 
 def test_hard_threshold_matches_edgeml_quantile_rule():
-    from training.callbacks import hard_threshold
+    from zoo.training.callbacks import hard_threshold
 
     rng = np.random.default_rng(0)
     w = rng.normal(size=(40, 25)).astype("float32")
@@ -416,7 +416,7 @@ def test_augment_flags_add_to_the_recipes_augmentation(tmp_path):
     """``--augment KEY=VALUE`` is to the recipe's ``augment`` what ``--option`` is to its model
     options: option by option over it (the generation-2 HAR-2 recipe is the shipped one plus
     --augment rotation=15)."""
-    from training.config import resolve
+    from zoo.training.config import resolve
 
     recipe = tmp_path / "r.yaml"
     recipe.write_text(yaml.safe_dump({"task": "har2", "model": "sirnn",

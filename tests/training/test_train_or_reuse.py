@@ -1,4 +1,4 @@
-"""`training.runs.train_or_reuse`, the driver of zoo bench, experiments.quality, experiments.device_latency
+"""`zoo.training.runs.train_or_reuse`, the driver of zoo bench, zoo.experiments.quality, zoo.experiments.device_latency
 and the accuracy benchmark: a finished run is reused untouched, anything else is trained (an
 unfinished run resumes inside `train`). The trainer is replaced by a recorder: no TensorFlow."""
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import training.trainer
-from training.rundir import RunDirectory
-from training.runs import train_or_reuse
+import zoo.training.trainer
+from zoo.training.rundir import RunDirectory
+from zoo.training.runs import train_or_reuse
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def calls(monkeypatch):
         RunDirectory(run_dir).root.mkdir(parents=True, exist_ok=True)
         RunDirectory(run_dir).metrics.write_text("{}")
 
-    monkeypatch.setattr(training.trainer, "train", fake_train)
+    monkeypatch.setattr(zoo.training.trainer, "train", fake_train)
     return made
 
 

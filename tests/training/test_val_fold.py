@@ -4,9 +4,9 @@ names the same validation subjects on every copy of a dataset."""
 import pytest
 import yaml
 
-from training.config import RECIPES_DIR
-from training.tasks import get_task
-from training.tasks.base import fold_subjects
+from zoo.training.config import RECIPES_DIR
+from zoo.training.tasks import get_task
+from zoo.training.tasks.base import fold_subjects
 
 # UCI HAR's 21 official training subjects (its README) and the folds the real-scale benchmark used.
 HAR_TRAIN = [1, 3, 5, 6, 7, 8, 11, 14, 15, 16, 17, 19, 21, 22, 23, 25, 26, 27, 28, 29, 30]

@@ -62,7 +62,7 @@ def test_pretrained_model_reproduces_its_card_on_real_test_windows(tag, shared_d
     """The visible official test windows (HAR subjects 12 and 24; DSA-19 segments s01, s13, s25,
     s37, s49 of p5-p8) are in ../shared/data: the raw windows through the pretrained model (its
     own normalisation layer) give exactly the accuracy its card recorded at training time."""
-    from training.tasks import get_task
+    from zoo.training.tasks import get_task
 
     cfg = zoo.get_pretrained_cfg(tag)
     model_name, name = tag.split(".")
@@ -120,7 +120,7 @@ def test_a_tampered_file_is_refused_naming_it(tmp_path, monkeypatch):
 def test_normalisation_layer_is_the_runs_normalization_json():
     import keras
 
-    from training.tasks import Normalization
+    from zoo.training.tasks import Normalization
 
     with_norm = zoo.create_model("sirnn", pretrained="har2")
     folder = pretrained.verified_dir("sirnn.har2")
@@ -161,9 +161,9 @@ def test_a_wheel_install_carries_recipes_and_pretrained_models(tmp_path, shared_
                     str(target), str(wheel)], check=True, capture_output=True)
     script = f"""
 import sys, json
-import zoo, training.config
+import zoo, zoo.training.config
 assert zoo.__file__.startswith({str(target)!r}), zoo.__file__
-assert str(training.config.RECIPES_DIR).startswith({str(target)!r})
+assert str(zoo.training.config.RECIPES_DIR).startswith({str(target)!r})
 model = zoo.create_model("sirnn", pretrained="har2")
 print(json.dumps({{"params": model.count_params(), "tags": zoo.list_pretrained()}}))
 import edge_rnn_zoo

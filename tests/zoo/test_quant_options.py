@@ -171,7 +171,7 @@ def test_antisymmetric_clip_and_fake_quant_match_numpy(gated, clip, bits):
 
 
 def test_antisymmetric_defaults_off_config_roundtrip_and_export_drop():
-    from export.step import without_fake_quant
+    from zoo.export.step import without_fake_quant
 
     cell = zoo.AntisymmetricRNNCell(D)
     assert cell.state_clip is None and cell.state_quant_bits is None

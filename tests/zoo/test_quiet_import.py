@@ -43,9 +43,9 @@ def test_import_zoo_loads_no_keras_and_is_silent():
     "import zoo; import tensorflow as tf; tf.constant(1.0) + 1",  # TensorFlow after zoo
     "import zoo.irnn",  # a family module directly
     # The other packages, as a script run with ``python -m`` imports them (zoo not first).
-    "import training.trainer",
-    "import export.exporter",
-    "import experiments, tensorflow",
+    "import zoo.training.trainer",
+    "import zoo.export.exporter",
+    "import zoo.experiments, tensorflow",
 ])
 def test_first_keras_use_is_silent(code, tensorflow_alone_stderr):
     proc = _python(code)
@@ -54,7 +54,7 @@ def test_first_keras_use_is_silent(code, tensorflow_alone_stderr):
 
 
 def test_a_python_m_script_is_silent(tensorflow_alone_stderr):
-    proc = subprocess.run([sys.executable, "-m", "export.convert", "--help"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "zoo.export.convert", "--help"], cwd=REPO,
                           capture_output=True, text=True, timeout=180,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert proc.returncode == 0, proc.stderr
@@ -116,7 +116,7 @@ def test_a_zoo_model_loads_whatever_imported_keras_first():
                            "from keras.src.saving import object_registration as o\n"
                            "print(sum('SiRNN' in k for k in o.GLOBAL_CUSTOM_OBJECTS))")
     assert unregistered.stdout.split()[-1] == "0", unregistered.stderr[-2000:]
-    loaded = _python("import zoo.qat\nfrom training.artifacts import load_keras_model\n"
+    loaded = _python("import zoo.qat\nfrom zoo.training.artifacts import load_keras_model\n"
                      f"print(load_keras_model({str(model)!r}).count_params())")
     assert loaded.returncode == 0 and loaded.stdout.split()[-1] == "3549", loaded.stderr[-2000:]
     pretrained = _python("import zoo.qat\nfrom zoo.pretrained import load_pretrained\n"

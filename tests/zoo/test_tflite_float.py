@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import zoo
-from export.convert import (NonBuiltinOpError, check_builtin_only, op_names, run_tflite,
+from zoo.export.convert import (NonBuiltinOpError, check_builtin_only, op_names, run_tflite,
                             to_tflite, unrolled_copy)
 
 T, D_IN, UNITS, C = 6, 3, 8, 3

@@ -29,7 +29,7 @@ def zoo(*args):
 
 
 def step_ops(step_tflite):
-    from export.flatbuffer import builtin_name, read_model
+    from zoo.export.flatbuffer import builtin_name, read_model
 
     model = read_model(Path(step_tflite).read_bytes())
     graph = model.subgraphs[0]
@@ -43,7 +43,7 @@ def step_ops(step_tflite):
 
 def keras_figures(source):
     """Parameters and MACs per step of the Keras model of a run or shipped tag."""
-    from training.evaluate import load_run
+    from zoo.training.evaluate import load_run
     from zoo.layers import recurrent_layers
     from zoo.macs import cell_macs_per_step
 

@@ -1,5 +1,5 @@
 # The streaming KWS pipeline on a Cortex-M4 (instruction counts under qemu-arm, flash and RAM):
-#   python -m export.c_backend.kws --export EXPORT --out K      (a KWS C folder)
+#   python -m zoo.export.c_backend.kws --export EXPORT --out K      (a KWS C folder)
 #   make -f kws.mk K=<that folder> [B=build-m4 OPT=-O2]         -> $(B)/kws.elf, $(B)/min-kws.elf
 #   python kws_measure.py $(B)/kws.elf                          instructions per hop
 #   make -f kws.mk K=... sizes                                  flash / RAM (minus empty.elf)

@@ -1,4 +1,4 @@
-/* Instruction-count driver for the streaming KWS pipeline (export.c_backend.kws: the integer
+/* Instruction-count driver for the streaming KWS pipeline (zoo.export.c_backend.kws: the integer
  * front end + a C-backend step model + posteriors + recognizer), the protocol of c_main.c:
  * `app kws PART N`, counted by QEMU's plugin (kws_measure.py: per hop = (count(2N) - count(N)) / N).
  *   PART hop:      N hops of the whole pipeline (160 new samples each: 400-sample frame, front

@@ -2,6 +2,6 @@
 with a checksum, extraction, an on-disk cache of featurised arrays, strict text/wav readers whose
 errors name the file and line, and the speech front end."""
 
-from training.data.errors import DataError, DataNotFoundError
+from zoo.training.data.errors import DataError, DataNotFoundError
 
 __all__ = ["DataError", "DataNotFoundError"]

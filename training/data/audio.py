@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.data.errors import DataError
+from zoo.training.data.errors import DataError
 
 LOG_EPS = 1e-10  # EdgeML process_google.py
 

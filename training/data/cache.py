@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from training.data.paths import cache_root
+from zoo.training.data.paths import cache_root
 
 FORMAT = 1  # bump when the layout of cached arrays changes
 MANIFEST = "__zoo_manifest__"  # JSON {"key": key, "arrays": {name: [dtype, shape]}}

@@ -22,9 +22,9 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from training.data.errors import DataError
+from zoo.training.data.errors import DataError
 
-# Looked up at call time so tests can monkeypatch it (``training.data.download.urlopen``).
+# Looked up at call time so tests can monkeypatch it (``zoo.training.data.download.urlopen``).
 urlopen = urllib.request.urlopen
 
 CHUNK = 1 << 20

@@ -23,9 +23,9 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from training.data import download as _download
-from training.data.errors import DataError, DataNotFoundError
-from training.data.paths import DATA_ENV, cache_root, data_root, offline
+from zoo.training.data import download as _download
+from zoo.training.data.errors import DataError, DataNotFoundError
+from zoo.training.data.paths import DATA_ENV, cache_root, data_root, offline
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.data.errors import DataError
+from zoo.training.data.errors import DataError
 
 
 def _lines(path: Path, data: bytes | None) -> list[str]:
@@ -90,7 +90,7 @@ def parse_table(path: Path, ncols: int, *, delimiter: str | None = None,
 
 
 # A column whose standard deviation is over this many times its median absolute deviation is
-# a few extreme values and nothing else, as far as z-score normalisation (training.tasks'
+# a few extreme values and nothing else, as far as z-score normalisation (zoo.training.tasks'
 # Normalization) goes: every other value, divided by that std, becomes one float32 constant (a
 # 3e38 in a HAR file silently zeroed its channel). Heavy-tailed sensor columns stay below ~100.
 OUTLIER_RATIO = 1e6

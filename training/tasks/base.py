@@ -155,7 +155,7 @@ class Task:
     class_names: list[str] = []
     # Inertial tasks: one entry per sensor (a device), holding the channel indices of its xyz
     # triples (accelerometer, gyroscope, ...), which a rotation of the device turns together.
-    # What the rotation augmentation (training.augment) needs; empty for non-IMU tasks.
+    # What the rotation augmentation (zoo.training.augment) needs; empty for non-IMU tasks.
     sensors: ClassVar[tuple[tuple[tuple[int, int, int], ...], ...]] = ()
 
     @property
@@ -176,7 +176,7 @@ class Task:
         raise NotImplementedError
 
     def _reshaped(self, data: TaskData) -> TaskData:
-        """The loaded windows as the model takes them (e.g. `training.tasks.frames`)."""
+        """The loaded windows as the model takes them (e.g. `zoo.training.tasks.frames`)."""
         return data
 
     def describe(self) -> dict[str, Any]:

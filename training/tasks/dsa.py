@@ -14,14 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-from training.data.cache import cache_key, cached_arrays
-from training.data.errors import DataError
-from training.data.sources import Archive, DatasetSpec, fingerprint, locate
-from training.data.textio import parse_table
-from training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
+from zoo.training.data.cache import cache_key, cached_arrays
+from zoo.training.data.errors import DataError
+from zoo.training.data.sources import Archive, DatasetSpec, fingerprint, locate
+from zoo.training.data.textio import parse_table
+from zoo.training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                  check_fraction, check_seed, check_subjects, fold_subjects,
                                  pick_val_subjects, register_task)
-from training.tasks.frames import FramesPerStep
+from zoo.training.tasks.frames import FramesPerStep
 
 SPEC = DatasetSpec(
     key="dsa19",
@@ -105,7 +105,7 @@ class DSA19(FramesPerStep, Task):
         allow_partial: accept a folder with whole subjects or activities missing (default:
             refused, naming them).
         frames_per_step: samples the recurrent step reads at once (default 1; a divisor of
-            125): windows of 125 / k steps of 45 k features (`training.tasks.frames`).
+            125): windows of 125 / k steps of 45 k features (`zoo.training.tasks.frames`).
     """
 
     DEFAULTS = {"train_subjects": (1, 2, 3, 4), "val_fraction": 0.2, "val_subjects": None,

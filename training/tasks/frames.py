@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from training.tasks.base import Normalization, Split, TaskData
+from zoo.training.tasks.base import Normalization, Split, TaskData
 
 
 def check_frames_per_step(value, steps: int) -> int:

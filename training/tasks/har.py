@@ -14,14 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-from training.data.cache import cache_key, cached_arrays
-from training.data.errors import DataError
-from training.data.sources import Archive, DatasetSpec, fingerprint, locate
-from training.data.textio import parse_int_column, parse_table
-from training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
+from zoo.training.data.cache import cache_key, cached_arrays
+from zoo.training.data.errors import DataError
+from zoo.training.data.sources import Archive, DatasetSpec, fingerprint, locate
+from zoo.training.data.textio import parse_int_column, parse_table
+from zoo.training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                  check_fraction, check_seed, check_subjects, fold_subjects,
                                  pick_val_subjects, register_task)
-from training.tasks.frames import FramesPerStep
+from zoo.training.tasks.frames import FramesPerStep
 
 SPEC = DatasetSpec(
     key="uci_har",
@@ -108,7 +108,7 @@ class HARTask(FramesPerStep, Task):
         split_seed: seed of the subject draw (``numpy.random.default_rng(split_seed).choice``
             over the sorted training subject ids).
         frames_per_step: samples the recurrent step reads at once (default 1; a divisor of
-            128): windows of 128 / k steps of 9 k features (`training.tasks.frames`).
+            128): windows of 128 / k steps of 9 k features (`zoo.training.tasks.frames`).
     """
 
     DEFAULTS = {"val_fraction": 0.2, "val_subjects": None, "val_fold": None, "split_seed": 0,

@@ -1,6 +1,6 @@
 """The integer log-mel front end: the NumPy reference of ``export/c_backend/frontend/kws_frontend.c``.
 
-Same geometry as the float front end (`training.data.audio.FbankFrontend`: 400-sample frames
+Same geometry as the float front end (`zoo.training.data.audio.FbankFrontend`: 400-sample frames
 every 160 samples at 16 kHz, pre-emphasis 0.97, Hamming window, 512-point FFT, python_speech_
 features' 32 mel triangles), computed with the C code's integer operations, step by step, so the
 two agree bit for bit (tests/export/test_int_frontend.py compiles the C and compares on real
@@ -30,7 +30,7 @@ import dataclasses
 
 import numpy as np
 
-from training.data.audio import FbankFrontend
+from zoo.training.data.audio import FbankFrontend
 
 FRAME, HOP, NFFT, FILTERS = 400, 160, 512, 32
 BINS = NFFT // 2 + 1

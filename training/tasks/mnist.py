@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from training.data.errors import DataError, DataNotFoundError
-from training.data.paths import data_root, offline
-from training.tasks.base import Normalization, Split, Task, TaskData, check_fraction, register_task
+from zoo.training.data.errors import DataError, DataNotFoundError
+from zoo.training.data.paths import data_root, offline
+from zoo.training.tasks.base import Normalization, Split, Task, TaskData, check_fraction, register_task
 
 URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
 SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"  # keras/src/datasets/mnist.py

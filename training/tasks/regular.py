@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.tasks.base import (Normalization, Split, Task, TaskData, check_generated_size,
+from zoo.training.tasks.base import (Normalization, Split, Task, TaskData, check_generated_size,
                                  register_task)
 
 PAD = 2

@@ -2,7 +2,7 @@
 
 Split: the official ``validation_list.txt`` / ``testing_list.txt``; every other clip is training
 (the split rule of the dataset's README). Each clip is zero-padded at the end to 1 s and turned
-into a 99 x 32 log mel filterbank (`training.data.audio.FbankFrontend`, EdgeML's featurisation).
+into a 99 x 32 log mel filterbank (`zoo.training.data.audio.FbankFrontend`, EdgeML's featurisation).
 
 Google-12 follows TensorFlow's ``examples/speech_commands/input_data.py``: classes
 ``_silence_``, ``_unknown_`` and the 10 words yes, no, up, down, left, right, on, off, stop, go; in
@@ -21,13 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from training.data.audio import FbankFrontend, pad_to, read_wav
-from training.data.cache import cache_key, cached_arrays
-from training.data.errors import DataError
-from training.data.sources import Archive, DatasetSpec, fingerprint, locate
-from training.tasks.base import Normalization, Split, Task, TaskData, register_task
-from training.tasks.int_frontend import IntLogMelFrontend
-from training.tasks.speech_layout import SILENCE, UNKNOWN, WORDS10, find_layout, load_layout
+from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.data.cache import cache_key, cached_arrays
+from zoo.training.data.errors import DataError
+from zoo.training.data.sources import Archive, DatasetSpec, fingerprint, locate
+from zoo.training.tasks.base import Normalization, Split, Task, TaskData, register_task
+from zoo.training.tasks.int_frontend import IntLogMelFrontend
+from zoo.training.tasks.speech_layout import SILENCE, UNKNOWN, WORDS10, find_layout, load_layout
 
 _TORCHAUDIO = "torchaudio datasets/speechcommands.py _CHECKSUMS"
 SPECS = {
@@ -142,7 +142,7 @@ class SpeechTask(Task):
     """Shared loader for Google-30 / Google-12.
 
     Options (front end): ``features`` "logmel" (float, as below) or "int_logmel" (the integer
-    front end of the C app, `training.tasks.int_frontend`; it ignores the options that follow),
+    front end of the C app, `zoo.training.tasks.int_frontend`; it ignores the options that follow),
     ``nfilt`` 32, ``winlen`` 0.025 s, ``winstep`` 0.01 s, ``nfft`` 512,
     ``preemph`` 0.97, ``lowfreq`` 0, ``highfreq`` 8000, ``pad`` "end" (EdgeML process_g30.py;
     its SRNN script pads at the "front").

@@ -2,9 +2,9 @@
 
 ``speech_commands_test_set_v0.02`` holds one folder per class: ``_silence_``, ``_unknown_`` and the
 10 words yes, no, up, down, left, right, on, off, stop, go (class ids in that order, as
-`training.tasks.speech.Google12`). `load_layout` featurises every clip of it (cached); `speaker_of`
+`zoo.training.tasks.speech.Google12`). `load_layout` featurises every clip of it (cached); `speaker_of`
 and `which_set` give the speaker split of the task ``google12_testset``
-(`training.tasks.speech_testset`, whose module doc gives the rule), and `find_layout` tells
+(`zoo.training.tasks.speech_testset`, whose module doc gives the rule), and `find_layout` tells
 ``Google12.evaluation_split`` whether a ``--data-dir`` is such a layout.
 
 The class names live here, below both task modules, so that neither imports the other.
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from training.data.audio import FbankFrontend, pad_to, read_wav
-from training.data.cache import cache_key, cached_arrays
-from training.data.errors import DataError
-from training.data.sources import Archive, DatasetSpec, Located, fingerprint, locate
+from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.data.cache import cache_key, cached_arrays
+from zoo.training.data.errors import DataError
+from zoo.training.data.sources import Archive, DatasetSpec, Located, fingerprint, locate
 
 WORDS10 = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
 SILENCE, UNKNOWN = "_silence_", "_unknown_"
@@ -39,7 +39,7 @@ _SPEAKER = re.compile(r"([0-9a-f]{8})_nohash_\d+\.wav(\.wav)?$")
 
 
 def speaker_of(rel: str) -> str:
-    """Speaker id of a clip path ``class/file`` of the test-set layout (see `training.tasks.speech_testset`).
+    """Speaker id of a clip path ``class/file`` of the test-set layout (see `zoo.training.tasks.speech_testset`).
 
     Raises:
         DataError: a word or ``_unknown_`` clip whose name has no ``<8 hex>_nohash_<n>.wav``.

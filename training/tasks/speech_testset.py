@@ -3,12 +3,12 @@
 ``speech_commands_test_set_v0.02.tar.gz`` (4,890 one-second 16 kHz clips) is the fixed 12-class set
 every Google-12 result is reported on. Its layout is one folder per class, taken as it is:
 ``_silence_``, ``_unknown_`` and the 10 words yes, no, up, down, left, right, on, off, stop, go
-(class ids in that order, as `training.tasks.speech.Google12`).
+(class ids in that order, as `zoo.training.tasks.speech.Google12`).
 
 Two uses:
 
 * ``zoo eval RUN --data-dir <test-set archive or folder>`` on a ``google12`` run scores it on
-  every clip of the layout (`training.tasks.speech_layout.load_layout`; called through
+  every clip of the layout (`zoo.training.tasks.speech_layout.load_layout`; called through
   ``Google12.evaluation_split``).
 * The task ``google12_testset`` splits the layout **by speaker** into train / validation / test,
   so that a keyword model can be trained where the 2.3 GB training archive is not available.
@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.data.errors import DataError
-from training.tasks.base import Normalization, Split, Task, TaskData, register_task
-from training.tasks.speech import (INT16, SPLITS, SpeechTask, check_background,
+from zoo.training.data.errors import DataError
+from zoo.training.tasks.base import Normalization, Split, Task, TaskData, register_task
+from zoo.training.tasks.speech import (INT16, SPLITS, SpeechTask, check_background,
                                    mix_background)
-from training.tasks.speech_layout import (  # noqa: F401  (the layout's names, as before)
+from zoo.training.tasks.speech_layout import (  # noqa: F401  (the layout's names, as before)
     CLASSES, SILENCE, TESTSET_SPEC, UNKNOWN, WORDS10, find_layout, index_layout, layout_waves,
     load_layout, speaker_of, which_set)
 

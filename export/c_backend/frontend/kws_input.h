@@ -1,5 +1,5 @@
 /* kws_input.h: a model's side of the KWS pipeline, generated per export (kws_input.c) by
- * `export.c_backend.kws.write_kws_project`: the integer map from the front end's log2 energies
+ * `zoo.export.c_backend.kws.write_kws_project`: the integer map from the front end's log2 energies
  * to the step model's int8 input, and the exp table of the integer softmax. Bit-exact with
  * training/tasks/int_frontend.py (InputMap) and export/kws_stream.py (Posteriors). */
 #ifndef KWS_INPUT_H_
