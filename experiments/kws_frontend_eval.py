@@ -33,8 +33,9 @@ from zoo.export.c_backend.check import quantized_windows, reference
 from zoo.export.card_schema import read_card
 from zoo.export.c_backend.kws import write_kws_project
 from zoo.export.kws_stream import Recognizer, StreamReference, input_map
-from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.data.audio import FbankFrontend, pad_to
 from zoo.training.data.sources import locate
+from zoo.training.data.wav import read_wav
 from zoo.training.tasks import get_task
 from zoo.training.tasks.int_frontend import clip_log_mel_q8
 from zoo.training.tasks.speech_layout import TESTSET_SPEC

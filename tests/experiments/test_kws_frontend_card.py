@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.data.audio import FbankFrontend, pad_to
+from zoo.training.data.wav import read_wav
 
 
 def _from_the_card(x: np.ndarray) -> np.ndarray:

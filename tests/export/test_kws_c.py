@@ -16,7 +16,8 @@ import pytest
 from zoo.export.c_backend.kws import FRONTEND_DIR, tables_source, write_kws_project
 from zoo.experiments.kws_long_recordings import build_recording
 from zoo.export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
-from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.data.audio import FbankFrontend, pad_to
+from zoo.training.data.wav import read_wav
 from zoo.training.tasks import int_frontend as F
 from zoo.training.tasks.speech_layout import CLASSES, WORDS10
 

@@ -122,7 +122,7 @@ def _write_wav(path, rate=16000, channels=1, n=16000):
         w.writeframes(np.zeros(n * channels, "<i2").tobytes())
 
 
-@pytest.mark.parametrize("rate,channels,msg", [(8000, 1, "found 8000 Hz"), (16000, 2, "2 channel")])
+@pytest.mark.parametrize("rate,channels,msg", [(8000, 1, "found 8000 Hz"), (16000, 9, "9 channels")])
 def test_speech_wav_with_wrong_format(mini_speech, rate, channels, msg):
     rel = (mini_speech / "testing_list.txt").read_text().split()[0]
     _write_wav(mini_speech / rel, rate=rate, channels=channels)
@@ -134,7 +134,7 @@ def test_speech_wav_with_wrong_format(mini_speech, rate, channels, msg):
 def test_speech_corrupt_wav_and_bad_list(mini_speech):
     rel = (mini_speech / "validation_list.txt").read_text().split()[1]
     (mini_speech / rel).write_bytes(b"RIFF\x00\x00garbage")
-    with pytest.raises(DataError, match="not a readable PCM WAV") as e:
+    with pytest.raises(DataError, match="not a RIFF/WAVE file") as e:
         get_task("google30").load(mini_speech)
     assert rel in str(e.value)
     (mini_speech / "validation_list.txt").write_text("cat/nothere_nohash_0.wav\n")

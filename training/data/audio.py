@@ -1,4 +1,4 @@
-"""WAV reading (a small RIFF reader) and the Google speech front end, vectorised in numpy.
+"""The Google speech front end, vectorised in numpy (WAV files are read by `zoo.training.data.wav`).
 
 The front end reproduces EdgeML's featurisation (``examples/pytorch/SRNN/process_google.py``):
 ``python_speech_features.fbank(sig, 16000, winlen=0.025, winstep=0.01, nfilt=32, nfft=512,
@@ -19,90 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import struct
 from decimal import ROUND_HALF_UP, Decimal
-from pathlib import Path
 
 import numpy as np
 
-from zoo.training.data.errors import DataError
-
 LOG_EPS = 1e-10  # EdgeML process_google.py
-
-
-_PCM, _EXTENSIBLE = 0x0001, 0xFFFE
-# KSDATAFORMAT_SUBTYPE_PCM: the SubFormat GUID of a WAVE_FORMAT_EXTENSIBLE file holding plain PCM.
-_PCM_GUID = bytes.fromhex("0100000000001000800000aa00389b71")
-
-
-def _riff_chunks(path: Path, blob: bytes):
-    """``(chunk id, payload)`` pairs of a RIFF/WAVE file; the last payload may be cut short."""
-    if len(blob) < 12 or blob[:4] != b"RIFF" or blob[8:12] != b"WAVE":
-        raise DataError(f"{path}: not a readable PCM WAV file (no RIFF/WAVE header; "
-                        f"{len(blob)} bytes)")
-    pos = 12
-    while pos + 8 <= len(blob):
-        cid, size = blob[pos:pos + 4], struct.unpack_from("<I", blob, pos + 4)[0]
-        yield cid, blob[pos + 8:pos + 8 + size], size
-        pos += 8 + size + (size & 1)  # chunks are padded to an even length
-
-
-def _wav_format(path: Path, fmt: bytes) -> tuple[int, int, int]:
-    """(rate, channels, bytes per sample) of a ``fmt `` chunk; PCM or PCM-in-EXTENSIBLE only."""
-    if len(fmt) < 16:
-        raise DataError(f"{path}: not a readable PCM WAV file (fmt chunk of {len(fmt)} bytes, "
-                        "truncated header)")
-    tag, channels, rate, _, _, bits = struct.unpack_from("<HHIIHH", fmt)
-    if tag == _EXTENSIBLE:
-        if len(fmt) < 40 or fmt[24:40] != _PCM_GUID:
-            raise DataError(f"{path}: WAVE_FORMAT_EXTENSIBLE with a non-PCM sub-format; only "
-                            "16-bit integer PCM is supported")
-    elif tag != _PCM:
-        raise DataError(f"{path}: WAV format tag {tag:#06x} is not PCM (expected 0x0001, or "
-                        "0xfffe WAVE_FORMAT_EXTENSIBLE with a PCM sub-format)")
-    return rate, channels, (bits + 7) // 8
-
-
-def read_wav(path: Path, *, rate: int = 16000, max_samples: int | None = None) -> np.ndarray:
-    """Read a PCM WAV as int16 samples, requiring ``rate`` Hz, 1 channel and 16-bit samples.
-
-    Plain PCM (format tag 1) and WAVE_FORMAT_EXTENSIBLE with the PCM sub-format (what some
-    recorders and sox write for 16-bit mono) are both read; Python 3.11's ``wave`` refuses the
-    latter, hence this small RIFF reader.
-
-    Raises:
-        DataError: naming the file and what is wrong (rate, channels, width, not PCM, truncated
-            header or data, no samples, or longer than ``max_samples``).
-    """
-    try:
-        blob = Path(path).read_bytes()
-    except OSError as exc:
-        raise DataError(f"{path}: not a readable PCM WAV file ({exc})") from None
-    fmt = data = None
-    declared = 0
-    for cid, payload, size in _riff_chunks(path, blob):
-        if cid == b"fmt " and fmt is None:
-            fmt = payload
-        elif cid == b"data" and data is None:
-            data, declared = payload, size
-    if fmt is None or data is None:
-        missing = "fmt" if fmt is None else "data"
-        raise DataError(f"{path}: not a readable PCM WAV file (no {missing} chunk: truncated "
-                        "header)")
-    got = _wav_format(path, fmt)
-    if got != (rate, 1, 2):
-        raise DataError(f"{path}: expected {rate} Hz, 1 channel, 16-bit; found {got[0]} Hz, "
-                        f"{got[1]} channel(s), {8 * got[2]}-bit")
-    n = declared // 2
-    if len(data) < declared:
-        raise DataError(f"{path}: header says {n} samples but the file holds {len(data) // 2} "
-                        "(truncated file)")
-    if n == 0:
-        raise DataError(f"{path}: the data chunk holds no samples (empty clip)")
-    if max_samples is not None and n > max_samples:
-        raise DataError(f"{path}: {n} samples, longer than the {max_samples} expected "
-                        f"({max_samples / rate:g} s); not cropping silently")
-    return np.frombuffer(data[:2 * n], dtype="<i2").astype(np.int16)
 
 
 def pad_to(x: np.ndarray, length: int, where: str = "end") -> np.ndarray:

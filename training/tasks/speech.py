@@ -21,10 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.data.audio import FbankFrontend, pad_to
 from zoo.training.data.cache import cache_key, cached_arrays
 from zoo.training.data.errors import DataError
 from zoo.training.data.sources import Archive, DatasetSpec, fingerprint, locate
+from zoo.training.data.wav import read_wav
 from zoo.training.tasks.base import Normalization, Split, Task, TaskData, register_task
 from zoo.training.tasks.int_frontend import IntLogMelFrontend
 from zoo.training.tasks.speech_layout import SILENCE, UNKNOWN, WORDS10, find_layout, load_layout

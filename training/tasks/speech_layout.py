@@ -18,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.training.data.audio import FbankFrontend, pad_to, read_wav
+from zoo.training.data.audio import FbankFrontend, pad_to
 from zoo.training.data.cache import cache_key, cached_arrays
 from zoo.training.data.errors import DataError
 from zoo.training.data.sources import Archive, DatasetSpec, Located, fingerprint, locate
+from zoo.training.data.wav import read_wav
 
 WORDS10 = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
 SILENCE, UNKNOWN = "_silence_", "_unknown_"
