@@ -274,6 +274,10 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     # answered before any data is read or model built, and gets no lock file beside it.
     check_out(real, overwrite)
     task = get_task(config.task, **config.task_options)
+    from_data = getattr(task, "options_from_data", None)
+    if from_data is not None:  # classes read off the user's data: recorded in the run's config
+        config.task_options = {**config.task_options, **from_data(data_dir)}
+        task = get_task(config.task, **config.task_options)
     check_monitor(config, task)
     augment.check_mixup(config.augment, task)
     # Invalid model options (or init_from, or a distill teacher) fail here, before the run
