@@ -99,9 +99,11 @@ def input_source(export_dir: Path) -> str:
 
 def is_kws_export(step_export: Path) -> bool:
     """Whether a step export is a keyword-spotting model the front end can feed: a speech task
-    (``google*``) whose step model takes the front end's 32 features."""
+    (``google*``, or ``audio_folder``: the user's own words) whose step model takes the front
+    end's 32 features."""
     card = read_step_export(Path(step_export))
-    if not str(card.task or "").startswith("google"):
+    task = str(card.task or "")
+    if not (task.startswith("google") or task == "audio_folder"):
         return False
     step = read_graph((Path(step_export) / card.files["step"]).read_bytes())
     return step.tensor(step.inputs[card.step_io["x"]]).size == FILTERS
