@@ -1,0 +1,75 @@
+"""A user's folder of spoken words, made from the shared Speech Commands test-set archive: how
+``zoo train --task audio_folder`` is measured on words recorded at a rate other than 16 kHz.
+
+The 10 words of Google-12 (yes, no, up, down, left, right, on, off, stop, go; not ``_silence_``
+or ``_unknown_``) of the archive, each clip resampled from 16 kHz to ``--rate`` (soxr, as the
+zoo resamples) and written with soundfile as ``--subtype`` WAV, in two user layouts split by
+speaker: ``OUT/train/<word>/<speaker>_nohash_<n>.wav`` and ``OUT/test/...`` (a speaker's clips in
+one of them: the md5 of the speaker id, ``--test-percent`` of them to test).
+
+    python -m zoo.experiments.user_words_layout --data-dir ../shared/data/archives/speech_commands_test_set_v0.02_part_A.tar.gz \\
+        --rate 8000 --subtype PCM_U8 --out words8k
+    zoo train --task audio_folder --model sirnn --data-dir words8k/train --out runs/words8k
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+from pathlib import Path
+
+import numpy as np
+import soundfile
+
+from zoo.training.data.sources import locate
+from zoo.training.data.wav import read_wav, resample_int16
+from zoo.training.tasks.speech_layout import TESTSET_SPEC, WORDS10, speaker_of
+
+_log = logging.getLogger(__name__)
+
+
+def test_speaker(speaker: str, percent: float) -> bool:
+    return int(hashlib.md5(speaker.encode()).hexdigest(), 16) % 100 < percent
+
+
+def write_layout(data_dir, out: Path, rate: int, subtype: str, test_percent: float = 20.0,
+                 words=WORDS10) -> dict[str, int]:
+    """Write the two layouts (see the module doc); returns the clip count of each."""
+    folder = locate(TESTSET_SPEC, data_dir, download=False).folder()
+    counts = {"train": 0, "test": 0}
+    for word in words:
+        for clip in sorted((folder / word).glob("*.wav")):
+            rel = f"{word}/{clip.name}"
+            speaker = speaker_of(rel)
+            split = "test" if test_speaker(speaker, test_percent) else "train"
+            x = resample_int16(read_wav(clip, rate=16000), 16000, rate)
+            dest = Path(out) / split / word / clip.name.removesuffix(".wav.wav").removesuffix(".wav")
+            dest = dest.with_name(dest.name + ".wav")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            soundfile.write(dest, x.astype(np.float64) / 32768, rate, subtype=subtype)
+            counts[split] += 1
+    return counts
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
+    parser.add_argument("--data-dir", required=True, help="the Speech Commands test-set archive "
+                        "or folder (e.g. part A in shared/data/archives)")
+    parser.add_argument("--out", type=Path, required=True, help="a new folder")
+    parser.add_argument("--rate", type=int, default=8000, help="sample rate of the WAVs written")
+    parser.add_argument("--subtype", default="PCM_U8",
+                        help="soundfile subtype: PCM_U8, PCM_16, PCM_24, PCM_32, FLOAT, DOUBLE")
+    parser.add_argument("--test-percent", type=float, default=20.0,
+                        help="share of the speakers written to OUT/test (default 20)")
+    args = parser.parse_args(argv)
+    if args.out.exists():
+        parser.error(f"--out {args.out} exists; give a new folder")
+    counts = write_layout(args.data_dir, args.out, args.rate, args.subtype, args.test_percent)
+    print(f"{args.out}: {counts['train']} training clips, {counts['test']} test clips, "
+          f"{args.rate} Hz {args.subtype}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
