@@ -10,12 +10,18 @@ one of them: the md5 of the speaker id, ``--test-percent`` of them to test).
     python -m zoo.experiments.user_words_layout --data-dir ../shared/data/archives/speech_commands_test_set_v0.02_part_A.tar.gz \\
         --rate 8000 --subtype PCM_U8 --out words8k
     zoo train --task audio_folder --model sirnn --data-dir words8k/train --out runs/words8k
+    zoo export runs/words8k --form c
+    python -m zoo.experiments.user_words_layout --score runs/words8k --test words8k/test
+
+``--score`` prints the run's accuracy on every clip of the test layout: the Keras model (float)
+and its int8 step export (``RUN/export-c-int8``, run by LiteRT step by step, the state fed back).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import logging
 from pathlib import Path
 
@@ -52,17 +58,44 @@ def write_layout(data_dir, out: Path, rate: int, subtype: str, test_percent: flo
     return counts
 
 
+def score(run: Path, test: Path) -> dict[str, float]:
+    """Accuracy (%) of a finished audio_folder run on every clip of the layout ``test``: its
+    Keras model and its int8 step export ``RUN/export-c-int8`` (LiteRT)."""
+    from zoo.export import device_runtime
+    from zoo.export.c_backend.project import read_step_export
+    from zoo.training.evaluate import evaluate_run, load_run
+    from zoo.training.tasks import get_task
+
+    keras_report = evaluate_run(run, data_dir=test)
+    config, _, norm = load_run(run)
+    split = get_task(config["task"], **config["task_options"]).evaluation_split(test)
+    export = run / "export-c-int8"
+    model = device_runtime.open_export(str(export), read_step_export(export), "litert", 1)
+    x = norm.apply(split.x).astype("float32")
+    pred = np.array([np.argmax(model.predict(x[i])) for i in range(len(x))])
+    return {"clips": len(x), "float": 100 * keras_report["accuracy"],
+            "int8": 100 * float(np.mean(pred == split.y))}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
-    parser.add_argument("--data-dir", required=True, help="the Speech Commands test-set archive "
+    parser.add_argument("--score", type=Path, help="a finished run to score on --test (and its "
+                        "export-c-int8)")
+    parser.add_argument("--test", type=Path, help="the test layout for --score")
+    parser.add_argument("--data-dir", help="the Speech Commands test-set archive "
                         "or folder (e.g. part A in shared/data/archives)")
-    parser.add_argument("--out", type=Path, required=True, help="a new folder")
+    parser.add_argument("--out", type=Path, help="a new folder")
     parser.add_argument("--rate", type=int, default=8000, help="sample rate of the WAVs written")
     parser.add_argument("--subtype", default="PCM_U8",
                         help="soundfile subtype: PCM_U8, PCM_16, PCM_24, PCM_32, FLOAT, DOUBLE")
     parser.add_argument("--test-percent", type=float, default=20.0,
                         help="share of the speakers written to OUT/test (default 20)")
     args = parser.parse_args(argv)
+    if args.score:
+        print(json.dumps(score(args.score, args.test)))
+        return 0
+    if not args.data_dir or not args.out:
+        parser.error("--data-dir and --out are required (or --score RUN --test DIR)")
     if args.out.exists():
         parser.error(f"--out {args.out} exists; give a new folder")
     counts = write_layout(args.data_dir, args.out, args.rate, args.subtype, args.test_percent)
