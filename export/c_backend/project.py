@@ -5,6 +5,7 @@
     zoo_model.c   weights, tables and quantization constants as const arrays, one function per
                   model (step, head), the state feedback
     zoo_int8.h    TFLite's int8 kernel arithmetic (shared by every export)
+    zoo_args.h    the apps' numeric options, parsed whole and range-checked
     main.c        zoo_app: windows of raw float32 features in, one line of int8 logits each out
     Makefile      `make` (host cc, -std=c99 -Wall -Wextra -Werror -O2) and
                   `make CC=arm-none-eabi-gcc CPU=cortex-m4` (the library object)
@@ -14,8 +15,9 @@ The step and head models are the export's own (their scales and zero points are 
 are: nothing is recalibrated), so the C code computes what they compute; their card is read
 through `card_schema.read_card` and checked against both models first (`read_checked_graphs`).
 The fixed C is text in ``templates/`` (``zoo_model.h``, ``zoo_input.c``, ``zoo_api.c`` with
-``${...}`` placeholders; ``zoo_int8.h``, ``main.c``, ``Makefile`` copied as they are); what
-depends on the models (weights, tables, one function per model) is generated (`emit`).
+``${...}`` placeholders; ``zoo_int8.h``, ``zoo_args.h``, ``main.c``, ``Makefile`` copied as
+they are); what depends on the models (weights, tables, one function per model) is generated
+(`emit`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from zoo.export.c_backend.graph import Graph, UnsupportedGraph, read_graph
 from zoo.export.c_backend.plan import lower
 from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, inside_folder, read_card
 
-C_FILES = ("zoo_model.h", "zoo_model.c", "zoo_int8.h", "main.c", "Makefile", "README.md")
+C_FILES = ("zoo_model.h", "zoo_model.c", "zoo_int8.h", "zoo_args.h", "main.c", "Makefile",
+           "README.md")
 RUNTIMES = ("tflite-micro", "litert")  # the runtime whose int8 arithmetic the C code matches
 # TFLite Micro's kernels rescale with gemmlowp's two roundings. LiteRT's builtin
 # FULLY_CONNECTED rounds once (its other int8 kernels agree with TFLite Micro): measured op by
@@ -166,11 +169,8 @@ def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro")
     sources = {
         "zoo_model.h": _header(card, io),
         "zoo_model.c": _model_c(card, io, step, head, norm, runtime),
-        "zoo_int8.h": resources.files("zoo.export.c_backend").joinpath(
-            "templates/zoo_int8.h").read_text(),
-        "main.c": resources.files("zoo.export.c_backend").joinpath("templates/main.c").read_text(),
-        "Makefile": resources.files("zoo.export.c_backend").joinpath(
-            "templates/Makefile").read_text(),
+        **{name: resources.files("zoo.export.c_backend").joinpath(f"templates/{name}").read_text()
+           for name in ("zoo_int8.h", "zoo_args.h", "main.c", "Makefile")},
     }
     summary = _summary(card, io, step, head, runtime)
     sources["README.md"] = _readme(card, summary)

@@ -6,6 +6,7 @@
 //
 // WINDOWS: raw float32 (host byte order), N normalised windows of kZooTimesteps x kZooFeatures.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +43,19 @@ bool ReadWindows(const char* path, std::vector<float>* x) {
     return false;
   }
   return true;
+}
+
+// Every step's time is kept for the percentiles: REPS x kZooTimesteps doubles in memory.
+constexpr long kMaxReps = 1000000;
+
+// REPS, parsed whole (strtol with its end pointer and errno, as the C backend's zoo_args.h): "2x"
+// or "4294967395" is refused, not read as 2 or wrapped; 0 for anything but 1..kMaxReps.
+long ParseReps(const char* text) {
+  if (*text < '0' || *text > '9') return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text, &end, 10);
+  return errno == 0 && *end == '\0' && v >= 1 && v <= kMaxReps ? v : 0;
 }
 
 int RunClassify(const std::vector<float>& x) {
@@ -111,9 +125,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (classify) return RunClassify(x);
-  const long reps = std::atol(argv[3]);
+  const long reps = ParseReps(argv[3]);
   if (reps < 1) {
-    std::fprintf(stderr, "self_test: REPS must be a positive integer, got %s\n", argv[3]);
+    std::fprintf(stderr, "self_test: REPS must be an integer 1..%ld, got %s\n", kMaxReps,
+                 argv[3]);
     return 2;
   }
   return RunBench(x, reps);

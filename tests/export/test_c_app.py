@@ -1,7 +1,8 @@
-"""The generated C project's own guards (issues 31 and 32): ``zoo_app`` refuses what is not a
+"""The generated C project's own guards (issues 31, 32 and 44): ``zoo_app`` refuses what is not a
 file of whole windows, or a bad ``--bench``, with a message and exit status 2 (a directory
 aborted the sanitizer build, an empty file or ``--bench 0`` exited 0 silently), and
 ``zoo_model.c`` refuses to build under ``-ffast-math``, which folds its input rounding away.
+``kws_app`` refuses a numeric flag that is not a whole number in its range, as ``zoo_app`` does.
 
 The project is the C export of the shipped ``sirnn.har2_gen1`` tag (no check: these are the app's
 tests), built with the host compiler."""
@@ -65,7 +66,7 @@ def test_two_windows_give_two_lines(zoo_app, windows):
 
 @pytest.mark.parametrize("case", ["directory", "empty-file", "missing-file", "bench-0",
                                   "bench-not-a-number", "bench-without-n", "unknown-option",
-                                  "two-files"])
+                                  "two-files", "bench-2x", "bench-wraps", "bench-space"])
 def test_zoo_app_refuses_with_a_message_and_status_2(case, zoo_app, windows, tmp_path):
     empty = tmp_path / "empty.f32"
     empty.write_bytes(b"")
@@ -78,6 +79,10 @@ def test_zoo_app_refuses_with_a_message_and_status_2(case, zoo_app, windows, tmp
         "bench-without-n": ([windows, "--bench"], ["--bench", "got nothing"]),
         "unknown-option": (["--int16", windows], ["unknown option --int16"]),
         "two-files": ([windows, windows], ["one WINDOWS file"]),
+        # issue 44: atoi read "2x" as 2 and wrapped 2^32 + 99 to 99
+        "bench-2x": (["--bench", "2x", windows], ["--bench", "got 2x"]),
+        "bench-wraps": (["--bench", "4294967395", windows], ["--bench", "got 4294967395"]),
+        "bench-space": (["--bench", " 3", windows], ["--bench", "got  3"]),
     }[case]
     done = run(zoo_app, *args)
     assert done.returncode == 2, (done.returncode, done.stderr)
@@ -104,3 +109,34 @@ def test_zoo_model_c_refuses_fast_math_and_says_why(flag, c_project, tmp_path):
 def test_the_generated_sources_hold_no_unfilled_placeholder(c_project):
     for name in ("zoo_model.h", "zoo_model.c", "main.c", "Makefile"):
         assert "${" not in (c_project / name).read_text(), name
+
+
+# kws_app's numeric flags (issue 44): each parsed whole and range-checked by zoo_args.h, as
+# zoo_app's --bench; atoi took "2x" as 2 and wrapped 4294967395 to 99.
+KWS_FLAGS = [("--instances", "2x", "1..8"), ("--period", "4294967395", "1..1048576"),
+             ("--window", "", "1..128"), ("--threshold", "1e2", "0..255"),
+             ("--suppression", "-1", "0..1073741824"), ("--min-count", " 5", "1..128"),
+             ("--instances", "9", "1..8"), ("--period", None, "1..1048576")]
+
+
+@pytest.mark.parametrize("flag,value,valid", KWS_FLAGS)
+def test_kws_app_refuses_a_numeric_flag_that_is_not_a_whole_number_in_range(
+        flag, value, valid, kws_sirnn_app, tmp_path):
+    audio = tmp_path / "silence.raw"
+    audio.write_bytes(bytes(3200))
+    args = [flag] + ([] if value is None else [value])
+    done = run(kws_sirnn_app, *args, audio) if value is not None else run(kws_sirnn_app, audio,
+                                                                           *args)
+    got = "nothing" if value is None else value
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stdout)
+    assert done.stderr == f"{flag} N: N must be an integer {valid}, got {got}\n", done.stderr
+
+
+def test_kws_app_takes_the_same_flags_when_they_are_whole_numbers(kws_sirnn_app, tmp_path):
+    audio = tmp_path / "silence.raw"
+    audio.write_bytes(bytes(3200))
+    done = run(kws_sirnn_app, "--instances", "+2", "--period", "50", "--window", "128",
+               "--threshold", "0", "--suppression", "1073741824", "--min-count", "1", audio)
+    frames = [line for line in done.stdout.splitlines() if line.startswith("frame ")]
+    assert done.returncode == 0 and len(frames) == 8, done.stderr  # 1 + (1600 - 400) // 160
+

@@ -6,6 +6,7 @@ and a FastGRNN trained here, an int16x8 export of a shipped SiRNN and the shippe
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -157,6 +158,30 @@ def test_cxx_loop_equals_python_tflite_micro_on_a_shipped_int8_model(tag, shippe
     logit_scale = MicroInterpreter(str(export_dir / "head.tflite"), 8192).output_quant(0)[1][0]
     assert check["identical_logits"] >= 700, check
     assert check["max_abs_logit_diff"] <= logit_scale * (1 + 1e-5), (check, logit_scale)  # float32
+
+
+@pytest.mark.slow  # ~20 s: it builds the step app against TFLite Micro
+def test_the_step_app_refuses_a_reps_count_that_is_not_a_whole_number_in_range(
+        shipped_step_with_testset, tmp_path):
+    """``self_test bench WINDOWS REPS`` (issue 44): REPS parsed whole and range-checked, as the C
+    backend's apps parse their numbers; atol read "2x" as 2. The shipped tag's export keeps the
+    self_test.cc it was shipped with; the current template is what `zoo export` writes now."""
+    from importlib import resources
+
+    export_dir = shipped_step_with_testset("sirnn.har2")
+    (export_dir / "self_test.cc").write_text(
+        resources.files("zoo.export").joinpath("templates/self_test.cc").read_text())
+    binary = build(export_dir, TFLM, tmp_path / "build")
+    x = np.load(export_dir / "testset.npz")["x"][:1]
+    windows = write_windows(x, tmp_path / "one.bin")
+    for reps in ("2x", "4294967395", "0", " 2", ""):
+        done = subprocess.run([str(binary), "bench", str(windows), reps], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 2 and done.stdout == "", (reps, done.returncode)
+        assert done.stderr == f"self_test: REPS must be an integer 1..1000000, got {reps}\n"
+    done = subprocess.run([str(binary), "bench", str(windows), "2"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and json.loads(done.stdout)["reps"] == 2, done.stderr
 
 
 @pytest.mark.slow

@@ -14,7 +14,8 @@ endif
 %.o: %.c kws_frontend.h kws_input.h zoo_model.h zoo_int8.h
 	$(CC) $(CFLAGS) $(TARGET_FLAGS) -c $< -o $@
 
-kws_app: kws_app.c $(LIB_SRCS) kws_frontend.h kws_input.h kws_recognizer.h zoo_model.h zoo_int8.h
+kws_app: kws_app.c $(LIB_SRCS) kws_frontend.h kws_input.h kws_recognizer.h zoo_args.h zoo_model.h \
+         zoo_int8.h
 	$(CC) $(CFLAGS) kws_app.c $(LIB_SRCS) -o $@
 
 clean:

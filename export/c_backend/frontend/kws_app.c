@@ -21,21 +21,18 @@
 #include "kws_frontend.h"
 #include "kws_input.h"
 #include "kws_recognizer.h"
+#include "zoo_args.h"
 #include "zoo_model.h"
 
 #define KWS_MAX_INSTANCES 8
 
-static int arg(int argc, char **argv, int *a, const char *name, int lo, int hi, int *value) {
+/* Option `name` at argv[*a]: 1 with its value (zoo_args.h: the whole text, within lo..hi), 0 when
+ * argv[*a] is another option; exits with status 2 on a bad value. */
+static int arg(int argc, char **argv, int *a, const char *name, long lo, long hi, int *value) {
+  long v;
   if (strcmp(argv[*a], name) != 0) return 0;
-  if (*a + 1 >= argc) {
-    fprintf(stderr, "%s: needs a value\n", name);
-    exit(2);
-  }
-  *value = atoi(argv[++*a]);
-  if (*value < lo || *value > hi) {
-    fprintf(stderr, "%s %s: must be in %d..%d\n", name, argv[*a], lo, hi);
-    exit(2);
-  }
+  if (!zoo_int_option(argc, argv, a, name, lo, hi, &v)) exit(2);
+  *value = (int)v;
   return 1;
 }
 

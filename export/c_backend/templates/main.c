@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "zoo_args.h"
 #include "zoo_model.h"
 
 #define ZOO_WINDOW (ZOO_TIMESTEPS * ZOO_FEATURES)
@@ -57,13 +58,6 @@ static void *read_file(const char *path, size_t item, size_t *count) {
   return data;
 }
 
-/* --bench N: a positive int, else 0. */
-static int parse_reps(const char *text) {
-  char *end;
-  long v = strtol(text, &end, 10);
-  return (*text && !*end && v >= 1 && v <= 1000000000L) ? (int)v : 0;
-}
-
 static int run_window(zoo_state_t *s, const void *window, int quantized, int8_t *logits) {
   int t;
   zoo_reset(s);
@@ -80,7 +74,8 @@ static int run_window(zoo_state_t *s, const void *window, int quantized, int8_t 
 static double seconds(void) { return (double)clock() / CLOCKS_PER_SEC; }
 
 int main(int argc, char **argv) {
-  int quantized = 0, show_state = 0, bench = 0, a, c, i;
+  int quantized = 0, show_state = 0, a, c;
+  long bench = 0, i;
   size_t count, n, w;
   const char *path = NULL;
   void *data;
@@ -90,12 +85,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[a], "--int8") == 0) quantized = 1;
     else if (strcmp(argv[a], "--state") == 0) show_state = 1;
     else if (strcmp(argv[a], "--bench") == 0) {
-      if (a + 1 >= argc || !(bench = parse_reps(argv[a + 1]))) {
-        fprintf(stderr, "--bench N: N must be an integer 1..1000000000, got %s\n",
-                a + 1 < argc ? argv[a + 1] : "nothing");
-        return 2;
-      }
-      ++a;
+      if (!zoo_int_option(argc, argv, &a, "--bench", 1, 1000000000L, &bench)) return 2;
     } else if (argv[a][0] == '-' && argv[a][1] == '-') {
       fprintf(stderr, "unknown option %s (valid: --int8, --state, --bench N)\n", argv[a]);
       return 2;
