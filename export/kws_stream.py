@@ -11,6 +11,10 @@ The models were trained on 1 s windows (99 frames) from a zero state, so the sta
 ``period`` (99) hops. ``instances`` copies of the state run staggered by ``period / instances``
 hops (one step each per hop) and the hop's scores are the oldest copy's: with 1, a keyword that
 straddles a reset is cut in two; more copies cost one step each per hop.
+
+`read_audio` reads a file as ``kws_app`` does (its C reader, ``frontend/kws_audio.c``): a WAV
+file by the zoo's WAV contract (`zoo.training.data.wav`, 16 kHz only), raw int16 otherwise,
+decided by the content.
 """
 
 from __future__ import annotations
@@ -22,11 +26,66 @@ from pathlib import Path
 import numpy as np
 
 from zoo.export import device_runtime
+from zoo.training.data.errors import DataError
 from zoo.export.card_schema import read_card
 from zoo.export.c_backend.graph import read_graph
 from zoo.training.tasks.int_frontend import FILTERS, FRAME, HOP, InputMap, frames_log_mel_q8
 
 MAX_INSTANCES = 8
+SAMPLE_RATE = 16000
+# Files that start with these are refused rather than read as raw samples (kws_audio.c's list).
+OTHER_CONTAINERS = {b"RIFX": "big-endian RIFF (RIFX)", b"RF64": "RF64", b"BW64": "BW64",
+                    b"FORM": "AIFF (FORM)", b"fLaC": "FLAC", b"OggS": "Ogg", b"ID3": "MP3 (ID3)",
+                    b"riff": "Sony Wave64 (riff)", b".snd": "Sun/NeXT AU (.snd)"}
+
+
+def read_audio(path) -> np.ndarray:
+    """The mono int16 samples ``kws_app`` streams from ``path``, decided by the content as its C
+    reader decides: a RIFF/WAVE file through `zoo.training.data.wav.read_wav` at 16 kHz only
+    (every accepted format mixed to mono int16, every other refused); a file that starts with
+    another container's mark, or is named ``.wav`` in any case without being RIFF/WAVE, is
+    refused; anything else is raw little-endian int16 samples (a non-zero, even size).
+
+    Args:
+        path: the file.
+
+    Returns:
+        ``(n,)`` int16 samples at 16 kHz.
+
+    Raises:
+        DataError: one line naming the file, what was found and what is accepted.
+
+    Example:
+
+    ```python
+    samples = read_audio("recording.wav")
+    logits, posteriors, detections = StreamReference(export_dir).run(samples, Recognizer())
+    ```
+    """
+    from zoo.training.data.wav import read_wav
+
+    path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path}: a folder, not an audio file")
+    try:
+        blob = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if blob[:4] == b"RIFF":
+        return read_wav(path, rate=SAMPLE_RATE)
+    other = next((name for mark, name in OTHER_CONTAINERS.items() if blob.startswith(mark)), None)
+    if other:
+        raise DataError(f"{path}: {other}, not RIFF/WAVE; accepted: RIFF/WAVE, or raw 16 kHz "
+                        "int16 samples")
+    if path.suffix.lower() == ".wav" and blob:
+        raise DataError(f"{path}: named .wav but not a RIFF/WAVE file (no RIFF/WAVE header); raw "
+                        "int16 samples need a name that does not end in .wav")
+    if not blob:
+        raise DataError(f"{path}: an empty file: no samples")
+    if len(blob) % 2:
+        raise DataError(f"{path}: {len(blob)} bytes is not a whole number of raw int16 samples "
+                        "(2 bytes each)")
+    return np.frombuffer(blob, "<i2").astype(np.int16)
 
 
 def stream_frames(samples: np.ndarray):
@@ -61,6 +120,8 @@ class Posteriors:
 
     def __call__(self, logits: np.ndarray) -> np.ndarray:
         lg = logits.astype(np.int64)
+        if lg.size == 0:  # no hop yet (a stream shorter than one frame)
+            return np.zeros(lg.shape, np.uint8)
         e = self.exp_table[lg.max(axis=-1, keepdims=True) - lg]
         total = e.sum(axis=-1, keepdims=True)
         return ((255 * e + total // 2) // total).astype(np.uint8)
@@ -112,6 +173,7 @@ class StreamReference:
                              f"({period}); got {instances}")
         self.input_map = input_map(self.export_dir)
         self.posteriors = Posteriors.fit(self.model.lo_quant[0])
+        self.classes = int(np.prod(self.model.head.output_quant(0)[2]))
         self.instances, self.period = int(instances), int(period)
 
     def offsets(self) -> list[int]:
@@ -134,7 +196,7 @@ class StreamReference:
                 states[k] = self.model.run_step(xq[t].reshape(self.model.x_shape), states[k])
                 ages.append(age)
             out.append(self.head_logits(states[int(np.argmax(ages))]))
-        return np.asarray(out, np.int8)
+        return np.asarray(out, np.int8).reshape(len(out), self.classes)
 
     def head_logits(self, h: np.ndarray) -> np.ndarray:
         """The head's int8 logits on state ``h`` (requantized into the head's input quantization
@@ -148,7 +210,8 @@ class StreamReference:
         return np.array(m.head.get(0)).reshape(-1)
 
     def run(self, samples: np.ndarray, recognizer: Recognizer):
-        """(int8 logits (T, C), uint8 posteriors (T, C), detections) of a stream."""
+        """(int8 logits (T, C), uint8 posteriors (T, C), detections) of a stream of int16
+        samples; T = 0 for fewer samples than a frame (400), as ``kws_app`` prints no hop."""
         logits = self.logits(stream_log_mel_q8(samples))
         post = self.posteriors(logits)
         return logits, post, recognizer.run(post)

@@ -28,7 +28,8 @@ from zoo.training.tasks.int_frontend import FILTERS, Tables, tables
 
 FRONTEND_DIR = Path(__file__).parent / "frontend"
 FRONTEND_FILES = ("kws_frontend.h", "kws_frontend.c", "kws_frontend_tables.c", "kws_input.h",
-                  "kws_model_io.c", "kws_recognizer.h", "kws_app.c", "kws.mk")
+                  "kws_model_io.c", "kws_recognizer.h", "kws_audio.h", "kws_audio.c", "kws_app.c",
+                  "kws.mk")
 MAX_CLASSES = 64  # kws_posteriors' buffer
 README_KWS = """
 ## Keyword spotting from 16 kHz audio (`kws_app`)
@@ -41,8 +42,10 @@ make -f kws.mk                   # kws_app: the integer log-mel front end + this
 
 The front end (`kws_frontend.c`), the map to the model's int8 input (`kws_input.c`,
 `kws_model_io.c`) and the recognizer (`kws_recognizer.h`) are plain C99 with no heap and no
-float; bit-exact with the zoo's Python reference (`export/kws_stream.py`). See docs/kws.md
-section 7 for the options, the device cost and the accuracy.
+float; bit-exact with the zoo's Python reference (`export/kws_stream.py`). `kws_audio.c` (the
+host app's input only) reads a 16 kHz WAV file (integer PCM or float, 1-8 channels mixed to
+mono) or raw int16 samples, decided by the content; anything else is refused in one line. See
+docs/kws.md section 7 for the options, the device cost and the accuracy.
 """
 
 

@@ -140,3 +140,10 @@ def test_kws_app_takes_the_same_flags_when_they_are_whole_numbers(kws_sirnn_app,
     frames = [line for line in done.stdout.splitlines() if line.startswith("frame ")]
     assert done.returncode == 0 and len(frames) == 8, done.stderr  # 1 + (1600 - 400) // 160
 
+
+def test_kws_app_refuses_more_instances_than_the_period(kws_sirnn_app, tmp_path):
+    audio = tmp_path / "silence.raw"
+    audio.write_bytes(bytes(3200))
+    done = run(kws_sirnn_app, "--instances", "4", "--period", "3", audio)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("--instances 4 is more than --period 3"), done.stderr

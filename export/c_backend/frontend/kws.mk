@@ -14,9 +14,9 @@ endif
 %.o: %.c kws_frontend.h kws_input.h zoo_model.h zoo_int8.h
 	$(CC) $(CFLAGS) $(TARGET_FLAGS) -c $< -o $@
 
-kws_app: kws_app.c $(LIB_SRCS) kws_frontend.h kws_input.h kws_recognizer.h zoo_args.h zoo_model.h \
-         zoo_int8.h
-	$(CC) $(CFLAGS) kws_app.c $(LIB_SRCS) -o $@
+kws_app: kws_app.c kws_audio.c $(LIB_SRCS) kws_audio.h kws_frontend.h kws_input.h kws_recognizer.h \
+         zoo_args.h zoo_model.h zoo_int8.h
+	$(CC) $(CFLAGS) kws_app.c kws_audio.c $(LIB_SRCS) -o $@
 
 clean:
 	rm -f kws_app $(LIB_SRCS:.c=.o)
