@@ -20,6 +20,7 @@ import json
 import logging
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -81,16 +82,17 @@ def _exports(label: str, run_dir: Path, args, out: Path) -> tuple[Path, Path]:
 
 def _time_c(c_dir: Path, window: np.ndarray, work: Path, reps: int) -> dict:
     from zoo.export.c_backend import check
+    from zoo.export.c_backend.windows import write_windows
 
     app = check.build(c_dir)
-    path = work / "window.f32"
-    window.astype("<f4").tofile(path)
     best = None
-    for _ in range(5):  # the fastest of five passes, each `reps` windows: machines are noisy
-        line = subprocess.run([str(app), "--bench", str(reps), str(path)], capture_output=True,
-                              text=True, check=True).stdout.split()
-        per_window = float(line[line.index("per_window_us") + 1])
-        best = per_window if best is None else min(best, per_window)
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        path = write_windows(Path(tmp) / "window.zoow", window[None].astype(np.float32), "raw")
+        for _ in range(5):  # the fastest of five passes, each `reps` windows: machines are noisy
+            line = subprocess.run([str(app), "--bench", str(reps), str(path)],
+                                  capture_output=True, text=True, check=True).stdout.split()
+            per_window = float(line[line.index("per_window_us") + 1])
+            best = per_window if best is None else min(best, per_window)
     return {"per_window_us": best, "per_step_us": best / len(window), "app_bytes": _size(app)}
 
 

@@ -9,6 +9,7 @@ plain C99 (``zoo_model.h`` / ``zoo_model.c``), bit-exact with TensorFlow Lite Mi
     project    the export folder: zoo_model.{h,c}, zoo_int8.h, main.c, Makefile, README.md
                (fixed C from templates/), the card checked against the models first
     check      zoo_app built and compared with the zoo's streaming loop (zoo.export.device_runtime)
+    windows    the window files zoo_app reads (a header saying raw, normalized or int8, and T x F)
     shipped    a shipped tag as the source: its card, its test windows from the data at hand
     command    `zoo export --form c`: source, output folder, the check
 

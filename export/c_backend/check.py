@@ -3,8 +3,10 @@
 The reference is the zoo's own streaming loop (`zoo.export.device_runtime.StepModel`: the step model
 invoked per sample with the state fed back, the head on the final state) under TensorFlow Lite
 Micro or LiteRT. Compared: the int8 logits and the final int8 state of every window, on the
-int8 path (`zoo_app --int8`, the test windows quantized as the loop quantizes them) and on the
-float path (`zoo_app`, raw float features that the C code normalizes and quantizes itself).
+int8 path (an ``INT8`` window file: the test windows quantized as the loop quantizes them), on
+the raw float path (``RAW ``: raw features that the C code normalizes and quantizes itself) and
+on the normalized path (``NORM``: the test windows as they are, quantized by the C code); the
+window files are `zoo.export.c_backend.windows`'.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from zoo.export import device_runtime
 from zoo.export.c_backend.project import CExportError
+from zoo.export.c_backend.windows import write_windows
 from zoo.export.card_schema import read_card
 from zoo.export.exportdir import load_testset
 
@@ -30,12 +33,12 @@ def build(c_dir: Path, cc: str = "cc", extra: str = "") -> Path:
     return c_dir / "zoo_app"
 
 
-def run_app(app: Path, windows: np.ndarray, int8: bool, state: bool = True):
-    """(logits [N, C], states [N, D]) that zoo_app prints for ``windows``."""
+def run_app(app: Path, windows: np.ndarray, kind: str, state: bool = True):
+    """(logits [N, C], states [N, D]) that zoo_app prints for ``windows`` written as a window
+    file of ``kind`` (``raw``, ``normalized`` or ``int8``: `windows.write_windows`)."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / ("windows.i8" if int8 else "windows.f32")
-        windows.astype(np.int8 if int8 else "<f4").tofile(path)
-        args = [str(app)] + (["--int8"] if int8 else []) + (["--state"] if state else []) + [str(path)]
+        path = write_windows(Path(tmp) / "windows.zoow", windows, kind)
+        args = [str(app)] + (["--state"] if state else []) + [str(path)]
         out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     logits, states = [], []
     for line in out.splitlines():
@@ -85,14 +88,16 @@ def compare(export_dir: Path, app: Path, runtime: str = "tflite-micro", limit: i
     model = device_runtime.StepModel(str(export_dir), card, runtime, 1)
     xq = quantized_windows(model, x)
     ref_logits, ref_states = reference(model, xq)
-    c_logits, c_states = run_app(app, xq, int8=True)
+    c_logits, c_states = run_app(app, xq, "int8")
     raw, raw_q = raw_windows(export_dir, card, model, x)
     ref_raw_logits, _ = reference(model, raw_q) if not np.array_equal(raw_q, xq) \
         else (ref_logits, ref_states)
-    c_raw_logits, _ = run_app(app, raw, int8=False)
+    c_raw_logits, _ = run_app(app, raw, "raw")
+    c_norm_logits, _ = run_app(app, x.astype(np.float32), "normalized", state=False)
     same = lambda a, b: int(np.sum(np.all(a == b, axis=1)))
     return {"runtime": runtime, "windows": len(x),
             "identical_logits": same(c_logits, ref_logits),
             "identical_states": same(c_states, ref_states),
             "identical_logits_raw_float_input": same(c_raw_logits, ref_raw_logits),
+            "identical_logits_normalized_input": same(c_norm_logits, ref_logits),
             "max_abs_logit_diff": int(np.max(np.abs(c_logits.astype(int) - ref_logits)))}

@@ -203,7 +203,8 @@ def check_c(c_dir: Path, match: str, print_fn=None, windows=None) -> dict:
         f"{windows} test windows, identical final state on "
         f"{result['identical_states']}/{windows}")
     if min(result["identical_logits"], result["identical_states"],
-           result["identical_logits_raw_float_input"]) != windows:
+           result["identical_logits_raw_float_input"],
+           result["identical_logits_normalized_input"]) != windows:
         raise CExportError(f"{c_dir}: the C code differs from {reference} on some test windows "
                            f"({result}). The card and models passed their checks, so this "
                            "points at the C backend: please report it with this folder")

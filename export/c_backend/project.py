@@ -6,7 +6,8 @@
                   model (step, head), the state feedback
     zoo_int8.h    TFLite's int8 kernel arithmetic (shared by every export)
     zoo_args.h    the apps' numeric options, parsed whole and range-checked
-    main.c        zoo_app: windows of raw float32 features in, one line of int8 logits each out
+    main.c        zoo_app: a window file in (raw, normalized or int8 windows: its header says
+                  which, `windows`), one line of int8 logits per window out
     Makefile      `make` (host cc, -std=c99 -Wall -Wextra -Werror -O2) and
                   `make CC=arm-none-eabi-gcc CPU=cortex-m4` (the library object)
     README.md     how to use it, with its flash and RAM figures
@@ -309,9 +310,17 @@ Plain C99, no heap, no interpreter, no libm. Bit-exact with this export's `step.
 
 ```sh
 make                      # zoo_app with the host cc (-std=c99 -Wall -Wextra -Werror -O2)
-./zoo_app WINDOWS.f32     # N windows of {summary['timesteps']} x {summary['features']} raw float32 features -> int8 logits per line
+python -m zoo.export.c_backend.windows . --out test.zoow   # testset.npz as a window file
+./zoo_app test.zoow       # one line of int8 logits per window
 make CC=arm-none-eabi-gcc CPU=cortex-m4   # zoo_model.o for a Cortex-M4 (ZOO_USE_ARM_DSP on)
 ```
+
+`zoo_app` reads window files that say what their numbers are: a 16-byte header (`ZOOW`; the
+kind, `RAW ` raw float32 features, `NORM` float32 normalized with `normalization.json`, or
+`INT8` the step model's input; then {summary['timesteps']} and {summary['features']} as
+uint32 little-endian), then N windows of {summary['timesteps']} x {summary['features']} values,
+time-major, little-endian. A file without the header, of another shape, or with a NaN or
+infinite value is refused (`zoo.export.c_backend.windows`).
 
 ```c
 #include "zoo_model.h"

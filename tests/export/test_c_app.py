@@ -10,6 +10,7 @@ tests), built with the host compiler."""
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -48,11 +49,17 @@ def zoo_app(request, c_project, tmp_path_factory) -> Path:
     return build / "zoo_app"
 
 
+def window_file(path: Path, x: np.ndarray, mark: bytes = b"RAW ", shape=(T, F)) -> Path:
+    """A zoo_app window file written here by its documented layout (docs/c_backend.md), not by
+    the zoo's writer: "ZOOW", the kind, T and F as uint32 little-endian, then the values."""
+    dtype = "i1" if mark == b"INT8" else "<f4"
+    path.write_bytes(b"ZOOW" + mark + struct.pack("<II", *shape) + x.astype(dtype).tobytes())
+    return path
+
+
 @pytest.fixture(scope="module")
 def windows(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("windows") / "two.f32"
-    np.zeros((2, T, F), "<f4").tofile(path)
-    return path
+    return window_file(tmp_path_factory.mktemp("windows") / "two.zoow", np.zeros((2, T, F)))
 
 
 def run(app: Path, *args) -> subprocess.CompletedProcess:
@@ -66,18 +73,21 @@ def test_two_windows_give_two_lines(zoo_app, windows):
 
 @pytest.mark.parametrize("case", ["directory", "empty-file", "missing-file", "bench-0",
                                   "bench-not-a-number", "bench-without-n", "unknown-option",
-                                  "two-files", "bench-2x", "bench-wraps", "bench-space"])
+                                  "two-files", "bench-2x", "bench-wraps", "bench-space",
+                                  "int8-flag"])
 def test_zoo_app_refuses_with_a_message_and_status_2(case, zoo_app, windows, tmp_path):
     empty = tmp_path / "empty.f32"
     empty.write_bytes(b"")
     args, words = {
         "directory": ([tmp_path], ["cannot read", str(tmp_path)]),
-        "empty-file": ([empty], ["empty file", "no windows"]),
+        "empty-file": ([empty], ["an empty file", "16-byte header"]),
         "missing-file": ([tmp_path / "nope.f32"], ["cannot open"]),
         "bench-0": (["--bench", "0", windows], ["--bench", "1..", "got 0"]),
         "bench-not-a-number": (["--bench", "x", windows], ["--bench", "got x"]),
         "bench-without-n": ([windows, "--bench"], ["--bench", "got nothing"]),
         "unknown-option": (["--int16", windows], ["unknown option --int16"]),
+        # the kind of the windows is in the file now, not in a flag
+        "int8-flag": (["--int8", windows], ["unknown option --int8", "header"]),
         "two-files": ([windows, windows], ["one WINDOWS file"]),
         # issue 44: atoi read "2x" as 2 and wrapped 2^32 + 99 to 99
         "bench-2x": (["--bench", "2x", windows], ["--bench", "got 2x"]),
@@ -88,6 +98,64 @@ def test_zoo_app_refuses_with_a_message_and_status_2(case, zoo_app, windows, tmp
     assert done.returncode == 2, (done.returncode, done.stderr)
     assert done.stdout == "" and all(w in done.stderr for w in words), done.stderr
     assert "Sanitizer" not in done.stderr and "runtime error" not in done.stderr
+
+
+# ----------------------------------------------------------------- the window file (issue 43)
+# Without the kind in the file, an export's normalized test windows read as raw features were
+# normalized twice: 87 % instead of 98 %, no warning. Now the file says what it holds.
+@pytest.mark.parametrize("case", ["headerless", "other-shape", "other-kind", "no-windows",
+                                  "half-window", "nan-raw", "inf-normalized"])
+def test_zoo_app_refuses_a_window_file_it_cannot_trust(case, zoo_app, tmp_path):
+    x = np.zeros((3, T, F), np.float32)
+    bad = x.copy()
+    bad[2, 5, 1] = np.nan if case == "nan-raw" else np.inf
+    path = tmp_path / f"{case}.zoow"
+    if case == "headerless":  # the old format: bare float32, raw or normalized, nobody knows
+        x.astype("<f4").tofile(path)
+    elif case == "half-window":
+        path.write_bytes(window_file(path, x).read_bytes()[:-4])
+    else:
+        window_file(path, bad if case.startswith(("nan", "inf")) else x[:0] if case ==
+                    "no-windows" else x, {"other-kind": b"F64 ", "inf-normalized": b"NORM"}.get(
+                        case, b"RAW "), (T, F + 1) if case == "other-shape" else (T, F))
+    words = {"headerless": ["no zoo window header", "python -m zoo.export.c_backend.windows"],
+             "other-shape": [f"windows of {T} x {F + 1}", f"takes {T} x {F}"],
+             "other-kind": ["window kind 'F64 '", "'RAW ', 'NORM', 'INT8'"],
+             "no-windows": ["0 bytes after the header is no windows"],
+             "half-window": ["not a whole number of windows"],
+             "nan-raw": ["window 2, step 5, feature 1 is nan", "finite"],
+             "inf-normalized": ["window 2, step 5, feature 1 is inf", "finite"]}[case]
+    done = run(zoo_app, path)
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stdout[:100])
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(f"{path}: "), done.stderr
+    assert all(w in done.stderr for w in words), done.stderr
+    assert "Sanitizer" not in done.stderr and "runtime error" not in done.stderr
+
+
+def test_each_kind_of_window_is_fed_as_its_header_says(zoo_app, c_project, tmp_path):
+    """Normalized windows (NORM) give the logits of the int8 windows the step model's own
+    quantization makes of them (INT8, quantized here from the model's scale and zero point:
+    round half to even, as the zoo's loops), and raw ones (RAW) those of their normalization."""
+    import json
+
+    from zoo.export.c_backend.graph import read_graph
+
+    card = json.loads((c_project / "model_card.json").read_text())
+    step = read_graph((c_project / "step.tflite").read_bytes())
+    xt = step.tensor(step.inputs[card["step_io"]["x"]])
+    norm = json.loads((c_project / "normalization.json").read_text())
+    mean, std = np.float32(norm["mean"]), np.float32(norm["std"])
+    x = np.random.default_rng(0).normal(0, 1.5, (4, T, F)).astype(np.float32)
+    q = np.clip(np.round(x / np.float32(xt.scale)) + xt.zero_point, -128, 127)
+    raw = (x * std + mean).astype(np.float32)
+    q_raw = np.clip(np.round(((raw - mean) / std) / np.float32(xt.scale)) + xt.zero_point, -128,
+                    127)
+    out = {kind: run(zoo_app, "--state", window_file(tmp_path / f"{kind}.zoow", v, kind))
+           for kind, v in ((b"NORM", x), (b"INT8", q), (b"RAW ", raw))}
+    assert all(done.returncode == 0 for done in out.values())
+    assert out[b"NORM"].stdout == out[b"INT8"].stdout != ""
+    q_file = window_file(tmp_path / "q_raw.zoow", q_raw, b"INT8")
+    assert out[b"RAW "].stdout == run(zoo_app, "--state", q_file).stdout
 
 
 def test_bench_counts_the_windows_it_timed(zoo_app, windows):

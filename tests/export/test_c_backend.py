@@ -20,6 +20,7 @@ import pytest
 
 from zoo.export.c_backend import CExportError, arith
 from zoo.export.c_backend.command import export_c
+from zoo.export.c_backend.windows import write_windows
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
                                 reason="the C backend's checks build with the host cc and make")
@@ -163,8 +164,9 @@ def test_an_existing_folder_is_never_replaced_unless_it_is_a_zoo_c_export(sirnn_
 def test_zoo_app_names_a_file_that_is_not_whole_windows(sirnn_c, tmp_path):
     out, _ = sirnn_c
     subprocess.run(["make", "-s", "-C", str(out)], check=True)
-    bad = tmp_path / "bad.f32"
-    np.zeros(10, "<f4").tofile(bad)
+    bad = tmp_path / "bad.zoow"
+    write_windows(bad, np.zeros((1, 128, 9), np.float32), "raw")
+    bad.write_bytes(bad.read_bytes()[:-40])  # the header and a window less 10 floats
     done = subprocess.run([str(out / "zoo_app"), str(bad)], capture_output=True, text=True)
     assert done.returncode == 2 and "not a whole number of windows" in done.stderr
 

@@ -16,13 +16,20 @@ static float zoo_round_even(float v) {
   return (v + magic) - magic;
 }
 
+/* One normalized feature as the step model's int8 input. */
+ZOO_INLINE int8_t zoo_quantize_one(float v) {
+  float q = zoo_round_even(v / ${x_scale}) + ${x_zero_point};
+  if (!(q >= -128.0f)) q = -128.0f; /* NaN goes to -128 too */
+  if (q > 127.0f) q = 127.0f;
+  return (int8_t)q;
+}
+
 void zoo_quantize_input(const float x[ZOO_FEATURES], int8_t xq[ZOO_FEATURES]) {
   int j;
-  for (j = 0; j < ZOO_FEATURES; ++j) {
-    const float v = ${normalize};
-    float q = zoo_round_even(v / ${x_scale}) + ${x_zero_point};
-    if (!(q >= -128.0f)) q = -128.0f; /* NaN goes to -128 too */
-    if (q > 127.0f) q = 127.0f;
-    xq[j] = (int8_t)q;
-  }
+  for (j = 0; j < ZOO_FEATURES; ++j) xq[j] = zoo_quantize_one(${normalize});
+}
+
+void zoo_quantize_normalized(const float x[ZOO_FEATURES], int8_t xq[ZOO_FEATURES]) {
+  int j;
+  for (j = 0; j < ZOO_FEATURES; ++j) xq[j] = zoo_quantize_one(x[j]);
 }

@@ -34,6 +34,9 @@ void zoo_push(zoo_state_t *s, const float x[ZOO_FEATURES]);
 void zoo_push_q(zoo_state_t *s, const int8_t xq[ZOO_FEATURES]);
 /* Raw features -> the step model's int8 input. */
 void zoo_quantize_input(const float x[ZOO_FEATURES], int8_t xq[ZOO_FEATURES]);
+/* Features already normalized ((raw - mean) / std, as an export's testset.npz holds them) -> the
+ * step model's int8 input. */
+void zoo_quantize_normalized(const float x[ZOO_FEATURES], int8_t xq[ZOO_FEATURES]);
 /* The head on the current state: int8 logits; returns the arg max (the first on ties). */
 int zoo_predict(const zoo_state_t *s, int8_t logits[ZOO_CLASSES]);
 
