@@ -126,9 +126,8 @@ ZOO_INLINE void zoo_table_s8(int n, const int8_t *in, const int8_t *table, int8_
   for (i = 0; i < n; ++i) out[i] = table[in[i]];
 }
 
-/* FULLY_CONNECTED (reference integer_ops/fully_connected.h), batch 1, weights symmetric.
- * bias already holds bias - input_zero_point * sum(weights row): the same integer as TFLite's
- * sum((x - zx) * w) + bias. Rows are `stride` bytes (n_in padded with zeros to a word). */
+/* The FULLY_CONNECTED dot products: portable, and on a Cortex-M with DSP four MACs per word of
+ * weights (SXTB16 + SMLAD). */
 #if defined(ZOO_USE_ARM_DSP)
 ZOO_INLINE uint32_t zoo_sxtb16(uint32_t v) {
   uint32_t r;
@@ -223,9 +222,24 @@ ZOO_INLINE int32_t zoo_dot1_dsp(const uint32_t *pairs, const int8_t *w, int stri
 }
 #endif
 
-ZOO_INLINE void zoo_fc_s8(const int8_t *x, int n_in, int stride, int n_out, const int8_t *w,
-                          const int32_t *bias, int32_t multiplier, int shift, int32_t out_zp,
-                          int32_t lo, int32_t hi, int8_t *y) {
+/* The rescale of output row o: one multiplier and shift for every row (per-tensor weights; the
+ * output zero point folded into the rounding), or row o's own (per_channel: per-channel weights,
+ * as the converter stores a QAT graph's; the zero point added after, which measured fewer
+ * instructions with shifts that vary by row). The same bits either way (zoo_rdbpot_zp). */
+ZOO_INLINE int8_t zoo_fc_out(int32_t acc, const int32_t *multiplier, const int8_t *shift,
+                             int per_channel, int o, int32_t out_zp, int32_t lo, int32_t hi) {
+  if (per_channel) {
+    return zoo_clamp_s8(zoo_mbqm_fc(acc, multiplier[o], shift[o]) + out_zp, lo, hi);
+  }
+  return zoo_clamp_s8(zoo_mbqm_fc_zp(acc, multiplier[0], shift[0], out_zp), lo, hi);
+}
+#define ZOO_FC_OUT(acc, o) zoo_fc_out((acc), multiplier, shift, per_channel, (o), out_zp, lo, hi)
+
+/* FULLY_CONNECTED, both forms: the one implementation of zoo_fc_s8 and zoo_fc_s8_pc, which
+ * call it with per_channel a constant (always inlined: each form compiles to its own loops). */
+ZOO_INLINE void zoo_fc_rows(const int8_t *x, int n_in, int stride, int n_out, const int8_t *w,
+                            const int32_t *bias, const int32_t *multiplier, const int8_t *shift,
+                            int per_channel, int32_t out_zp, int32_t lo, int32_t hi, int8_t *y) {
   int o = 0;
 #if defined(ZOO_USE_ARM_DSP)
   uint32_t pairs[ZOO_MAX_FC_IN / 2]; /* stride <= ZOO_MAX_FC_IN, a multiple of 4 */
@@ -237,19 +251,18 @@ ZOO_INLINE void zoo_fc_s8(const int8_t *x, int n_in, int stride, int n_out, cons
 #if defined(__OPTIMIZE_SIZE__) /* one rescale in the code, not four */
     {
       int r;
-      for (r = 0; r < 4; ++r)
-        y[o + r] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc[r], multiplier, shift, out_zp), lo, hi);
+      for (r = 0; r < 4; ++r) y[o + r] = ZOO_FC_OUT(acc[r], o + r);
     }
 #else
-    y[o] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc[0], multiplier, shift, out_zp), lo, hi);
-    y[o + 1] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc[1], multiplier, shift, out_zp), lo, hi);
-    y[o + 2] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc[2], multiplier, shift, out_zp), lo, hi);
-    y[o + 3] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc[3], multiplier, shift, out_zp), lo, hi);
+    y[o] = ZOO_FC_OUT(acc[0], o);
+    y[o + 1] = ZOO_FC_OUT(acc[1], o + 1);
+    y[o + 2] = ZOO_FC_OUT(acc[2], o + 2);
+    y[o + 3] = ZOO_FC_OUT(acc[3], o + 3);
 #endif
   }
   for (o = n4; o < n_out; ++o) { /* the n_out % 4 rows left */
     const int32_t acc = zoo_dot1_dsp(pairs, w + o * stride, stride, bias[o]);
-    y[o] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc, multiplier, shift, out_zp), lo, hi);
+    y[o] = ZOO_FC_OUT(acc, o);
   }
 #else
   /* A private copy of x: the compiler then knows y does not alias it and vectorizes the
@@ -257,42 +270,30 @@ ZOO_INLINE void zoo_fc_s8(const int8_t *x, int n_in, int stride, int n_out, cons
   int8_t xc[ZOO_MAX_FC_IN] ZOO_ALIGNED;
   int d;
   for (d = 0; d < n_in; ++d) xc[d] = x[d];
-  x = xc;
   for (; o < n_out; ++o) {
-    const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in) + bias[o];
-    y[o] = zoo_clamp_s8(zoo_mbqm_fc_zp(acc, multiplier, shift, out_zp), lo, hi);
+    const int32_t acc = zoo_dot_s8(xc, w + o * stride, n_in) + bias[o];
+    y[o] = ZOO_FC_OUT(acc, o);
   }
 #endif
 }
+#undef ZOO_FC_OUT
 
-/* The same with one multiplier and shift per output channel (per-channel weights, as the
- * converter stores a QAT graph's): the same dot products, each row rescaled by its own. */
+/* FULLY_CONNECTED (reference integer_ops/fully_connected.h), batch 1, weights symmetric,
+ * per-tensor: one multiplier and shift. bias already holds bias - input_zero_point * sum(weights
+ * row): the same integer as TFLite's sum((x - zx) * w) + bias. Rows are `stride` bytes (n_in
+ * padded with zeros to a word). */
+ZOO_INLINE void zoo_fc_s8(const int8_t *x, int n_in, int stride, int n_out, const int8_t *w,
+                          const int32_t *bias, int32_t multiplier, int shift, int32_t out_zp,
+                          int32_t lo, int32_t hi, int8_t *y) {
+  const int8_t shift8 = (int8_t)shift;
+  zoo_fc_rows(x, n_in, stride, n_out, w, bias, &multiplier, &shift8, 0, out_zp, lo, hi, y);
+}
+
+/* The same with one multiplier and shift per output row (per-channel weights). */
 ZOO_INLINE void zoo_fc_s8_pc(const int8_t *x, int n_in, int stride, int n_out, const int8_t *w,
                              const int32_t *bias, const int32_t *multiplier, const int8_t *shift,
                              int32_t out_zp, int32_t lo, int32_t hi, int8_t *y) {
-  int o = 0;
-#if defined(ZOO_USE_ARM_DSP)
-  uint32_t pairs[ZOO_MAX_FC_IN / 2]; /* stride <= ZOO_MAX_FC_IN, a multiple of 4 */
-  zoo_expand_s8(x, n_in, stride, pairs);
-  const int n4 = n_out - n_out % 4;
-  for (; o < n4; o += 4) {
-    int32_t acc[4];
-    int r;
-    zoo_dot4_dsp(pairs, w + o * stride, stride, bias + o, acc);
-    for (r = 0; r < 4; ++r)
-      y[o + r] = zoo_clamp_s8(zoo_mbqm_fc(acc[r], multiplier[o + r], shift[o + r]) + out_zp,
-                              lo, hi);
-  }
-  for (o = n4; o < n_out; ++o) { /* the n_out % 4 rows left */
-    const int32_t acc = zoo_dot1_dsp(pairs, w + o * stride, stride, bias[o]);
-    y[o] = zoo_clamp_s8(zoo_mbqm_fc(acc, multiplier[o], shift[o]) + out_zp, lo, hi);
-  }
-#else
-  for (; o < n_out; ++o) {
-    const int32_t acc = zoo_dot_s8(x, w + o * stride, n_in) + bias[o];
-    y[o] = zoo_clamp_s8(zoo_mbqm_fc(acc, multiplier[o], shift[o]) + out_zp, lo, hi);
-  }
-#endif
+  zoo_fc_rows(x, n_in, stride, n_out, w, bias, multiplier, shift, 1, out_zp, lo, hi, y);
 }
 
 /* An ADD / SUB input v (= offset + int8 value) shifted left by 20 and rescaled. The
