@@ -27,6 +27,7 @@ import numpy as np
 
 from zoo.export import device_runtime
 from zoo.training.data.errors import DataError
+from zoo.training.data.wav import read_wav
 from zoo.export.card_schema import read_card
 from zoo.export.c_backend.graph import read_graph
 from zoo.training.tasks.int_frontend import FILTERS, FRAME, HOP, InputMap, frames_log_mel_q8
@@ -62,8 +63,6 @@ def read_audio(path) -> np.ndarray:
     logits, posteriors, detections = StreamReference(export_dir).run(samples, Recognizer())
     ```
     """
-    from zoo.training.data.wav import read_wav
-
     path = Path(path)
     if path.is_dir():
         raise DataError(f"{path}: a folder, not an audio file")

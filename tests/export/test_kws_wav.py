@@ -20,11 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import soundfile
 
 from zoo.export.kws_stream import Recognizer, StreamReference, read_audio, stream_log_mel_q8
 from zoo.training.data.errors import DataError
-
-soundfile = pytest.importorskip("soundfile")
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
                                 reason="the KWS app builds with the host cc and make")
@@ -305,7 +304,6 @@ def test_kws_app_gives_the_hops_and_outputs_of_the_contracts_samples(name, audio
 def test_the_python_twin_reads_the_contracts_samples(name, audio_files):
     """`read_audio` gives the samples `StreamReference` streams, so with the test above the twin
     and the C app give the same hops and outputs for every file."""
-    pytest.importorskip("zoo.training.data.wav")
     path, samples = audio_files[0][name]
     assert np.array_equal(read_audio(path), samples)
 
@@ -336,7 +334,6 @@ def test_kws_app_refuses_in_one_line_naming_the_file(name, audio_files, kws_sirn
 
 @pytest.mark.parametrize("name", REFUSED)
 def test_the_python_twin_refuses_the_same_files_for_the_same_reason(name, audio_files):
-    pytest.importorskip("zoo.training.data.wav")
     path, word = audio_files[1][name]
     with pytest.raises(DataError) as err:
         read_audio(path)
