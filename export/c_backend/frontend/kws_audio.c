@@ -6,8 +6,10 @@
 
 #define KWS_AUDIO_MAX_READ 256
 
-static const unsigned char kPcmGuidTail[12] = {0x00, 0x00, 0x10, 0x00, 0x80, 0x00,
-                                               0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71};
+/* A WAVE_FORMAT_EXTENSIBLE SubFormat GUID: the format tag (2 bytes), 0x0000, then these 12 bytes
+ * (KSDATAFORMAT_SUBTYPE_PCM is 00000001-0000-0010-8000-00aa00389b71, IEEE_FLOAT the same with 3). */
+static const unsigned char kGuidTail[12] = {0x00, 0x00, 0x10, 0x00, 0x80, 0x00,
+                                            0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71};
 
 static uint32_t le16(const unsigned char *b) { return b[0] | (uint32_t)b[1] << 8; }
 static uint32_t le32(const unsigned char *b) { return le16(b) | le16(b + 2) << 16; }
@@ -70,7 +72,7 @@ static int check_fmt(kws_audio_t *a, const unsigned char *fmt, uint32_t n) {
   if (n < 16) return refuse(a, "a fmt chunk shorter than 16 bytes");
   if (tag == 0xFFFE) {
     if (n < 40) return refuse(a, "a WAVE_FORMAT_EXTENSIBLE fmt chunk shorter than 40 bytes");
-    if (le16(fmt + 26) != 0 || memcmp(fmt + 28, kPcmGuidTail, 12) != 0 ||
+    if (le16(fmt + 26) != 0 || memcmp(fmt + 28, kGuidTail, 12) != 0 ||
         (le16(fmt + 24) != 1 && le16(fmt + 24) != 3))
       return refuse(a, "WAVE_FORMAT_EXTENSIBLE with a SubFormat other than PCM or IEEE float; "
                        "accepted: those two");
