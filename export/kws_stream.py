@@ -31,6 +31,7 @@ from zoo.training.data.wav import read_wav
 from zoo.export.card_schema import read_card
 from zoo.export.c_backend.graph import read_graph
 from zoo.training.tasks.int_frontend import FILTERS, FRAME, HOP, InputMap, frames_log_mel_q8
+from zoo.training.tasks.speech_layout import SILENCE, UNKNOWN
 
 MAX_INSTANCES = 8
 SAMPLE_RATE = 16000
@@ -126,13 +127,25 @@ class Posteriors:
         return ((255 * e + total // 2) // total).astype(np.uint8)
 
 
+# The classes a recognizer never reports, by name: the speech tasks' silence and unknown. A user's
+# own words (the audio_folder task) have neither, so every one of them can be detected.
+NOT_KEYWORDS = (SILENCE, UNKNOWN)
+
+
+def ignored_classes(class_names) -> tuple[int, ...]:
+    """The indices of ``class_names`` that a `Recognizer` skips (`NOT_KEYWORDS`); ``kws_app``
+    gets the same set as its ``kws_ignored_class`` table."""
+    return tuple(i for i, name in enumerate(class_names) if name in NOT_KEYWORDS)
+
+
 @dataclasses.dataclass(frozen=True)
 class Recognizer:
     """micro_speech's RecognizeCommands in hops: the mean (integer division) of the last
     ``window`` posteriors per class; the top class is reported when its mean is over
-    ``threshold`` (of 255) and it is not ``ignore`` (silence, unknown) and either differs from the
-    last reported class or ``suppression`` hops have passed since that report. The first report
-    needs ``minimum_count`` hops of history."""
+    ``threshold`` (of 255) and it is not ``ignore`` (silence, unknown: the Google-12 layout's
+    classes 0 and 1 by default; `StreamReference.recognizer` takes them from the model's class
+    names) and either differs from the last reported class or ``suppression`` hops have passed
+    since that report. The first report needs ``minimum_count`` hops of history."""
 
     window: int = 50
     threshold: int = 160
@@ -173,7 +186,13 @@ class StreamReference:
         self.input_map = input_map(self.export_dir)
         self.posteriors = Posteriors.fit(self.model.lo_quant[0])
         self.classes = int(np.prod(self.model.head.output_quant(0)[2]))
+        self.class_names = list(card.class_names or [])
         self.instances, self.period = int(instances), int(period)
+
+    def recognizer(self, **settings) -> Recognizer:
+        """A `Recognizer` (``settings``: its window, threshold...) that skips this model's
+        silence and unknown classes, found by name, as ``kws_app`` does."""
+        return Recognizer(ignore=ignored_classes(self.class_names), **settings)
 
     def offsets(self) -> list[int]:
         """The hop at which each instance first resets: ``k * period // instances``."""

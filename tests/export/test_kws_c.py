@@ -191,6 +191,33 @@ def test_kws_app_equals_the_python_streaming_reference(kws_app, word_clips, nois
                zip(detections, [ln for ln in lines if ln[0] == "detect"]))
 
 
+def test_a_users_words_are_all_reported_silence_and_unknown_only_by_name(kws_app, noise,
+                                                                         tmp_path):
+    """The recognizer skips the classes *named* _silence_ and _unknown_, not classes 0 and 1: the
+    same model relabelled with a user's twelve words (the audio_folder task's sorted folders,
+    none of them silence) reports its class 0 on a stream of background noise, in C and in the
+    Python twin, where with the Google-12 names neither reports anything."""
+    import json
+    import shutil
+
+    user = tmp_path / "user-words"
+    shutil.copytree(SIRNN, user)
+    card = json.loads((user / "model_card.json").read_text())
+    card["class_names"] = [f"word{i:02d}" for i in range(len(CLASSES))]
+    (user / "model_card.json").write_text(json.dumps(card))
+    stream = noise[:5 * 16000].astype(np.int16)  # background noise: the model says _silence_
+    twin_google = StreamReference(SIRNN)
+    _, _, google = twin_google.run(stream, twin_google.recognizer())
+    twin_user = StreamReference(user)
+    _, _, words = twin_user.run(stream, twin_user.recognizer())
+    assert google == [] and [c for _, c, _ in words][:1] == [0], (google, words)
+    detect = [ln for ln in run_app(build_kws_app(user, tmp_path / "c"), stream, tmp_path,
+                                   "--quiet") if ln[0] == "detect"]
+    assert [(int(ln[1]), int(ln[2]), int(ln[4])) for ln in detect] == words
+    assert {ln[3] for ln in detect} == {"word00"}
+    assert [ln for ln in run_app(kws_app, stream, tmp_path, "--quiet") if ln[0] == "detect"] == []
+
+
 @pytest.mark.parametrize("model", ["gru", "fastgrnn"])
 def test_kws_app_equals_the_reference_for_the_other_shipped_step_models(model, word_clips, noise,
                                                                         tmp_path):

@@ -16,6 +16,9 @@ extern const int32_t kws_input_shift;
 extern const int32_t kws_input_zero_point;
 /* round(65535 exp(-logit_scale d)), d = 0..255 */
 extern const uint16_t kws_exp_table[256];
+/* 1 for the classes the recognizer never reports (the model's _silence_ and _unknown_, by name;
+ * a user's own words have none), 0 for the others; one entry per class. */
+extern const uint8_t kws_ignored_class[];
 
 void kws_model_input(const int16_t l[KWS_FILTERS], int8_t xq[KWS_FILTERS]);
 /* uint8 posteriors of n int8 logits: p_c = (255 e_c + sum / 2) / sum, e_c = table[max - l_c]. */

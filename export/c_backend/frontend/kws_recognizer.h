@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "kws_input.h"
 #include "zoo_model.h"
 
 #define KWS_MAX_WINDOW 128
@@ -36,7 +37,7 @@ static inline int kws_recognize(kws_recognizer_t *r, int32_t hop,
     mean[c] = r->sums[c] / n;
     if (mean[c] > mean[top]) top = c;
   }
-  if (mean[top] <= r->threshold || top == 0 || top == 1) return -1; /* silence, unknown */
+  if (mean[top] <= r->threshold || kws_ignored_class[top]) return -1; /* silence, unknown */
   if (top == r->last_class && r->last_hop >= 0 && hop - r->last_hop <= r->suppression) return -1;
   r->last_class = top;
   r->last_hop = hop;
