@@ -29,6 +29,7 @@ import numpy as np
 import soundfile
 
 from zoo.training.data.sources import locate
+from zoo.training.flags import int_in, number_in
 from zoo.training.data.wav import read_wav, resample_int16
 from zoo.training.tasks.speech_layout import TESTSET_SPEC, WORDS10, speaker_of
 
@@ -85,10 +86,11 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir", help="the Speech Commands test-set archive "
                         "or folder (e.g. part A in shared/data/archives)")
     parser.add_argument("--out", type=Path, help="a new folder")
-    parser.add_argument("--rate", type=int, default=8000, help="sample rate of the WAVs written")
+    parser.add_argument("--rate", type=int_in(1000, 384000), default=8000,
+                        help="sample rate of the WAVs written (Hz, 1000..384000; default 8000)")
     parser.add_argument("--subtype", default="PCM_U8",
                         help="soundfile subtype: PCM_U8, PCM_16, PCM_24, PCM_32, FLOAT, DOUBLE")
-    parser.add_argument("--test-percent", type=float, default=20.0,
+    parser.add_argument("--test-percent", type=number_in(0, 99, low_open=True), default=20.0,
                         help="share of the speakers written to OUT/test (default 20)")
     args = parser.parse_args(argv)
     if args.score:
