@@ -34,7 +34,7 @@ PACKAGES = ("zoo", "edge_rnn_zoo")
 # Folder (or file) -> layer; the deepest entry holding a module wins.
 LAYER_OF_PATH = {
     "zoo": 0,
-    "training/data": 1, "training/tasks": 1, "training/storage.py": 1,
+    "training/data": 1, "training/tasks": 1, "training/storage.py": 1, "training/locking.py": 1,
     "training": 2,
     "export": 3,
     "experiments": 4,

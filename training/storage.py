@@ -8,10 +8,11 @@ other folder the zoo replaces):
   this path": a real directory (not a symlink) with a marker. Everything else, including
   folders with the zoo's own hidden names (``.X.old``, ``.X.new``, ``.X.creating``,
   ``.X.partial-PID``), is the user's and is never deleted or moved.
-* **Exclusive lock.** `exclusive` takes an ``fcntl.flock`` on ``.<name>.lock`` beside the
-  *real* directory (symlinks resolved, so two spellings of one folder share one lock); the error
-  for a second process names the holder's pid, host and command. A lock file is the zoo's only
-  when it carries its ``written_by`` marker (or is empty): a user's file of that name is refused.
+* **Exclusive lock** (`zoo.training.locking`, re-exported here). `exclusive` takes an
+  ``fcntl.flock`` on ``.<name>.lock`` beside the *real* directory (symlinks resolved, so two
+  spellings of one folder share one lock); the error for a second process names the holder's
+  pid, host and command. A lock file is the zoo's only when it carries its ``written_by`` marker
+  (or is empty): a user's file of that name is refused.
 * **Atomic files.** `write_bytes_atomic` writes to a temporary name in the same folder, flushes
   it and renames it over the target, so a kill leaves the old file or the new one.
 * **Staging and swap.** A replacement is built in a staging directory beside the target
@@ -33,11 +34,13 @@ import errno
 import json
 import os
 import shutil
-import socket
-import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
+
+# The lock lives in its own module (this one would pass the project's 600 lines); it is part
+# of this one.
+from zoo.training.locking import (WRITTEN_BY, DirectoryInUseError, StorageError,  # noqa: F401
+                                  exclusive, is_zoo_lock, lock_path)
 
 RUN_MARKER = ".zoo-run"
 EXPORT_MARKER = ".zoo-export"
@@ -45,18 +48,9 @@ EXPORT_MARKER = ".zoo-export"
 # wheel drops hidden files; its card.json names it instead).
 PRETRAINED_MARKER = ".zoo-pretrained"
 MARKERS = (RUN_MARKER, EXPORT_MARKER, PRETRAINED_MARKER)
-WRITTEN_BY = "edge-rnn-zoo"  # the ``written_by`` of every marker and lock file the zoo writes
 # Written into a directory just before `swap_in` moves it aside: only a ``.<name>.old`` with
 # this tag (and a marker) is the zoo's, to be restored or deleted by `recover_swap`.
 ASIDE_TAG = ".zoo-aside"
-
-
-class StorageError(RuntimeError):
-    """A directory cannot be used as asked (in use, not the zoo's, a name it cannot take)."""
-
-
-class DirectoryInUseError(StorageError):
-    """Another process holds the directory's lock."""
 
 
 def crash_point(label: str) -> None:
@@ -190,127 +184,6 @@ def real_target(folder: Path, option: str = "--out") -> Path:
                            "be an output directory, because the zoo creates and replaces it by "
                            f"renaming; name a folder instead, e.g. {option} runs/my-run")
     return real
-
-
-# ----------------------------------------------------------------------------- lock
-
-
-def lock_path(folder: Path) -> Path:
-    folder = Path(folder).resolve()
-    return folder.parent / f".{folder.name}.lock"
-
-
-def _holder(fd: int) -> str:
-    try:
-        info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
-    except (OSError, ValueError):
-        info = {}
-    if not info:
-        return "another process"
-    return (f"pid {info.get('pid')} on {info.get('host')} since {info.get('since')} "
-            f"(command: {info.get('command')})")
-
-
-@contextmanager
-def exclusive(folder: Path, what: str = "run directory", option: str = "--out"):
-    """Hold an exclusive lock on ``folder`` (which need not exist yet) for the ``with`` block.
-
-    The lock is an ``fcntl.flock`` on ``.<name>.lock`` beside the real ``folder`` (symlinks
-    resolved: ``alias -> runs/x`` and ``runs/x`` are one directory and get one lock); the kernel
-    drops it when the process ends, killed or not, so a stale lock never blocks the next command.
-
-    Args:
-        folder: the directory to lock.
-        what: how the error message names it (``"run directory"``, ``"export directory"``).
-        option: the command's option that picks another folder, which the message suggests
-            (``zoo ship`` has ``--dest``, not ``--out``).
-
-    Raises:
-        DirectoryInUseError: another process holds the lock; the message names it.
-
-    Example:
-
-    ```python
-    with exclusive(Path("runs/har2-irnn")):
-        ...  # nobody else writes runs/har2-irnn meanwhile
-    ```
-    """
-    import fcntl
-
-    path = lock_path(folder)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _open_lock(path, folder)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            raise DirectoryInUseError(
-                f"{what} {folder} is in use by {_holder(fd)}; wait for it to finish or choose "
-                f"another {option} (lock file {path})") from None
-        if not _zoo_lock_content(os.pread(fd, 1 << 16, 0)):  # read only once we hold it
-            raise StorageError(_foreign_lock_message(path, folder))
-        info = {"written_by": WRITTEN_BY, "pid": os.getpid(), "host": socket.gethostname(),
-                "since": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
-
-
-def _open_lock(path: Path, folder: Path) -> int:
-    """A descriptor on the lock file, created if missing; a directory, symlink or other
-    non-file of the user's under that name is a StorageError (nothing opened or changed)."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-    except OSError as err:
-        if err.errno in (errno.EISDIR, errno.ELOOP, errno.ENXIO, errno.ENOTDIR):
-            raise StorageError(_foreign_lock_message(path, folder)) from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise StorageError(_foreign_lock_message(path, folder))
-    return fd
-
-
-# The keys of a lock file from before the ``written_by`` marker (read as the zoo's as well).
-_LEGACY_LOCK_KEYS = {"pid", "host", "since", "command"}
-
-
-def _zoo_lock_content(data: bytes) -> bool:
-    """Whether a lock file's bytes are the zoo's: empty (just made, or a kill between truncating
-    and writing it), or its JSON with the marker (or the four keys it had before the marker)."""
-    if not data.strip():
-        return True
-    try:
-        info = json.loads(data.decode())
-    except (UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(info, dict) and (info.get("written_by") == WRITTEN_BY
-                                       or set(info) == _LEGACY_LOCK_KEYS)
-
-
-def is_zoo_lock(path: Path) -> bool:
-    """Whether ``path`` is a lock file the zoo wrote: ``.<name>.lock``, a regular file with its
-    marker (or empty)."""
-    path = Path(path)
-    if not (path.name.startswith(".") and path.name.endswith(".lock")) \
-            or path.is_symlink() or not path.is_file():
-        return False
-    try:
-        return _zoo_lock_content(path.read_bytes())
-    except OSError:
-        return False
-
-
-def _foreign_lock_message(path: Path, folder: Path) -> str:
-    return (f"{path} exists and is not a lock file of the zoo's (no \"written_by\": "
-            f"\"{WRITTEN_BY}\"); the zoo needs that name to lock {folder}: move it away "
-            "(nothing was changed)")
 
 
 # ----------------------------------------------------------------------------- staging
