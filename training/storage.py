@@ -11,14 +11,18 @@ other folder the zoo replaces):
 * **Exclusive lock** (`zoo.training.locking`, re-exported here). `exclusive` takes an
   ``fcntl.flock`` on ``.<name>.lock`` beside the *real* directory (symlinks resolved, so two
   spellings of one folder share one lock); the error for a second process names the holder's
-  pid, host and command. A lock file is the zoo's only when it carries its ``written_by`` marker
-  (or is empty): a user's file of that name is refused.
+  pid, host and command. A lock file is the zoo's only when it carries its ``written_by``
+  marker (or is empty): a user's file of that name is refused.
 * **Atomic files.** `write_bytes_atomic` writes to a temporary name in the same folder, flushes
   it and renames it over the target, so a kill leaves the old file or the new one.
 * **Staging and swap.** A replacement is built in a staging directory beside the target
   (`make_staging`) and exchanged for it at the end (`swap_in`); the old directory is moved
   aside under ``.<name>.old`` with an ``.zoo-aside`` tag first, so that `recover_swap` can tell
   an interrupted swap of its own from a user's folder of that name.
+* **Removal.** `remove_owned` renames a directory of the zoo's to a per-process name
+  (``.<name>.removing-PID``) before deleting it, and deletes its marker last, so a kill during
+  the removal leaves a folder the next writer sweeps, never a half-deleted one under a name a
+  user might use (which would then be refused as a user's).
 * **Replacing.** `replacing` is the one way a writer (``zoo train --overwrite``, ``zoo
   export``, ``--form c``, ``zoo ship``) replaces a directory: lock, repair an interrupted swap,
   check the target (`check_out`), sweep the staging killed processes left, stage, swap in. A
@@ -139,7 +143,7 @@ def owned(folder: Path, marker: str | None = None) -> bool:
 def _empty_shell(folder: Path) -> bool:
     """A directory the zoo made and was killed in before its marker was whole: empty, or only
     a marker (or its temporary file). Removing it loses nothing."""
-    names = {m for marker in MARKERS for m in (marker, f".{marker}.tmp")}
+    names = {ASIDE_TAG, *(m for marker in MARKERS for m in (marker, f".{marker}.tmp"))}
     return (folder.is_dir() and not folder.is_symlink()
             and all(p.name in names for p in folder.iterdir()))
 
@@ -150,14 +154,77 @@ def _empty_dir(folder: Path) -> bool:
 
 def remove_owned(folder: Path) -> bool:
     """Delete ``folder`` if the zoo owns it (it holds a marker); True when it is gone. Anything
-    else, an empty folder included (a user may have made it), is left as it is."""
+    else, an empty folder included (a user may have made it), is left as it is.
+
+    A kill during the removal leaves nothing a later command would take for a user's folder:
+    ``folder`` is first renamed to ``.<name>.removing-PID`` (unless its name is already one of
+    the per-process names, `STAGING_PREFIXES`) and its marker is deleted last (`_delete`), so
+    what a kill leaves is marked, or empty, under a name `remove_stale_partials` sweeps."""
     folder = Path(folder)
     if not os.path.lexists(folder):
         return True
     if owned(folder):
-        shutil.rmtree(folder)
+        _delete(_renamed_for_removal(folder))
         return True
     return False
+
+
+def _base_name(folder: Path) -> str:
+    """The directory ``folder`` is one of the zoo's hidden names of: ``X`` for ``.X.old``,
+    ``.X.new`` and ``.X.creating``, else ``folder``'s own name."""
+    name = folder.name
+    for kind in ("old", "new", "creating"):
+        if name.startswith(".") and name.endswith(f".{kind}") and len(name) > len(kind) + 2:
+            return name[1:-len(kind) - 1]
+    return name
+
+
+def _per_process(folder: Path) -> bool:
+    """Whether ``folder`` has a per-process staging name, ``.<name>.<prefix>PID``."""
+    head, _, pid = folder.name.rpartition("-")
+    return (folder.name.startswith(".") and pid.isdigit()
+            and any(head.endswith("." + prefix[:-1]) for prefix in STAGING_PREFIXES))
+
+
+def _renamed_for_removal(folder: Path) -> Path:
+    """``folder``, renamed to ``.<X>.removing-PID`` beside it (X: `_base_name`) unless its
+    name is per-process already; one this process left there (killed in a removal) goes
+    first."""
+    if _per_process(folder):
+        return folder
+    trash = folder.with_name(f".{_base_name(folder)}.removing-{os.getpid()}")
+    if os.path.lexists(trash):
+        if not _sweepable(trash):  # a user's folder, by chance named with this pid
+            raise StorageError(foreign_message(trash))
+        _delete(trash)
+    os.rename(folder, trash)
+    crash_point("removal: renamed")
+    return trash
+
+
+def _delete(folder: Path) -> None:
+    """Delete the directory ``folder``, its markers (and swap tag) last: a kill on the way
+    leaves it marked until nothing else is left in it."""
+    keep = {ASIDE_TAG, *MARKERS}
+    for child in list(folder.iterdir()):
+        if child.name in keep:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+        crash_point("removal: one entry deleted")
+    crash_point("removal: only the markers left")
+    for name in (ASIDE_TAG, *MARKERS):
+        (folder / name).unlink(missing_ok=True)
+    folder.rmdir()
+
+
+def _sweepable(folder: Path) -> bool:
+    """A per-process folder the zoo may delete once its process is gone: marked, swap-tagged
+    (a removal killed before its marker went) or an empty shell."""
+    return owned(folder) or _empty_shell(folder) or (
+        folder.is_dir() and not folder.is_symlink() and (folder / ASIDE_TAG).is_file())
 
 
 def foreign_message(path: Path) -> str:
@@ -232,9 +299,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 # The per-process staging names, ``.<name>.<prefix>PID``: the exporter's and every writer's
-# through `replacing` (``partial-``), `make_staging`'s (``making-``) and the C export's before
-# it used `replacing` (``c-partial-``, still swept).
-STAGING_PREFIXES = ("partial-", "making-", "c-partial-")
+# through `replacing` (``partial-``), `make_staging`'s (``making-``), `remove_owned`'s
+# (``removing-``) and the C export's before it used `replacing` (``c-partial-``, still swept).
+STAGING_PREFIXES = ("partial-", "making-", "removing-", "c-partial-")
 
 
 def remove_stale_partials(folder: Path, prefixes: tuple = STAGING_PREFIXES) -> list[Path]:
@@ -249,8 +316,8 @@ def remove_stale_partials(folder: Path, prefixes: tuple = STAGING_PREFIXES) -> l
             pid = stage.name[len(f".{folder.name}.{prefix}"):]
             if not pid.isdigit() or (int(pid) != os.getpid() and _pid_alive(int(pid))):
                 continue
-            if owned(stage) or _empty_shell(stage):
-                shutil.rmtree(stage)
+            if _sweepable(stage):
+                _delete(stage)
                 removed.append(stage)
     return removed
 
@@ -266,30 +333,43 @@ def _is_our_aside(aside: Path) -> bool:
     return owned(aside) and (aside / ASIDE_TAG).is_file()
 
 
+def _half_removed(aside: Path, folder: Path) -> bool:
+    """A ``.<name>.old`` the zoo was deleting when it was killed, once ``folder`` was back in
+    place: a real directory with the marker or the swap tag, not both (the removal of earlier
+    versions deleted them in any order)."""
+    return (os.path.lexists(folder) and aside.is_dir() and not aside.is_symlink()
+            and (owned(aside) or (aside / ASIDE_TAG).is_file()))
+
+
 def check_swap_free(folder: Path) -> None:
     """Raise StorageError if a user's folder holds the name `swap_in` needs (``.<name>.old``):
     a command checks this before its work, not after an hour of training."""
     aside = _aside(folder)
-    if os.path.lexists(aside) and not _is_our_aside(aside):
-        raise StorageError(foreign_message(aside))
+    if not os.path.lexists(aside) or _is_our_aside(aside) or _half_removed(aside, folder):
+        return
+    if owned(aside):  # marked, not tagged, and nothing in its place: the zoo cannot tell
+        raise StorageError(f"{aside} holds the zoo's marker but not its swap tag "
+                           f"({ASIDE_TAG}), and {folder} is missing: it is not a directory the "
+                           "zoo moved aside, so it is not put back or deleted; move it away "
+                           "(nothing was changed)")
+    raise StorageError(foreign_message(aside))
 
 
 def recover_swap(folder: Path) -> None:
     """Finish or undo a `swap_in` that a kill interrupted (call it holding the lock).
 
     The swap tags ``folder`` and renames it aside to ``.<name>.old``, renames the new directory
-    into place, then deletes the aside copy. If ``folder`` is missing but the aside copy exists,
-    the kill came between the two renames: the old directory goes back. If both exist, the swap
-    had finished: the aside copy (the replaced directory) goes. A ``.<name>.old`` without the
-    zoo's marker and tag is a user's folder and is left alone.
+    into place, then deletes the aside copy (`remove_owned`'s way). If ``folder`` is missing but
+    the aside copy exists, the kill came between the two renames: the old directory goes back.
+    If both exist, the swap had finished: the aside copy (the replaced directory) goes, also
+    when a kill inside an earlier version's removal left it half deleted (`_half_removed`). A
+    ``.<name>.old`` without the zoo's marker and tag is a user's folder and is left alone.
     """
     folder = Path(folder)
     aside = _aside(folder)
-    if not _is_our_aside(aside):
-        return
-    if os.path.lexists(folder):
-        shutil.rmtree(aside)
-    else:
+    if _half_removed(aside, folder):
+        _delete(_renamed_for_removal(aside))
+    elif _is_our_aside(aside) and not os.path.lexists(folder):
         os.rename(aside, folder)
         (folder / ASIDE_TAG).unlink(missing_ok=True)
 
@@ -313,7 +393,11 @@ def swap_in(new: Path, folder: Path, marker: str | None = None) -> None:
         raise StorageError(f"{folder} was not written by the zoo; it is not replaced")
     os.rename(new, folder)  # over an empty directory, if one is there: atomic as well
     crash_point("swap: new directory in place")
-    shutil.rmtree(aside, ignore_errors=True)
+    if _is_our_aside(aside):
+        try:
+            _delete(_renamed_for_removal(aside))
+        except OSError:  # the swap is done; what is left is swept by the next writer
+            pass
 
 
 def missing_message(folder: Path) -> str | None:
