@@ -255,8 +255,9 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
     for run in (run_dir, *map(Path, seed_runs)):
         RunDirectory(run).check_finished()
     check = functools.partial(_check_tag_folder, tag=tag)
-    with storage.replacing(final, storage.PRETRAINED_MARKER, "pretrained tag folder",
-                           check=check, option="--dest") as replacement:
+    with storage.shared(run_dir), \
+            storage.replacing(final, storage.PRETRAINED_MARKER, "pretrained tag folder",
+                              check=check, option="--dest") as replacement:
         stage = replacement.stage()
         for name in RUN_FILES:
             shutil.copy2(run_dir / name, stage / name)

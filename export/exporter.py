@@ -183,7 +183,10 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
     check_backend()
     out = Path(out) if out else opts.default_out(run_dir)
     check = functools.partial(check_out, overwrite=opts.overwrite)
-    with storage.replacing(storage.real_target(out), MARKER, check=check) as replacement:
+    # The run's lock, shared, for the whole export: `zoo train --overwrite` cannot replace the
+    # model it reads meanwhile (the card would describe one model and sit in the other's run).
+    with storage.shared(run_dir), \
+            storage.replacing(storage.real_target(out), MARKER, check=check) as replacement:
         t_start = time.perf_counter()
         run = read_run(Path(run_dir), opts)
         converted = convert_models(run, opts)

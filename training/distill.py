@@ -30,6 +30,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from zoo.training import storage
 from zoo.training.config import check_distill
 
 _log = logging.getLogger(__name__)
@@ -87,17 +88,20 @@ def load_teachers(options: dict, task) -> list[Teacher]:
     teachers = []
     for root in check_teacher_runs(options, task.name):
         run = RunDirectory(root)
-        config = run.read_config()
-        check_run_config(config, run.config)
-        run.read_metrics()  # a damaged metrics.json is a damaged run, as `zoo eval` says
-        model = load_keras_model(run.model, role=f" (distill teacher {root})")
-        features = model.inputs[0].shape[-1]
-        norm = load_normalization(run.normalization, None if features is None else int(features))
+        with storage.shared(root, "distill teacher"):  # not while `zoo train` replaces it
+            config = run.read_config()
+            check_run_config(config, run.config)
+            run.read_metrics()  # a damaged metrics.json is a damaged run, as `zoo eval` says
+            model = load_keras_model(run.model, role=f" (distill teacher {root})")
+            sha256 = sha256_file(run.model)  # of the file the model was read from
+            features = model.inputs[0].shape[-1]
+            norm = load_normalization(run.normalization,
+                                      None if features is None else int(features))
         _check_fits(model, task, root)
         _warn_if_split_differs(config, task, root)
         model.trainable = False
         teachers.append(Teacher(str(root.resolve()), model, norm, _output_kind(model, root),
-                                sha256_file(run.model)))
+                                sha256))
     return teachers
 
 
@@ -149,6 +153,29 @@ def provenance(options: dict, teachers: list[Teacher]) -> dict:
     return {"alpha": resolved["alpha"], "temperature": resolved["temperature"],
             "teachers": [{"run": t.path, "sha256": t.sha256, "outputs": t.outputs}
                          for t in teachers]}
+
+
+def check_resumed_teachers(config_path: Path, teachers: list[Teacher], checkpoint) -> None:
+    """On resume (a ``checkpoint`` to continue), the teachers must be the models the run
+    started from: each one's ``model.keras`` sha256 against the one its ``config.yaml``
+    recorded when it started (`provenance`). ValueError naming the teacher and both digests
+    otherwise (a teacher folder replaced meanwhile, by ``zoo train --overwrite`` or by hand),
+    before anything of the run is written; nothing to check for a fresh run, or one whose
+    config recorded no digests."""
+    if checkpoint is None or not teachers or not Path(config_path).is_file():
+        return
+    import yaml
+
+    saved = yaml.safe_load(Path(config_path).read_text()) or {}
+    pinned = (saved.get("distill_resolved") or {}).get("teachers") or []
+    for number, (teacher, was) in enumerate(zip(teachers, pinned), 1):
+        if was.get("sha256") not in (None, teacher.sha256):
+            raise ValueError(
+                f"distill teacher {teacher.path}: its model.keras (sha256 {teacher.sha256}) is "
+                f"not the model this run started from (teacher {number} in {config_path}: "
+                f"{was.get('run')}, sha256 {was['sha256']}); its {checkpoint.epochs_done} "
+                "epoch(s) so far learnt from that one, so it is not resumed with another. Put "
+                "that teacher back, or start afresh (--overwrite, or another --out)")
 
 
 def describe(options: dict, teachers: list[Teacher]) -> str:

@@ -20,11 +20,14 @@ def load_run_with_data(run_dir: str | Path, data_dir=None, *, need_val: bool = F
     the run split it (``data_dir`` defaults to where the run found its data). ``need_val``:
     refuse a run with no validation split (a final retrain)."""
     from zoo.training.rundir import RunDirectory
+    from zoo.training.storage import shared
     from zoo.training.tasks import get_task
 
-    config, model, norm = load_run(run_dir)
+    with shared(run_dir):  # its files and its data's place, from one run (docs/reliability.md)
+        config, model, norm = load_run(run_dir)
+        data_dir = data_dir or RunDirectory(run_dir).data_source()
     task = get_task(config["task"], **(config.get("task_options") or {}))
-    data = task.load(data_dir or RunDirectory(run_dir).data_source(), seed=config.get("seed", 0))
+    data = task.load(data_dir, seed=config.get("seed", 0))
     if need_val and len(data.val.x) == 0:
         raise ValueError(f"{run_dir}: the run has no validation split (a final retrain?)")
     return config, model, norm, task, data
@@ -41,11 +44,13 @@ def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | Non
     ``data_dir`` defaults to where the run found its data (if that still exists)."""
     from zoo.training.rundir import RunDirectory
     from zoo.training.runs import check_model_fits_task
+    from zoo.training.storage import shared
     from zoo.training.tasks import get_task
 
-    config, model, norm = load_run(run_dir)
-    if data_dir is None:
-        data_dir = RunDirectory(run_dir).data_source()
+    with shared(run_dir):  # its files and its data's place, from one run (docs/reliability.md)
+        config, model, norm = load_run(run_dir)
+        if data_dir is None:
+            data_dir = RunDirectory(run_dir).data_source()
     task = get_task(config["task"], **{**config.get("task_options", {}), **(task_options or {})})
     check_model_fits_task(model, task, run_dir)
     # A task may score a different layout than its own test split (google12 on the official

@@ -63,11 +63,14 @@ class RunDirectory:
         return self.metrics.is_file()
 
     def check_finished(self) -> None:
-        """Raise FileNotFoundError (a file is missing) or ValueError (the run is unfinished)
-        unless this is a finished run; cheap (no file is parsed), for a command's first check."""
+        """Raise FileNotFoundError (a file is missing) or ValueError (the run is unfinished, or
+        `storage.BeingWrittenError`: ``zoo train`` is writing it now) unless this is a finished
+        run; cheap (no file is parsed), for a command's first check."""
         if not self.root.is_dir():
             raise FileNotFoundError(storage.missing_message(self.root)
                                     or f"{self.root} is not a finished run: no such directory")
+        # A run `zoo train` is training or replacing is named so, not called unfinished.
+        storage.check_not_being_written(self.root)
         missing = [p.name for p in (self.config, self.model, self.normalization)
                    if not p.is_file()]
         if missing:

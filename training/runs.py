@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zoo.training import storage
 from zoo.training.artifacts import check_run_config, load_keras_model, load_normalization
 from zoo.training.rundir import RunDirectory
 
@@ -53,21 +54,27 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
 def read_finished_run(run_dir: Path):
     """(config dict, Keras model, Normalization) of a finished run, each file checked.
 
+    The run's files are read holding its lock shared (`zoo.training.storage.shared`): a
+    command that goes on using the run (``zoo export`` writing ``RUN/export-...``) holds it
+    itself for as long.
+
     Raises:
         FileNotFoundError: a file of a finished run is missing.
         ValueError: the run is unfinished (no ``metrics.json``), or a file is damaged; the
-            message names the file.
+            message names the file. `zoo.training.storage.BeingWrittenError` (a ValueError):
+            ``zoo train`` is training or replacing the run now.
     """
     run = RunDirectory(run_dir)
-    run.check_finished()
-    config = run.read_config()
-    check_run_config(config, run.config)
-    # Nothing of metrics.json is used here, but a damaged one means a damaged run: `zoo eval`
-    # and `zoo export` refuse it alike, naming it.
-    run.read_metrics()
-    model = load_keras_model(run.model)
-    features = model.inputs[0].shape[-1]
-    norm = load_normalization(run.normalization, None if features is None else int(features))
+    with storage.shared(run.root):  # one run's files, not half the old run and half a new one
+        run.check_finished()
+        config = run.read_config()
+        check_run_config(config, run.config)
+        # Nothing of metrics.json is used here, but a damaged one means a damaged run: `zoo
+        # eval` and `zoo export` refuse it alike, naming it.
+        run.read_metrics()
+        model = load_keras_model(run.model)
+        features = model.inputs[0].shape[-1]
+        norm = load_normalization(run.normalization, None if features is None else int(features))
     return config, model, norm
 
 

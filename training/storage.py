@@ -8,10 +8,12 @@ other folder the zoo replaces):
   this path": a real directory (not a symlink) with a marker. Everything else, including
   folders with the zoo's own hidden names (``.X.old``, ``.X.new``, ``.X.creating``,
   ``.X.partial-PID``), is the user's and is never deleted or moved.
-* **Exclusive lock** (`zoo.training.locking`, re-exported here). `exclusive` takes an
-  ``fcntl.flock`` on ``.<name>.lock`` beside the *real* directory (symlinks resolved, so two
-  spellings of one folder share one lock); the error for a second process names the holder's
-  pid, host and command. A lock file is the zoo's only when it carries its ``written_by``
+* **Lock** (`zoo.training.locking`, re-exported here). `exclusive` takes an ``fcntl.flock`` on
+  ``.<name>.lock`` beside the *real* directory (symlinks resolved, so two spellings of one folder
+  share one lock) for a writer; the error for a second process names the holder's pid, host and
+  command. `shared` takes it shared for a reader of a run (export, eval, analyze, ship,
+  ``--init-from``, a teacher), which a writer then cannot replace meanwhile; a reader is refused
+  while a writer holds it. A lock file is the zoo's only when it carries its ``written_by``
   marker (or is empty): a user's file of that name is refused.
 * **Atomic files.** `write_bytes_atomic` writes to a temporary name in the same folder, flushes
   it and renames it over the target, so a kill leaves the old file or the new one.
@@ -43,8 +45,9 @@ from pathlib import Path
 
 # The lock lives in its own module (this one would pass the project's 600 lines); it is part
 # of this one.
-from zoo.training.locking import (WRITTEN_BY, DirectoryInUseError, StorageError,  # noqa: F401
-                                  exclusive, is_zoo_lock, lock_path)
+from zoo.training.locking import (WRITTEN_BY, BeingWrittenError, DirectoryInUseError,  # noqa: F401
+                                  StorageError, check_not_being_written, exclusive,
+                                  is_zoo_lock, lock_path, shared)
 
 RUN_MARKER = ".zoo-run"
 EXPORT_MARKER = ".zoo-export"

@@ -391,6 +391,7 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
     run = rundir.RunDirectory(run_dir)
+    distill.check_resumed_teachers(run.config, job.teachers, checkpoint)  # before it is rewritten
     data = job.task.load(job.data_dir, seed=config.seed)
     _log.debug("%s: data from %s", config.task, data.source)
     if not len(data.train):  # model.fit on no batch at all waits for ever

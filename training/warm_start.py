@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import keras
 
-from zoo.training import rundir
+from zoo.training import rundir, storage
 from zoo.training.artifacts import load_keras_model
 from zoo import qat
 
@@ -14,10 +14,11 @@ from zoo import qat
 def warm_start_weights(model: keras.Model, run_dir) -> list:
     """The trained weights of the run in ``run_dir`` (``init_from``), checked to fit ``model``."""
     path = rundir.RunDirectory(run_dir).model
-    if not path.is_file():
-        raise FileNotFoundError(f"init_from: {path} does not exist (a finished `zoo train` run "
-                                "directory holds model.keras)")
-    source = load_keras_model(path, role=" (--init-from)")
+    with storage.shared(run_dir, "--init-from run"):  # not while `zoo train` replaces it
+        if not path.is_file():
+            raise FileNotFoundError(f"init_from: {path} does not exist (a finished `zoo train` "
+                                    "run directory holds model.keras)")
+        source = load_keras_model(path, role=" (--init-from)")
     ours, theirs = model.weights, source.weights
     if qat.qat_cells(model) and not qat.qat_cells(source):
         # A float run fine-tuned with QAT: its weights, and the QAT ranges this model starts

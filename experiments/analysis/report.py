@@ -12,7 +12,7 @@ import numpy as np
 from zoo.experiments.analysis import gradients, memory, stability, truncation
 from zoo.experiments.analysis.equilibrium import irnn_report
 from zoo.experiments.analysis.stepper import CellStepper, flatten_steps
-from zoo.training import logs
+from zoo.training import logs, storage
 from zoo.irnn import IRNNCell
 
 _log = logging.getLogger(__name__)
@@ -190,14 +190,22 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=None, **options) 
 
     >>> report = analyze_run("runs/har2-fastrnn")  # writes runs/har2-fastrnn/analysis/
     """
-    from zoo.experiments.analysis.plots import write_plots
-    from zoo.experiments.analysis.markdown import render, summary
-
     say = logs.reporter(_log, print_fn)
     run_dir = Path(run_dir)
     out_dir = Path(out_dir) if out_dir else run_dir / "analysis"
     _check_out_dir(out_dir)
     start = time.perf_counter()
+    # The run's lock, shared, until the report is written into it: `zoo train --overwrite`
+    # cannot replace the model meanwhile (docs/reliability.md).
+    with storage.shared(run_dir):
+        return _analyze(run_dir, out_dir, data_dir, say, start, options)
+
+
+def _analyze(run_dir: Path, out_dir: Path, data_dir, say, start: float, options: dict) -> dict:
+    """`analyze_run`'s work, once the run is locked."""
+    from zoo.experiments.analysis.plots import write_plots
+    from zoo.experiments.analysis.markdown import render, summary
+
     config, model, x, y, kind = load_validation(run_dir, data_dir)
     say(f"analysing {config['model']} on {config['task']}: {len(x)} validation sequences")
     result = analyze_model(model, x, y, kind, **options)
