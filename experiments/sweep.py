@@ -207,8 +207,75 @@ def plan(args) -> list[Trial]:
     base = trials.base_config(args.task, args.model, args.recipe, overrides)
     variants = dict(args.variant) or {"base": {}}
     check_folds(args, base)
-    return trials.cv_trials(args.task, args.label or args.model, base, variants, args.folds,
+    todo = trials.cv_trials(args.task, args.label or args.model, base, variants, args.folds,
                             args.out, args.data_dir, results_dir(args))
+    if not args.report:
+        preflight(todo)
+        if args.final:
+            check_final_teachers(todo, args.final_teacher)
+    return todo
+
+
+# ------------------------------------------------------------------ refused before any fold
+def preflight(todo: list[Trial]) -> None:
+    """What a trial's ``zoo train`` refuses before its first epoch, checked for every trial
+    now, before Ray starts (and by ``--dry-run``), not once the other variants' folds have
+    trained: the monitored quantity and mixup against the task, the model built with its
+    options (the layers' own checks: ``state_quant_bits`` without ``state_clip``...), an
+    ``init_from`` run from outside the sweep against that model, and each distinct set of
+    teachers loaded (`zoo.training.distill.load_teachers`: a finished run of the task, one
+    output per class, the task's inputs). ValueError naming the trial."""
+    from zoo.training import augment, distill, trainer
+    from zoo.training.config import TrainConfig
+    from zoo.training.tasks import get_task
+    from zoo.training.warm_start import warm_start_weights
+
+    built, taught = set(), set()
+    for trial in todo:
+        config = TrainConfig.from_dict(trial.config)
+        try:
+            task = get_task(config.task, **config.task_options)
+            if trial.variant not in built:  # the folds of a variant differ in seed and split
+                built.add(trial.variant)
+                trainer.check_monitor(config, task)
+                augment.check_mixup(config.augment, task)
+                probe = trainer.build_model(config, task)
+                if config.init_from and trial.parent is None:  # not a run of this sweep
+                    warm_start_weights(probe, config.init_from)
+            teachers = json.dumps(config.distill, sort_keys=True)
+            if config.distill and teachers not in taught:
+                taught.add(teachers)
+                distill.load_teachers(config.distill, task)
+        except (ValueError, TypeError, FileNotFoundError) as err:
+            raise ValueError(f"{trial.name}: {err}") from None
+
+
+def check_final_teachers(todo: list[Trial], teacher: list[str]) -> None:
+    """``--final``'s teacher, checked before any fold trains: given exactly when a variant
+    distils (the CV may choose it, and its retrain then needs one), and loaded against the
+    task of the retrain (every training subject) as the retrain will load it."""
+    from zoo.training import distill
+    from zoo.training.tasks import get_task
+
+    distilling = sorted({t.variant for t in todo if t.config.get("distill")})
+    if teacher and not distilling:
+        raise ValueError(f"--final-teacher {' '.join(teacher)}: no variant distils (no distill "
+                         "setting), so no retrain would learn from it; leave it out")
+    if distilling and not teacher:
+        raise ValueError(
+            f"variant(s) {', '.join(distilling)} distil, each fold from its own teacher; if the "
+            "CV chooses one, its --final retrain on every training subject needs its teacher "
+            "named: add --final-teacher RUN_DIR (checked now, before any fold trains)")
+    for variant in distilling:
+        cv = next(t for t in todo if t.variant == variant)
+        options = {k: v for k, v in cv.config["task_options"].items()
+                   if k not in ("val_subjects", "val_fold")}
+        task = get_task(cv.task, **{**options, "val_fraction": 0.0})
+        try:
+            distill.load_teachers({**cv.config["distill"], "teacher": teacher}, task)
+        except (ValueError, FileNotFoundError) as err:
+            raise ValueError(f"--final-teacher (the retrain of variant {variant}): {err}") \
+                from None
 
 
 def results_dir(args) -> Path | None:

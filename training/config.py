@@ -178,7 +178,13 @@ _NUMERIC_OPTIONS = {
     "state_clip": (lambda v: v is None or (_is_number(v) and v > 0), "a number > 0"),
     "state_quant_bits": (lambda v: v is None or (_is_int(v) and 2 <= v <= 16),
                          "an integer in 2..16"),
-    "eta_timesteps": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer >= 1")}
+    "eta_timesteps": (lambda v: v is None or (_is_int(v) and v >= 1), "an integer >= 1"),
+    # zoo.qat.check_percentile's range, here so that a sweep's variant is refused when planned.
+    "qat_percentile": (lambda v: _is_number(v) and 50 < v <= 100,
+                       "a number in (50, 100]: the percentile of each tensor that bounds its "
+                       "quantization-aware range")}
+# Model options that mean something only with another one set (option -> the one it needs).
+_NEEDS = {"qat_percentile": "qat"}
 # Model options with their own `zoo train` flag (the others: --option KEY=VALUE).
 _OPTION_FLAGS = {"units": "--units", "k": "--k", "rank": "--rank"}
 
@@ -239,10 +245,7 @@ def validate(config: "TrainConfig") -> None:
 
         check_options(config.augment)
     if config.lr_schedule == "cosine" and config.lr_decay_epochs:
-        raise ValueError(f"lr_schedule cosine decays over the whole epoch budget, and "
-                         f"lr_decay_epochs {config.lr_decay_epochs} asks for step decay too; "
-                         "unset lr_decay_epochs (a recipe's: --set lr_decay_epochs=null in a "
-                         "sweep) or use lr_schedule step")
+        raise ValueError(_cosine_and_step_message(config))
     if config.distill is not None:
         check_distill(config.distill)
         if (config.augment or {}).get("mixup"):
@@ -254,6 +257,20 @@ def validate(config: "TrainConfig") -> None:
                          f"and early stopping (patience {config.early_stopping_patience}) would "
                          "replace it with one epoch's weights; set early_stopping_patience "
                          "(--patience) to 0 or unset ema_momentum")
+
+
+def _cosine_and_step_message(config: "TrainConfig") -> str:
+    """Cosine and step decay asked together, and how to drop the step decay where it came from:
+    `zoo train` has no flag that unsets a recipe's setting (a flag left out keeps it)."""
+    head = (f"lr_schedule cosine decays over the whole epoch budget, and lr_decay_epochs "
+            f"{config.lr_decay_epochs} asks for step decay too")
+    if not config.recipe:
+        return (f"{head}; use lr_schedule step, or unset lr_decay_epochs (leave "
+                "--lr-decay-epochs out; in `zoo sweep`, --set lr_decay_epochs=null)")
+    return (f"{head} (from the recipe {config.recipe}, or --lr-decay-epochs); use lr_schedule "
+            "step, or unset lr_decay_epochs: `zoo train` has no flag that unsets a recipe's "
+            f"setting, so pass --recipe a copy of {Path(config.recipe).name} without it, or "
+            "--recipe none; in `zoo sweep`, --set lr_decay_epochs=null")
 
 
 def _check_setting(name: str, value, flag: str) -> None:
@@ -296,9 +313,17 @@ def _validate_model_options(model: str, options: dict) -> None:
 
     check_option_ranges(options)
     try:
-        defaults = zoo.get_model_entry(model).options()
+        entry = zoo.get_model_entry(model)
     except ValueError:
         return  # an unknown model is reported, with the valid names, where it is looked up
+    defaults = entry.options()
+    resolved = {**defaults, **options, **entry.fixed}
+    for key, needed in _NEEDS.items():
+        if key in options and not resolved.get(needed):
+            raise ValueError(f"model option {key} (--option {key}=...) applies only with "
+                             f"{needed} (e.g. --option {needed}=int8); without it {key}="
+                             f"{options[key]!r} would change nothing: set {needed}, or leave "
+                             f"{key} out")
     for key, value in options.items():
         if key in _NUMERIC_OPTIONS or key not in defaults or defaults[key] is None:
             continue
