@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 from pathlib import Path
 
 from zoo.experiments.benchmarks.realscale import mean_sd
@@ -82,13 +84,80 @@ def describe(model: str, options: dict) -> str:
 
 def load_device(path: Path) -> dict[str, dict]:
     """The device JSON's variants (key -> figures); a clear error for a missing or bad file."""
+    return read_device(path)[0]
+
+
+# A device variant's figures that are numbers (or null: not measured), and those the tables
+# read from every variant with a C export.
+_NUMBERS = ("parameters", "macs_per_step", "cortex_m4_instructions_per_step_O2",
+            "cortex_m4_flash_bytes_Os", "cortex_m4_ram_bytes", "cortex_m4_head_instructions_O2",
+            "const_bytes")
+
+
+def read_device(path: Path) -> tuple[dict[str, dict], dict]:
+    """(variants, toolchain) of the device JSON, each variant checked for what the table, the
+    plot and the document read: FileNotFoundError or ValueError naming the file and the
+    variant's field, never a traceback from deep in the table."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no device JSON; make it with tools/cortexm/c_frontier.py")
-    data = json.loads(path.read_text())
-    if not isinstance(data.get("variants"), dict):
+        what = "is a folder, not a" if path.is_dir() else "no"
+        raise FileNotFoundError(f"{path}: {what} device JSON; make it with "
+                                "tools/cortexm/c_frontier.py")
+    try:
+        data = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not a device JSON (JSON error: {err})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("variants"), dict):
         raise ValueError(f"{path}: expected an object with 'variants' (key -> figures)")
-    return data["variants"]
+    if not isinstance(data.get("toolchain", {}), dict):
+        raise ValueError(f"{path}: 'toolchain' must be an object (cc, qemu, cpu)")
+    for key, fig in data["variants"].items():
+        _check_figures(fig, f"{path}: variant {key!r}")
+    return data["variants"], data.get("toolchain", {})
+
+
+def _check_figures(fig, where: str) -> None:
+    from zoo.registry import get_model_entry
+
+    if not isinstance(fig, dict):
+        raise ValueError(f"{where}: expected an object of figures, got {type(fig).__name__}")
+    if not isinstance(fig.get("model"), str) or not isinstance(fig.get("model_options", {}),
+                                                                dict):
+        raise ValueError(f"{where}: needs 'model' (a model name) and 'model_options' (an object)")
+    try:
+        get_model_entry(fig["model"])
+    except ValueError as err:  # an unknown model, the valid ones listed
+        raise ValueError(f"{where}: {err}") from None
+    for name in _NUMBERS:
+        value = fig.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(f"{where}: {name} must be a number (or null), got {value!r}")
+    if "c_export_error" in fig:
+        return
+    ops = fig.get("step_ops")
+    if not (isinstance(fig.get("source"), str) and isinstance(ops, dict)
+            and isinstance(ops.get("histogram"), dict) and isinstance(ops.get("count"), int)):
+        raise ValueError(f"{where}: needs 'source' and 'step_ops' (count, histogram), or "
+                         "'c_export_error'")
+
+
+def check_outputs(doc: Path, plot: Path) -> None:
+    """``--doc`` and ``--plot`` checked before anything is drawn or written: files (not folders)
+    whose folders exist or can be made, the plot in a format matplotlib writes (a name without
+    one would be written elsewhere, as NAME.png)."""
+    from matplotlib.figure import Figure
+
+    for option, path in (("--doc", doc), ("--plot", plot)):
+        if path.is_dir():
+            raise ValueError(f"{option} {path} is a folder; name a file in it")
+        blocked = next((parent for parent in path.parents
+                        if parent.exists() and not parent.is_dir()), None)
+        if blocked is not None:
+            raise ValueError(f"{option} {path}: {blocked} is a file, not a folder")
+    formats = Figure().canvas.get_supported_filetypes()
+    if plot.suffix.lstrip(".").lower() not in formats:
+        raise ValueError(f"--plot {plot}: name an image file, one of "
+                         f"{', '.join('.' + f for f in sorted(formats))} (e.g. frontier.png)")
 
 
 def results_trials(results: Path, task: str) -> list[dict]:
@@ -103,7 +172,7 @@ def results_trials(results: Path, task: str) -> list[dict]:
             continue
         done = {}
         for f in files:
-            data = json.loads(f.read_text())
+            data = _read_json(f, "CV results file")
             missing = [k for k in ("label", "variant", "fold", "folds", "config", "summary") if k not in data]
             if missing:
                 raise ValueError(f"{f}: not a CV results file (missing {', '.join(missing)})")
@@ -140,11 +209,21 @@ def int8_drops(results_dirs: list[Path], task: str) -> dict[tuple, list[float]]:
     drops: dict[tuple, list[float]] = {}
     for results in results_dirs:
         for path in sorted(Path(results).glob(f"{task}/*/*/fold*.json")):
-            data = json.loads(path.read_text())
+            data = _read_json(path, "fold-int8 results file")
             if "drop" not in data:
                 raise ValueError(f"{path}: not a fold-int8 results file (no 'drop')")
             drops.setdefault(path.parts[-3:-1], []).append(float(data["drop"]))
     return drops
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not a {what} (JSON error: {err})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a {what} (a JSON {type(data).__name__}, not an object)")
+    return data
 
 
 def frontier_rows(device: dict[str, dict], cv: list[dict],
@@ -294,7 +373,8 @@ def device_table(device: dict[str, dict]) -> str:
 
 def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) -> str:
     points = len(plotted(rows))
-    image = (f"![frontier]({Path(plot).resolve().relative_to(Path(doc).resolve().parent)})\n\n"
+    link = Path(os.path.relpath(Path(plot).resolve(), Path(doc).resolve().parent)).as_posix()
+    image = (f"![frontier]({link})\n\n"
              if plot and points else "(no variant has both CV results and a measured cost yet: "
                                      "no plot)\n\n")
     sources = ", ".join(f"`{_shown(p)}`" for p in args.results)
@@ -364,16 +444,22 @@ def main(argv=None) -> int:
     p.add_argument("--doc", type=Path, default=REPO / "docs" / "frontier.md")
     p.add_argument("--plot", type=Path, default=REPO / "docs" / "img" / "frontier_har2.png")
     args = p.parse_args(argv)
-    device = load_device(args.device)
-    toolchain = json.loads(args.device.read_text()).get("toolchain", {})
-    rows = frontier_rows(device, cv_by_graph([r for r in args.results if r.is_dir()], args.task),
-                         int8_drops([r for r in args.int8_results if r.is_dir()], args.task))
-    for missing in (r for r in args.results if not r.is_dir()):
-        print(f"note: {missing}: no such results folder (no CV accuracy from it yet)")
-    drawn = frontier_plot(rows, args.plot, f"{TASK_NAMES.get(args.task, args.task)} frontier",
-                          args.task)
-    args.doc.parent.mkdir(parents=True, exist_ok=True)
-    args.doc.write_text(document(rows, device, toolchain, args.plot, args.doc, args))
+    try:  # every input and output checked before the plot is drawn or anything written
+        check_outputs(args.doc, args.plot)
+        device, toolchain = read_device(args.device)
+        rows = frontier_rows(device, cv_by_graph([r for r in args.results if r.is_dir()],
+                                                 args.task),
+                             int8_drops([r for r in args.int8_results if r.is_dir()], args.task))
+        text = document(rows, device, toolchain, args.plot, args.doc, args)
+        for missing in (r for r in args.results if not r.is_dir()):
+            print(f"note: {missing}: no such results folder (no CV accuracy from it yet)")
+        drawn = frontier_plot(rows, args.plot, f"{TASK_NAMES.get(args.task, args.task)} frontier",
+                              args.task)
+        args.doc.parent.mkdir(parents=True, exist_ok=True)
+        args.doc.write_text(text)
+    except (ValueError, OSError) as err:  # FileNotFoundError included; a full disk, read-only
+        print(f"{p.prog}: error: {err}", file=sys.stderr)
+        return 2
     print(frontier_table(rows))
     print(f"wrote {args.doc} ({len(rows)} rows) and {args.plot} ({drawn} points)")
     return 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -119,14 +120,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from zoo.training.rundir import RunDirectory
 
-    try:
+    try:  # a run that is not one, or data not found (DataNotFoundError), in one line
         RunDirectory(args.run).check_finished()
-    except (FileNotFoundError, ValueError) as err:
-        parser.error(str(err))
-    try:
         rows = run_rows(args.run, args.data_dir, args.percentile)
-    except ValueError as err:
-        parser.error(str(err))
+    except (FileNotFoundError, ValueError) as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 2
     print(table(rows))
     return 0
 

@@ -242,7 +242,10 @@ def repack(tag: str, dest=None) -> dict:
 
 
 def _shipped_tags(dest: Path) -> list[str]:
-    return sorted(p.parent.name for p in dest.glob(f"*/{CARD}")) or ["none"]
+    """The tags shipped in ``dest``: its folders with a card, but the zoo's hidden ones (a
+    killed ship's staging ``.T.partial-PID``, an aside ``.T.old``), which are no tags."""
+    return sorted(p.parent.name for p in dest.glob(f"*/{CARD}")
+                  if not p.parent.name.startswith(".")) or ["none"]
 
 
 def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None,
