@@ -110,6 +110,18 @@ def test_qat_points_without_data_says_so_in_one_line(capsys):
     assert err.startswith("zoo bench qat-points: error: ") and "not found in" in err, err
 
 
+def test_a_stream_shorter_than_a_frame_has_no_hops():
+    """Fewer than 400 samples make no frame (`stream_frames`, as the C app's push): no logits,
+    no posteriors, no detections, in the shapes a longer stream has."""
+    from zoo.export.kws_stream import Recognizer, StreamReference
+
+    ref = StreamReference(REPO / "models/pretrained/sirnn.google12_testset/export-step-int8")
+    longer = ref.run(np.zeros(400, np.int16), Recognizer())
+    for n in (0, 1, 399):
+        logits, post, detections = ref.run(np.zeros(n, np.int16), Recognizer())
+        assert logits.shape == post.shape == (0, longer[0].shape[1]) and detections == []
+
+
 def test_repack_lists_only_shipped_tags_not_a_killed_ships_staging(tmp_path, capsys):
     from zoo.experiments import ship
 
