@@ -9,7 +9,8 @@ a command.
 * A **writer** (``zoo train``, ``zoo export``, ``--form c``, ``zoo ship``) holds it exclusively
   for the whole command (`exclusive`) and writes who it is into the file.
 * A **reader** of a run (``zoo export``, ``eval``, ``analyze``, ``ship``, ``--init-from``, a
-  distillation teacher) holds it shared while it reads and writes beside the run (`shared`): a
+  distillation teacher) holds it shared while it reads and writes beside the run
+  (`shared_lock`; `zoo.training.storage.shared` for the zoo's own directories): a
   writer cannot start meanwhile (``zoo train --overwrite`` would replace the model under it),
   and a reader started while a writer holds it is refused at once, naming the writer
   (`BeingWrittenError`), instead of reading the old model and writing into the new run.
@@ -67,8 +68,8 @@ def exclusive(folder: Path, what: str = "run directory", option: str = "--out"):
             (``zoo ship`` has ``--dest``, not ``--out``).
 
     Raises:
-        DirectoryInUseError: another process holds the lock (a writer, or readers: `shared`);
-            the message names it.
+        DirectoryInUseError: another process holds the lock (a writer, or readers:
+            `shared_lock`); the message names it.
         StorageError: the lock file's name is taken by a file, folder or link of the user's.
 
     Example:
@@ -207,18 +208,21 @@ def _foreign_lock_message(path: Path, folder: Path) -> str:
 
 
 @contextmanager
-def shared(folder: Path, what: str = "run directory"):
+def shared_lock(folder: Path, what: str = "run directory", create: bool = True):
     """Hold a shared lock on ``folder`` while the ``with`` block reads it (and writes beside
     it, as ``zoo export`` writes ``RUN/export-...``): readers share it, a writer cannot take it
     meanwhile, and a writer that holds it now refuses this reader (nothing is read).
+    `zoo.training.storage.shared` is this lock for the directories of the zoo's.
 
     A folder that does not exist is not locked (its reader says it is missing), and no lock
-    file is made where none can be (a read-only parent, or the name taken by a folder or link
-    of the user's: no writer of the zoo's can lock it either).
+    file is made where none can be (a read-only parent, the name taken by a folder or link of
+    the user's: no writer of the zoo's can lock it either) or, without ``create``, where there
+    is none yet.
 
     Args:
         folder: the directory read.
         what: how the error message names it (``"run directory"``, ``"distill teacher"``).
+        create: make the lock file if it is missing (for a directory a writer may replace).
 
     Raises:
         BeingWrittenError: a writer holds the lock (``zoo train`` trains or replaces the run);
@@ -227,14 +231,14 @@ def shared(folder: Path, what: str = "run directory"):
     Example:
 
     ```python
-    with shared(Path("runs/har2-irnn")):
+    with shared_lock(Path("runs/har2-irnn")):
         config, model, norm = read_finished_run("runs/har2-irnn")
         ...  # `zoo train --overwrite runs/har2-irnn` is refused until the block ends
     ```
     """
     import fcntl
 
-    fd = _open_for_reading(Path(folder))
+    fd = _open_for_reading(Path(folder), create)
     try:
         if fd is not None:
             try:
@@ -250,32 +254,26 @@ def shared(folder: Path, what: str = "run directory"):
             os.close(fd)
 
 
-def check_not_being_written(folder: Path, what: str = "run directory") -> None:
-    """`shared`'s refusal alone (the lock taken and let go at once): a command's cheap first
-    check, so that a run being trained is not called "unfinished" while its writer runs."""
-    with shared(folder, what):
-        pass
-
-
 def being_written_message(folder: Path, what: str, writer: str) -> str:
     return (f"{what} {folder} is being written by {writer}: `zoo train` trains it, or replaces "
             "it (--overwrite), and what it holds is not settled until that ends; run this again "
             "once it has finished (nothing was read or written)")
 
 
-def _open_for_reading(folder: Path) -> int | None:
-    """A descriptor on ``folder``'s lock file (made if missing), or None where there can be no
-    lock: no such folder, a read-only parent, the name taken by a non-file of the user's."""
+def _open_for_reading(folder: Path, create: bool) -> int | None:
+    """A descriptor on ``folder``'s lock file (made if missing and ``create``), or None where
+    there is no lock: no such folder, no file and not ``create``, a read-only parent, the name
+    taken by a non-file of the user's."""
     import stat
 
     if not folder.is_dir():
         return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | (os.O_CREAT if create else 0)
     try:
-        fd = os.open(lock_path(folder), os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
-                     0o644)
+        fd = os.open(lock_path(folder), flags, 0o644)
     except OSError as err:
-        if err.errno in (errno.EISDIR, errno.ELOOP, errno.ENXIO, errno.ENOTDIR, errno.EACCES,
-                         errno.EPERM, errno.EROFS):
+        if err.errno in (errno.ENOENT, errno.EISDIR, errno.ELOOP, errno.ENXIO, errno.ENOTDIR,
+                         errno.EACCES, errno.EPERM, errno.EROFS):
             return None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):

@@ -46,8 +46,7 @@ from pathlib import Path
 # The lock lives in its own module (this one would pass the project's 600 lines); it is part
 # of this one.
 from zoo.training.locking import (WRITTEN_BY, BeingWrittenError, DirectoryInUseError,  # noqa: F401
-                                  StorageError, check_not_being_written, exclusive,
-                                  is_zoo_lock, lock_path, shared)
+                                  StorageError, exclusive, is_zoo_lock, lock_path, shared_lock)
 
 RUN_MARKER = ".zoo-run"
 EXPORT_MARKER = ".zoo-export"
@@ -234,6 +233,21 @@ def foreign_message(path: Path) -> str:
     """The error for a user's folder where the zoo needs one of its own hidden names."""
     return (f"{path} exists and was not left by the zoo (no {' / '.join(MARKERS)} marker); "
             "the zoo needs that name for its staging: move it away (nothing was changed)")
+
+
+def shared(folder: Path, what: str = "run directory"):
+    """The reader's lock on ``folder`` (`zoo.training.locking.shared_lock`, a context manager):
+    refused while a writer holds it, a writer refused while it is held. Its lock file is made
+    only for a directory a writer may replace, one of the zoo's (`owned`): no file appears
+    beside a shipped tag or a folder of the user's, which no writer of the zoo's replaces."""
+    return shared_lock(folder, what, create=owned(folder))
+
+
+def check_not_being_written(folder: Path, what: str = "run directory") -> None:
+    """`shared`'s refusal alone (the lock taken and let go at once): a command's cheap first
+    check, so that a run being trained is not called "unfinished" while its writer runs."""
+    with shared(folder, what):
+        pass
 
 
 # ----------------------------------------------------------------------------- where

@@ -59,7 +59,8 @@ def _run_check(target):
     check_out(target, True)  # what `zoo train --overwrite` checks first
 
 
-WRITERS = {"c": (_c_export, _c_check, "zoo_model.c"), "run": (_run_swap, _run_check, "metrics.json")}
+WRITERS = {"c": (_c_export, _c_check, "zoo_model.c"),
+           "run": (_run_swap, _run_check, "metrics.json")}
 
 
 @pytest.fixture(scope="module")

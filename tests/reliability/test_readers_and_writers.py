@@ -149,3 +149,20 @@ def test_a_distilled_run_is_not_resumed_from_a_replaced_teacher(tmp_path, monkey
     train(config, student, **quiet)  # the teacher it started from: resumed and finished
     saved = yaml.safe_load((student / "config.yaml").read_text())["distill_resolved"]
     assert saved == pinned and (student / "metrics.json").is_file()
+
+
+def test_a_reader_makes_no_lock_file_beside_a_folder_no_writer_replaces(tmp_path):
+    """A shipped tag (no marker: `zoo train --overwrite` never replaces it) is read without a
+    lock file appearing beside it (in the package's own folder); a run of the zoo's gets one."""
+    import shutil
+
+    from zoo.pretrained import verified_dir
+    from zoo.training.rundir import RunDirectory
+
+    tag = tmp_path / "sirnn.har2"
+    shutil.copytree(verified_dir("sirnn.har2"), tag)
+    RunDirectory(tag).check_finished()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sirnn.har2"]
+    storage.write_marker(tag, storage.RUN_MARKER)
+    RunDirectory(tag).check_finished()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".sirnn.har2.lock", "sirnn.har2"]
