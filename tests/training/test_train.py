@@ -206,7 +206,7 @@ def test_an_unfinished_run_from_another_clone_resumes_but_another_recipe_does_no
     name (its settings are in the config already); a recipe of another name is refused."""
     from zoo.training.config import resolve
     from zoo.training.rundir import RunDirError
-    from zoo.training.trainer import _same_settings
+    from zoo.training.workdir import _same_settings
 
     here = resolve("har2", "sirnn", None, {"epochs": 3})
     saved = {**here.to_dict(), "recipe": "/elsewhere/zoo/models/recipes/har2-sirnn.yaml"}
