@@ -41,6 +41,10 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="KEY=VALUE", help="knowledge distillation: --distill "
                         "teacher=RUN_DIR (or teacher=[RUN1,RUN2], an ensemble), alpha=0.5, "
                         "temperature=2 (docs/training.md)")
+    parser.add_argument("--qat-stage", type=key_value, action="append", default=[],
+                        metavar="KEY=VALUE", help="a quantization-aware training stage at the end "
+                        "of the run, over the recipe's: --qat-stage epochs=10 (0: none), lr=0.001, "
+                        "percentile=98 (docs/qat.md)")
     for flag, kind in _TRAIN_FLAGS.items():
         parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind)
     parser.add_argument("--patience", type=strict_int, dest="early_stopping_patience",
@@ -124,6 +128,7 @@ def run_train(args) -> int:
     overrides["task_options"] = dict(args.task_option)
     overrides["augment"] = dict(args.augment) or None
     overrides["distill"] = dict(args.distill) or None
+    overrides["qat_stage"] = dict(args.qat_stage) or None
     try:
         import zoo
         from zoo.training.tasks import get_task
@@ -149,8 +154,9 @@ def describe_recipe(config) -> str:
         return "recipe: none (defaults and flags only)"
     options = ", ".join(f"{k}={v}" for k, v in config.model_options.items())
     augment = "".join(f", augment {k}={v}" for k, v in (config.augment or {}).items())
+    stage = "".join(f", qat_stage {k}={v}" for k, v in (config.qat_stage or {}).items())
     return (f"recipe {config.recipe}: {config.model} {options}; {config.optimizer} lr {config.lr:g}, "
-            f"batch {config.batch_size}, {config.epochs} epochs, seed {config.seed}{augment} "
+            f"batch {config.batch_size}, {config.epochs} epochs, seed {config.seed}{augment}{stage} "
             "(flags override any of these)")
 
 

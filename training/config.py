@@ -55,6 +55,11 @@ class TrainConfig:
     # the working folder; `zoo sweep cv` fills a "{fold}" in with each fold's number). `zoo
     # train --distill KEY=VALUE`, `zoo sweep --set distill=...`. None: the ordinary loss.
     distill: dict[str, Any] | None = None
+    # A quantization-aware training stage at the end of the run (zoo.training.qat_stage): after
+    # the float epochs, {"epochs": 10, "lr": 1e-3, "percentile": 98} epochs of QAT (the model's
+    # ``qat="int8"``) from the best float weights, its ranges calibrated on the float step, in
+    # the same run directory. `zoo train --qat-stage KEY=VALUE`; epochs 0 or None: no stage.
+    qat_stage: dict[str, Any] | None = None
     mixed_precision: bool = False
     distribute: str = "none"  # none | mirrored
     backend: str = "tensorflow"
@@ -154,6 +159,8 @@ _RULES = {  # field -> (accepts, what is valid)
     "init_from": (lambda v: v is None or isinstance(v, str), "a run directory"),
     "distill": (lambda v: v is None or isinstance(v, dict),
                 "a mapping of teacher, alpha, temperature (zoo.training.distill), or unset"),
+    "qat_stage": (lambda v: v is None or isinstance(v, dict),
+                  "a mapping of epochs, lr, percentile (zoo.training.qat_stage), or unset"),
     "mixed_precision": (lambda v: isinstance(v, bool), "true or false"),
     "distribute": (lambda v: v in ("none", "mirrored"), "none or mirrored"),
     "backend": (lambda v: v in ("tensorflow", "jax"), "tensorflow or jax"),
@@ -234,6 +241,53 @@ def check_distill(options) -> dict[str, Any]:
     return resolved
 
 
+# The options of ``qat_stage`` (zoo.training.qat_stage): option -> (default, what is valid,
+# check). The defaults are the zoo's measured QAT fine-tune (docs/qat.md, docs/kws.md).
+QAT_STAGE_OPTIONS = {
+    "epochs": (10, "an integer >= 0 (0: no QAT stage)", lambda v: _is_int(v) and v >= 0),
+    "lr": (1e-3, "a number > 0 (constant over the stage)", lambda v: _is_number(v) and v > 0),
+    "percentile": (98.0, "a number in (50, 100] (each range's percentile: qat_percentile)",
+                   lambda v: _is_number(v) and 50 < v <= 100),
+}
+
+
+def check_qat_stage(options) -> dict[str, Any] | None:
+    """``options`` (the ``qat_stage`` setting) with the defaults filled in, or None when there is
+    no stage (unset, or ``epochs: 0``); ValueError naming the first unknown or invalid option
+    and what is valid. Needs no Keras."""
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise ValueError(f"invalid qat_stage: {options!r}; valid: a mapping of "
+                         f"{', '.join(QAT_STAGE_OPTIONS)} (or unset: no QAT stage)")
+    unknown = sorted(set(options) - set(QAT_STAGE_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown qat_stage option(s) {unknown}; valid: "
+                         f"{', '.join(QAT_STAGE_OPTIONS)}")
+    resolved = {}
+    for name, (default, valid, accepts) in QAT_STAGE_OPTIONS.items():
+        value = options.get(name, default)
+        if not accepts(value):
+            raise ValueError(f"invalid qat_stage option {name} (--qat-stage {name}=...): "
+                             f"{value!r}; valid: {valid}")
+        resolved[name] = value
+    return resolved if resolved["epochs"] else None
+
+
+def _check_qat_stage_fits(config: "TrainConfig") -> None:
+    """A QAT stage fine-tunes a float model: the model must not be a QAT one already, and the
+    settings that act on the float epochs' weights (sparsity phases) cannot carry over."""
+    if check_qat_stage(config.qat_stage) is None:
+        return
+    if config.model_options.get("qat"):
+        raise ValueError(f"qat_stage fine-tunes the float model with QAT, and model option qat "
+                         f"{config.model_options['qat']!r} makes every epoch QAT already; "
+                         "choose one (--qat-stage epochs=0, or drop --option qat)")
+    if config.sparsity_w is not None or config.sparsity_u is not None:
+        raise ValueError("qat_stage and sparsity_w / sparsity_u together are not supported: the "
+                         "hard-thresholding phases would not carry over to the QAT stage")
+
+
 def validate(config: "TrainConfig") -> None:
     """Raise ValueError naming the first invalid setting (recipe key and flag) and what is
     valid; model options are checked against the types of the registry's defaults."""
@@ -251,6 +305,7 @@ def validate(config: "TrainConfig") -> None:
         if (config.augment or {}).get("mixup"):
             raise ValueError("augment mixup and distill together are not supported: the "
                              "distillation loss takes no sample weights (choose one)")
+    _check_qat_stage_fits(config)
     if config.ema_momentum is not None and config.early_stopping_patience:
         # Early stopping would put back its best epoch's raw weights over the average.
         raise ValueError(f"ema_momentum {config.ema_momentum} keeps the average of the weights, "
@@ -292,6 +347,8 @@ def check_settings(settings: dict[str, Any], flag: str = "--set") -> None:
         _check_setting(name, value, f"{flag} {name}=...")
     if isinstance(settings.get("distill"), dict):
         check_distill(settings["distill"])
+    if isinstance(settings.get("qat_stage"), dict):
+        check_qat_stage(settings["qat_stage"])
     if isinstance(settings.get("model_options"), dict):
         check_option_ranges(settings["model_options"], f"{flag} model_options:")
 
@@ -394,7 +451,7 @@ def resolve(task: str, model: str, recipe: str | None, overrides: dict[str, Any]
                                      f"{settings[key]!r}")
             settings.update(data)
             settings["recipe"] = str(path)
-    for key in ("model_options", "task_options", "augment", "distill"):
+    for key in ("model_options", "task_options", "augment", "distill", "qat_stage"):
         if not isinstance(settings.get(key) or {}, dict):
             raise ValueError(f"recipe {settings.get('recipe')}: {key} must be a mapping, got "
                              f"{settings[key]!r}")
@@ -404,6 +461,8 @@ def resolve(task: str, model: str, recipe: str | None, overrides: dict[str, Any]
         overrides["augment"] = {**(settings.get("augment") or {}), **overrides["augment"]}
     if overrides.get("distill"):  # and to its distillation options (a teacher, alpha...)
         overrides["distill"] = {**(settings.get("distill") or {}), **overrides["distill"]}
+    if overrides.get("qat_stage"):  # and to its QAT stage's (--qat-stage epochs=0: none)
+        overrides["qat_stage"] = {**(settings.get("qat_stage") or {}), **overrides["qat_stage"]}
     settings.update({k: v for k, v in overrides.items() if v is not None})
     return TrainConfig.from_dict({**settings, "model_options": model_options,
                                   "task_options": task_options})

@@ -37,7 +37,7 @@ import zoo
 from zoo import qat
 from zoo.training import callbacks as cb
 from zoo.layers import recurrent_layers
-from zoo.training import augment, distill, logs, rundir, storage
+from zoo.training import augment, distill, logs, qat_stage, rundir, storage
 from zoo.training.artifacts import load_keras_model
 from zoo.training.provenance import hardware, versions
 from zoo.training.warm_start import warm_start_weights
@@ -141,7 +141,7 @@ def resolved_config(config: TrainConfig, task) -> dict:
     """The config as saved: registry defaults and task options filled in."""
     entry = zoo.get_model_entry(config.model)
     data = config.to_dict()
-    resolved = {**entry.options(), **config.model_options, **entry.fixed}
+    resolved = {**entry.options(), **qat_stage.final_model_options(config), **entry.fixed}
     data["model_options_resolved"] = {k: v for k, v in resolved.items()
                                       if isinstance(v, (int, float, str, bool, type(None)))}
     data["task_options_resolved"] = task.options()
@@ -188,6 +188,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
                          f"{config.model_options}: {err}") from None
     init_weights = warm_start_weights(probe, config.init_from) if config.init_from else None
     del probe
+    _check_stage_model(config, task)
     teachers = distill.load_teachers(config.distill, task) if config.distill else []
     refuse = functools.partial(check_out, overwrite=overwrite)
     with storage.replacing(real, RUN_MARKER, "run directory", check=refuse) as replacement:
@@ -199,6 +200,18 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
             replacement.swap_in(work.path)
     say(result_line(metrics, run_dir))
     return metrics
+
+
+def _check_stage_model(config: TrainConfig, task) -> None:
+    """A QAT stage's model is built once before the run, so that a model without an int8 QAT
+    mode is refused now and not after its float epochs."""
+    if qat_stage.stage_options(config):
+        stage = qat_stage.stage_config(config, 0)
+        try:
+            build_model(stage, task)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"qat_stage: model {config.model} cannot be trained with QAT "
+                             f"(options {stage.model_options}): {err}") from None
 
 
 def result_line(metrics: dict, run_dir: str | Path) -> str:
@@ -306,22 +319,75 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     say(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
              f"{len(arrays.x_train)} train / {len(arrays.x_val)} val / {len(arrays.x_test)} "
              f"test sequences, backend {keras.backend.backend()}")
-    callbacks, stateful = _callbacks(run, job, start, has_val=len(arrays.x_val) > 0)
-    callbacks = qat.tracking_callbacks(model, arrays.x_train, config.seed,
-                                       fresh=start.initial_epoch == 0,
-                                       print_fn=job.print_fn) + callbacks
+    resumed_seconds = sum(row.get("seconds", 0.0) for row in history[:start.initial_epoch])
+    transform = augmenter(config, job.task, data.normalization)
     clock = time.perf_counter()
-    _fit(start, job, arrays, callbacks, stateful, augmenter(config, job.task, data.normalization))
-    train_seconds = time.perf_counter() - clock + sum(
-        row.get("seconds", 0.0) for row in history[:start.initial_epoch])
-    _check_trained(run, model, history)
-    if "early_stopping" in stateful:
-        said = stateful["early_stopping"].summary(config.epochs, len(history))
-        if said:
-            say(said)
-    metrics = _final_metrics(config, start, arrays, stateful, train_seconds, data)
-    _write_final(run_dir, model, history, metrics)
+    marked = qat_stage.resumed(checkpoint)
+    stateful = _run_epochs(run, job, start, arrays, transform) if marked is None else {}
+    mark = None
+    if qat_stage.stage_options(config):
+        job, start, stateful, mark = _qat_stage(run, job, start, stateful, arrays, transform,
+                                                marked, data.normalization)
+    train_seconds = time.perf_counter() - clock + resumed_seconds
+    metrics = _final_metrics(job.config, start, arrays, stateful, train_seconds, data)
+    if mark is not None:
+        metrics["qat_stage"] = mark.state()
+    _write_final(run_dir, start.model, history, metrics)
     return metrics
+
+
+def _run_epochs(run: rundir.RunDirectory, job: _Job, start: _Start, arrays: _Arrays, transform,
+                extra: dict | None = None) -> dict:
+    """Fit ``start.model`` up to ``job.config.epochs`` with the run's callbacks (and ``extra``
+    stateful ones, kept in each checkpoint); returns the stateful callbacks."""
+    callbacks, stateful = _callbacks(run, job, start, len(arrays.x_val) > 0, extra)
+    callbacks = qat.tracking_callbacks(start.model, arrays.x_train, job.config.seed,
+                                       fresh=start.checkpoint is None,
+                                       print_fn=job.print_fn) + callbacks
+    _fit(start, job, arrays, callbacks, stateful, transform)
+    _check_trained(run, start.model, start.history)
+    if "early_stopping" in stateful:
+        said = stateful["early_stopping"].summary(job.config.epochs, len(start.history))
+        if said:
+            job.say(said if extra is None else f"qat stage: {said}")
+    return stateful
+
+
+def _qat_stage(run: rundir.RunDirectory, job: _Job, start: _Start, stateful: dict,
+               arrays: _Arrays, transform, marked: dict | None, normalization):
+    """The QAT stage after the float epochs (`zoo.training.qat_stage`), begun from the float
+    model's weights, or resumed inside it (``marked``: its checkpoint's `StageMark` state).
+    Returns the stage's job, start, stateful callbacks and mark."""
+    if marked is None:
+        best = stateful["early_stopping"].best_epoch + 1 if "early_stopping" in stateful \
+            else len(start.history)
+        mark = qat_stage.StageMark(len(start.history), {"best_epoch": int(best),
+                                                        **_scores(start.model, arrays)})
+    else:
+        mark = qat_stage.StageMark(marked["start_epoch"], marked["float"])
+    stage = dataclasses.replace(job, config=qat_stage.stage_config(job.config, mark.start_epoch))
+    if marked is None:
+        with distribution_scope(stage.config):
+            model = build_model(stage.config, job.task)
+        model.set_weights(qat_stage.qat_weights(model, start.model))
+        if job.teachers:
+            distill.install(model, job.teachers, job.config.distill, normalization)
+        start = _Start(model, mark.start_epoch, start.history, None, start.steps_per_epoch)
+        val = mark.float_scores.get("val", {})
+        job.say(f"qat stage: {stage.config.epochs - mark.start_epoch} epochs of quantization-"
+                f"aware training at lr {stage.config.lr:g} from the float weights of epoch "
+                f"{mark.float_scores['best_epoch']}"
+                + "".join(f", {cb.format_metric('val_' + k, v)}" for k, v in val.items()))
+    return stage, start, _run_epochs(run, stage, start, arrays, transform,
+                                     {qat_stage.STATE: mark}), mark
+
+
+def _scores(model: keras.Model, arrays: _Arrays) -> dict:
+    """``{"val": {...}, "test": {...}}``: ``model`` evaluated on the splits that have data."""
+    splits = {"val": (arrays.x_val, arrays.y_val), "test": (arrays.x_test, arrays.y_test)}
+    return {name: {k: float(v) for k, v in model.evaluate(
+                x, y, batch_size=256, verbose=0, return_dict=True).items()}
+            for name, (x, y) in splits.items() if len(x)}
 
 
 def _normalised(data) -> _Arrays:
@@ -377,9 +443,10 @@ def epoch_learning_rate(config: TrainConfig):
     return None
 
 
-def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start,
-               has_val: bool) -> tuple[list, dict]:
-    """The run's callbacks, and those whose state a checkpoint keeps (restored on resume).
+def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start, has_val: bool,
+               extra: dict | None = None) -> tuple[list, dict]:
+    """The run's callbacks, and those whose state a checkpoint keeps (restored on resume; with
+    ``extra``, more of them, such as the QAT stage's `qat_stage.StageMark`).
     Progress is one line per epoch from `EpochProgress`, or Keras's own bar (``job.verbose``),
     never both."""
     config, initial_epoch, steps_per_epoch = job.config, start.initial_epoch, start.steps_per_epoch
@@ -401,6 +468,7 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start,
             recurrent_cell(start.model), config.sparsity_w or 1.0, config.sparsity_u or 1.0,
             total_batches=config.epochs * steps_per_epoch,
             initial_batch=initial_epoch * steps_per_epoch)
+    stateful.update(extra or {})
     callbacks += list(stateful.values())
     if start.checkpoint:
         for name, state in start.checkpoint.callback_states.items():

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from zoo.training import callbacks as cb
-from zoo.training import rundir, storage
+from zoo.training import qat_stage, rundir, storage
 from zoo.training.artifacts import check_run_config
 from zoo.training.config import TrainConfig
 from zoo.training.rundir import RunDirError
@@ -54,13 +54,18 @@ def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> Work
 
 def _check_epochs(run_dir: Path, config: TrainConfig, checkpoint) -> None:
     """A run cannot be resumed to fewer epochs than it has trained: its config would say one
-    budget and its metrics and history another."""
-    done = checkpoint.epochs_done if checkpoint else None
-    if done is not None and done > config.epochs:
+    budget and its metrics and history another. In its QAT stage the float epochs it trained
+    count (the stage's own come on top of ``epochs``)."""
+    if checkpoint is None:
+        return
+    stage = qat_stage.resumed(checkpoint)
+    done = stage["start_epoch"] if stage else checkpoint.epochs_done
+    if done > config.epochs:
         raise RunDirError(f"{run_dir} holds an unfinished run that has already trained {done} "
                           f"epochs; --epochs {config.epochs} is fewer. Resume it with --epochs "
                           f"{done} or more, choose another --out, or pass --overwrite to start "
                           "a new run there.")
+
 
 def _fresh(folder: Path) -> Path:
     """``folder`` created with the zoo's marker in it, atomically: built under a temporary name
