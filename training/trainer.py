@@ -217,7 +217,8 @@ def _check_stage_model(config: TrainConfig, task) -> None:
 def result_line(metrics: dict, run_dir: str | Path) -> str:
     """``test: accuracy 90.44%, loss 0.2512  (3,523 parameters, 41s training) -> RUN``: the
     line a finished `train` ends with."""
-    summary = ", ".join(cb.format_metric(k, v) for k, v in metrics["test"].items())
+    summary = (", ".join(cb.format_metric(k, v) for k, v in metrics["test"].items())
+               or "no test split (score test data: zoo eval RUN --data-dir PATH)")
     return (f"test: {summary}  ({metrics['parameters']:,} parameters, "
             f"{metrics['training_seconds']:.0f}s training) -> {run_dir}")
 
@@ -535,7 +536,7 @@ def _final_metrics(config: TrainConfig, start: _Start, arrays: _Arrays, stateful
     """``metrics.json``: the test split is scored here, once, at the end of the run."""
     model, history = start.model, start.history
     test = model.evaluate(arrays.x_test, arrays.y_test, batch_size=max(config.batch_size, 256),
-                          verbose=0, return_dict=True)
+                          verbose=0, return_dict=True) if len(arrays.x_test) else {}  # none kept
     return {
         "task": config.task, "model": config.model,
         "test": {k: float(v) for k, v in test.items()},

@@ -14,6 +14,7 @@ EXPECTED = {"har2": ((128, 9), 2), "har6": ((128, 9), 6), "google30": ((99, 32),
 EXPECTED.update({name: ((32, 3), 2) for name in [f"tomita{i}" for i in range(1, 8)] + [
     "dl1", "parity", "pattern"]})  # 003's regular languages, default lengths 16 / test 32
 EXPECTED["audio_folder"] = ((99, 32), 0)  # its classes are the user's folders, fixed at load
+EXPECTED["windows"] = ((None, None), 0)  # the user's data: its shape and classes come with it
 
 
 def test_list_and_describe():

@@ -12,6 +12,7 @@ from zoo.training.tasks import dsa, har, mnist, speech, synthetic  # noqa: E402,
 from zoo.training.tasks import regular  # noqa: E402,F401  (003's regular languages)
 from zoo.training.tasks import speech_testset  # noqa: E402,F401
 from zoo.training.tasks import audio_folder  # noqa: E402,F401  (the user's own words)
+from zoo.training.tasks import windows  # noqa: E402,F401  (the user's own sensor windows)
 
 __all__ = ["STD_FLOOR", "Normalization", "Split", "Task", "TaskData", "describe_tasks", "get_task",
            "list_tasks", "register_task"]
