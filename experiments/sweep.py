@@ -183,11 +183,16 @@ def check_folds(args, config: dict) -> None:
             os.environ.pop(OFFLINE_ENV, None)
         else:
             os.environ[OFFLINE_ENV] = saved
-    subjects = sorted(data.info["train_subjects"] + data.info["val_subjects"])
+    # A subject task folds subjects; a user-data task (windows) its groups, or, without groups,
+    # each class's windows (which it checked as it loaded).
+    kind = "groups" if "train_groups" in data.info else "subjects"
+    if f"train_{kind}" not in data.info:
+        return
+    subjects = sorted(data.info[f"train_{kind}"] + data.info[f"val_{kind}"])
     if args.folds > len(subjects):
         raise ValueError(f"--folds {args.folds}: the training data ({data.source}) holds "
-                         f"{len(subjects)} subjects {subjects}; at most {len(subjects)} folds "
-                         "(each fold holds out at least one subject)")
+                         f"{len(subjects)} {kind} {subjects}; at most {len(subjects)} folds "
+                         f"(each fold holds out at least one of its {kind})")
 
 
 def plan(args) -> list[Trial]:

@@ -65,7 +65,7 @@ def cv_table(rows: list[dict]) -> str:
             f"(folds {', '.join(map(str, r['folds']))}) | {runs[0]['parameters']:,} | "
             f"{mean_sd([s['val'] for s in runs if s['val'] is not None])} | "
             f"{mean_sd(r['val_at_epoch'])} | {r['epoch'] or '-'} | "
-            f"{mean_sd([s['test'] for s in runs])} | "
+            f"{mean_sd([s['test'] for s in runs if s['test'] is not None])} | "
             f"{statistics.mean(s['seconds'] for s in runs):.0f} |")
     return "\n".join(lines) + "\n"
 
@@ -128,7 +128,8 @@ def final_table(finals: list[tuple[dict, Trial]]) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for row, trial in finals:
         done = RunDirectory(trial.run_dir).is_finished()
-        test = f"{summarise(trial.run_dir)['test']:.2f}" if done else "not finished"
+        test = summarise(trial.run_dir)["test"] if done else None  # None: no test split
+        test = "not finished" if not done else "-" if test is None else f"{test:.2f}"
         variant = row["variant"] + (f" (parent of {row['child']})" if row.get("child")
                                     else "")
         lines.append(f"| {row['task']} | {row['label']} | {variant} | {_starts_from(trial)} | "

@@ -306,7 +306,8 @@ def realscale_trials(args) -> list[Trial]:
 
 def summarise(run_dir) -> dict:
     """One finished run: its validation curve, the validation accuracy of the model it kept
-    (the best epoch with early stopping, else the last), test accuracy, size and time."""
+    (the best epoch with early stopping, else the last), test accuracy (None: a run without a
+    test split, e.g. of the windows task), size and time."""
     from zoo.training.rundir import RunDirectory
 
     run = RunDirectory(run_dir)
@@ -315,7 +316,8 @@ def summarise(run_dir) -> dict:
         history = list(csv.DictReader(f))
     curve = [100 * float(row["val_accuracy"]) for row in history if row.get("val_accuracy")]
     return {"val": curve[metrics["best_epoch"] - 1] if curve else None, "curve": curve,
-            "test": 100 * metrics["test"]["accuracy"], "parameters": metrics["parameters"],
+            "test": 100 * metrics["test"]["accuracy"] if metrics["test"] else None,
+            "parameters": metrics["parameters"],
             "seconds": metrics["training_seconds"], "epochs": metrics["epochs_run"],
             "best_epoch": metrics["best_epoch"]}
 
