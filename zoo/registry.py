@@ -22,6 +22,7 @@ from typing import Any, Callable
 import keras
 
 from zoo import model_table
+from zoo.compiled import compile_for_head
 from zoo.layers import DROPOUT_ARGS, ZooCell
 
 
@@ -162,10 +163,27 @@ def create_model(name: str, input_shape=None, num_classes: int | None = None, *,
         head_activation: activation of the head; ``None`` gives logits.
         **overrides: options of the recurrent layer (``units``, ``k``, ``rank``...), see
             ``zoo list``.
+
+    Returns:
+        A `keras.Model`, compiled for its head so that ``model.fit(x, y)`` trains it: Adam and
+        ``SparseCategoricalCrossentropy(from_logits=True)`` with accuracy for the logits head
+        (``from_logits=False`` with ``head_activation="softmax"``; mean squared error for one
+        output). Compiling it again with a loss that reads the other kind of output (Keras's
+        ``loss="sparse_categorical_crossentropy"`` reads probabilities) warns
+        (`zoo.compiled`).
+
+    Example:
+
+    ```python
+    import numpy as np, zoo
+    model = zoo.create_model("sirnn", input_shape=(128, 9), num_classes=6)
+    model.fit(np.random.rand(32, 128, 9), np.arange(32) % 6, epochs=1, verbose=0)
+    ```
     """
     if pretrained:
-        return _pretrained_model(name, pretrained, input_shape, num_classes, head_activation,
-                                 overrides)
+        model = _pretrained_model(name, pretrained, input_shape, num_classes, head_activation,
+                                  overrides)
+        return compile_for_head(model, int(model.outputs[0].shape[-1]), head_activation)
     entry = check_options(name, overrides)  # an unknown name or option first: the likelier slip
     if input_shape is None or num_classes is None:
         raise ValueError(f"create_model({entry.name!r}) needs input_shape and num_classes "
@@ -180,7 +198,7 @@ def create_model(name: str, input_shape=None, num_classes: int | None = None, *,
     if isinstance(hidden, (list, tuple)):  # return_state=True
         hidden = hidden[0]
     outputs = keras.layers.Dense(num_classes, activation=head_activation, name="head")(hidden)
-    return keras.Model(inputs, outputs, name=name)
+    return compile_for_head(keras.Model(inputs, outputs, name=name), num_classes, head_activation)
 
 
 def reset_head(model: keras.Model, num_classes: int, activation: str | None = None,
