@@ -201,7 +201,8 @@ class Augmenter:
         self.options = check_options(options)
         if self.options["rotation"] and not sensors:
             raise ValueError("augment rotation needs a task whose channels are sensor xyz "
-                             "triples (har2, har6, dsa19); this task declares none")
+                             "triples (har2, har6, dsa19; windows with its option sensors, "
+                             "e.g. --task-option sensors=[[0,1,2]]); this task declares none")
         self.sensors = [[tuple(int(i) for i in triple) for triple in s] for s in sensors]
         self.mean = np.asarray(mean, dtype=np.float32)
         self.std = np.asarray(std, dtype=np.float32)
