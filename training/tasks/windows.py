@@ -30,6 +30,7 @@ not know is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from pathlib import Path
@@ -245,12 +246,13 @@ class WindowsTask(FramesPerStep, Task):
 # ----------------------------------------------------------------------------- splitting
 
 
+@dataclasses.dataclass
 class SplitParts:
     """Indices of the train, validation and test windows (``indices``) and what was held out
-    (``info``: the groups of each split, or the stratified counts)."""
+    (``info``: the groups of each split, or that the split is stratified)."""
 
-    def __init__(self, indices, info):
-        self.indices, self.info = indices, info
+    indices: list[np.ndarray]
+    info: dict
 
 
 def split_windows(y: np.ndarray, groups, *, test_fraction: float, val_fraction: float,
