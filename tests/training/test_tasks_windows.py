@@ -281,3 +281,15 @@ def test_a_class_without_training_windows_is_said(tmp_path, caplog):
     assert data.info["val_groups"] == [3]
     assert re.search(r"g.npz: the training split holds no window of class\(es\) \['c'\]",
                      caplog.text)
+
+
+@pytest.mark.parametrize("model", ["sirnn", "gru", "lstm"])
+def test_the_default_recipes_are_valid_settings(model):
+    """``zoo train --task windows --model M`` with no --recipe applies windows-M.yaml."""
+    import zoo
+    from zoo.training.config import resolve
+
+    config = resolve("windows", model, None, {})
+    assert config.recipe.endswith(f"windows-{model}.yaml")
+    zoo.registry.check_options(model, config.model_options)
+    assert config.early_stopping_patience and config.monitor == "val_accuracy"
