@@ -156,7 +156,8 @@ def build_parser(chosen: str | None) -> argparse.ArgumentParser:
     """The parser, with the arguments of ``chosen`` only (the others list just their help)."""
     parser = argparse.ArgumentParser(
         prog="zoo",
-        description="edge-rnn-zoo: tiny stable recurrent models for edge devices.")
+        description="edge-rnn-zoo: tiny stable recurrent models for edge devices.",
+        allow_abbrev=False)
     _add_verbosity(parser, default=False)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -170,7 +171,7 @@ def build_parser(chosen: str | None) -> argparse.ArgumentParser:
                                                     for k, (_, h) in group.items()))
         p = sub.add_parser(name, help=help_text, description=help_text, epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter,
-                           add_help=module_name is not None or bool(group))
+                           add_help=module_name is not None or bool(group), allow_abbrev=False)
         _add_verbosity(p, default=argparse.SUPPRESS)  # so `zoo -v train` keeps the top-level -v
         if module_name is None:  # a script subcommand: main() hands the line to the script
             if group:  # a known NAME never reaches this parser (main() runs the script)

@@ -265,7 +265,8 @@ def shipped_agreement(data_root: Path) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.c_bench"),
                                      description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--data-dir", help="the HAR data (folder or archive); needed for timing")
     parser.add_argument("--tflm", help="a host TFLite Micro (e.g. ../shared/tflm); needed for "
                                        "timing")

@@ -178,7 +178,7 @@ def table_lines(rows: list[dict]) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.device_latency"),
-                                     description=__doc__.split("\n\n")[0])
+                                     description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--task", default="har2")
     parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")
     parser.add_argument("--tflm", required=True, help="TFLite Micro build (include/, lib/)")

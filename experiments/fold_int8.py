@@ -100,7 +100,9 @@ def table(results: Path) -> str:
 def main(argv=None) -> int:
     from zoo.training.storage import write_json_atomic
 
-    parser = argparse.ArgumentParser(prog="zoo bench fold-int8", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="zoo bench fold-int8",
+                                     description=__doc__.split("\n")[0],
+                                     allow_abbrev=False)
     parser.add_argument("runs", nargs="*", type=Path, help="finished CV trial run directories")
     parser.add_argument("--results", type=Path, required=True,
                         help="folder of the per-fold results files (and the table's source)")

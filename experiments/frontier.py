@@ -434,7 +434,8 @@ def _shown(path) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="zoo bench frontier", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     p.add_argument("--device", type=Path, default=DEVICE, help=f"device JSON (default {_shown(DEVICE)})")
     p.add_argument("--results", type=Path, nargs="+", default=[RESULTS],
                    help=f"CV results folders (default {_shown(RESULTS)})")

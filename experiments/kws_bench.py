@@ -164,7 +164,8 @@ def pareto_plot(rows: dict, path: Path) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="KWS table: int8 exports, accuracy, bytes, arena, "
-                                            "latency, next to the published anchors")
+                                            "latency, next to the published anchors",
+                                            allow_abbrev=False)
     p.add_argument("selection", nargs="+",
                    help="selection files from zoo.experiments.benchmarks.kws (a later file's models "
                         "replace an earlier one's)")

@@ -102,7 +102,7 @@ def c_check(export_dir: Path, clips: list[np.ndarray]) -> dict:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--data-dir", required=True, help="the test-set archive or folder")
     parser.add_argument("--models", nargs="+", default=["sirnn", "gru", "fastgrnn"],
                         help="shipped models (MODEL means models/pretrained/MODEL.google12_testset)"

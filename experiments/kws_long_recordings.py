@@ -286,7 +286,8 @@ def progress_to_stderr() -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.kws_long_recordings"),
                                      description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--data-dir", required=True,
                         help="the Speech Commands v0.02 test-set layout (folder or archive)")
     parser.add_argument("--noise-dir", type=Path, default=NOISE_DIR,

@@ -110,7 +110,7 @@ def table(rows: list[Row]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="zoo bench qat-points",
-                                     description=__doc__.split("\n")[0])
+                                     description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("run", type=Path, help="a finished run with a validation split "
                         "(e.g. a `zoo sweep cv` trial) of a cell that has a QAT graph")
     parser.add_argument("--data-dir", help="dataset (default: where the run found its data)")

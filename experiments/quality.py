@@ -145,7 +145,7 @@ def export_modes(row: dict, run: Path, out_stem: Path, data_dir) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--har", help="UCI HAR folder or archive")
     parser.add_argument("--dsa", help="DSA-19 folder or archive")
     parser.add_argument("--runs", default="runs/quant")

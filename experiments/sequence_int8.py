@@ -313,7 +313,7 @@ def _lstm_arena(ref, runtime):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.sequence_int8"),
-                                     description=__doc__.split("\n\n")[0])
+                                     description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("export_dir", help="a `zoo export --form step --quantize int8` folder")
     parser.add_argument("--out", help=f"the model to write (default EXPORT_DIR/{OUT_NAME})")
     parser.add_argument("--data-dir", help="dataset folder for the test split (the zoo's task "

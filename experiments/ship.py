@@ -275,7 +275,7 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("run_dir", nargs="?", help="the run to ship (not with --repack)")
     parser.add_argument("--repack", action="store_true",
                         help="re-pack the already shipped TAG (strip, drop, re-hash) and exit")

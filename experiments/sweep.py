@@ -82,7 +82,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
     sub = parser.add_subparsers(dest="table", metavar="KIND", required=True)
     cv = sub.add_parser("cv", help="k-fold subject cross-validation of one or more variants "
-                        "of a recipe (and --final: the shipping retrain)")
+                        "of a recipe (and --final: the shipping retrain)", allow_abbrev=False)
     cv.add_argument("--task", required=True)
     cv.add_argument("--model", required=True)
     cv.add_argument("--label", help="the model's name in the tables (default: --model)")
@@ -109,7 +109,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                     "committed (default: experiments/results/<the name of --out>); 'none': "
                     "none")
     _add_engine_arguments(cv)
-    rs = sub.add_parser("realscale", help="the real-scale table of docs/realscale.md")
+    rs = sub.add_parser("realscale", help="the real-scale table of docs/realscale.md",
+                        allow_abbrev=False)
     realscale.add_table_arguments(rs)
     _add_engine_arguments(rs)
 
@@ -474,7 +475,7 @@ def run_sweep(args) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.sweep"),
-                                     description=__doc__.split("\n")[0])
+                                     description=__doc__.split("\n")[0], allow_abbrev=False)
     add_sweep_arguments(parser)
     args = parser.parse_args(argv)
     try:

@@ -309,7 +309,8 @@ def int_in(low, high):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Benchmark a zoo export on this device.")
+    parser = argparse.ArgumentParser(description="Benchmark a zoo export on this device.",
+                                     allow_abbrev=False)
     parser.add_argument("export_dir")
     parser.add_argument("--runtime", choices=("auto",) + RUNTIMES, default="auto")
     parser.add_argument("--threads", type=int_in(1, MAX_THREADS), default=1,

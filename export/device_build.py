@@ -204,7 +204,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog=program_name("zoo.export.device_build"),  # `zoo device build` when run by zoo
         description="Build a step export's C++ loop against TFLite Micro and check it against "
-                    "the Python tflite-micro interpreter on the whole test set.")
+                    "the Python tflite-micro interpreter on the whole test set.",
+                    allow_abbrev=False)
     parser.add_argument("export_dir", help="a folder written by `zoo export --form step`")
     parser.add_argument("--tflm", required=True,
                         help="TFLite Micro build: include/ and lib/libtensorflow-microlite.a")

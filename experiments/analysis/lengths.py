@@ -45,7 +45,7 @@ def length_accuracy(run_dir, n: int = 1000) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("run_dirs", nargs="+", help="runs on regular-language tasks")
     parser.add_argument("--n", type=int_in(1), default=1000,
                         help="strings per length (default 1000)")

@@ -43,7 +43,7 @@ DATA_FOLDERS = {"har2": "har", "har6": "har", "dsa19": "dsa19"}
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--tasks", nargs="+", default=["har2", "dsa19"])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--data-root", required=True, help="folder holding har/ and dsa19/")

@@ -32,7 +32,7 @@ def _options(pairs: list[str]) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--task", default="har2")
     parser.add_argument("--model", default="sirnn")
     parser.add_argument("--data-dir", required=True)

@@ -86,7 +86,7 @@ def _pool_map(jobs: list[dict], workers: int) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("--data-dir", required=True)
     p.add_argument("--out", default="runs/kws")
     p.add_argument("--epochs", type=int_in(1), default=40)

@@ -226,7 +226,7 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     add_table_arguments(parser)
     parser.add_argument("--report", action="store_true",
                         help="accepted for old command lines: this module only reports; "

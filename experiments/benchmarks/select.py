@@ -16,7 +16,8 @@ from pathlib import Path
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="Pick each model's learning rate by validation "
-                                            "accuracy across accuracy-benchmark runs.")
+                                            "accuracy across accuracy-benchmark runs.",
+                                            allow_abbrev=False)
     p.add_argument("runs", nargs="+", metavar="FOLDER:LABEL",
                    help="a folder with the results.csv of zoo.experiments.benchmarks.accuracy, and the "
                         "label (its learning rate) to show for it")

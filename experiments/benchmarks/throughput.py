@@ -100,7 +100,7 @@ def comparison_table(here: dict, cpu: dict) -> str:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--task", default="har2")
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--units", type=int_in(1, MAX_UNITS), default=80)

@@ -54,7 +54,7 @@ def ensemble_cv(members: list[str], folds: int, data_dir) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("members", nargs="+", help="run directories with {fold}")
     parser.add_argument("--folds", type=int_in(2), required=True, help="the sweeps' --folds")
     parser.add_argument("--data-dir", required=True)

@@ -86,7 +86,7 @@ def _qat_stage(cv_trial: trials.Trial, plan: list[trials.Trial], base: trials.Tr
 if __name__ == "__main__":
     from zoo.training import logs
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("out", metavar="CAMPAIGN_OUT")
     parser.add_argument("float_variant", metavar="FLOAT")
     parser.add_argument("qat_variant", metavar="QAT")

@@ -47,7 +47,7 @@ def pair_row(results: Path, task: str, pair: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m zoo.experiments.campaigns.paired", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("results", type=Path, help="a CV results folder, e.g. "
                         "experiments/results/har2-campaign")
     parser.add_argument("task", help="the task folder in it, e.g. har2")

@@ -80,7 +80,7 @@ def variant_name(base: str, mode: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--data-dir", required=True, help="the UCI HAR archive or folder")
     parser.add_argument("--mode", choices=MODES, required=True)
     parser.add_argument("--base", default="f4_eta04", help="the CV variant whose settings are "

@@ -140,7 +140,7 @@ def write_kws_project(step_export: Path, out: Path) -> dict:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--tables", action="store_true",
                         help="rewrite export/c_backend/frontend/kws_frontend_tables.c")
     parser.add_argument("--export", type=Path, help="an int8 step export (--form step) of a KWS run")

@@ -107,7 +107,7 @@ def measure(key, source, work):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     p.add_argument("--out", required=True, type=Path, help="the device JSON (keys merged into it)")
     p.add_argument("--work", type=Path, help="exports and builds (default: a temporary folder)")
     p.add_argument("items", nargs="+", metavar="KEY=SOURCE")
