@@ -1,14 +1,19 @@
-"""Split a trained ``input -> recurrent layer -> Dense`` model into a streaming pair.
+"""Split a trained classifier (`zoo.export.layer_chain.LayerChain`) into a streaming pair.
 
-    step: (x_t [1, d], h_prev [1, D]) -> h_t [1, D]      the cell's own ``call(inputs, states)``
-    head: h_T [1, D] -> logits [1, C]                     the model's Dense head
+    step: (x_t [1, d], h_prev [1, D]) -> h_t [1, D]      the Dense layers before the recurrent
+                                                          ones, then each recurrent layer's cell
+                                                          once (its own ``call(inputs, states)``)
+    head: h_T [1, D] -> logits [1, C]                     the head on the last layer's output
 
-The time loop then lives in device code (a WHILE graph cannot be calibrated for int8, TensorFlow
-bug #75140, and unrolling it costs ~1 MB; the step model is a few KB). Both models share the
-trained layers, so the float step loop is the Keras model exactly.
+``D`` is every recurrent layer's states concatenated in order (`LayerChain.state_layout`: an LSTM's
+h then c, a stacked pair's first layer then second), so a device loop feeds back one vector
+whatever the model; a single-state single-layer model (every zoo run) is exactly its cell, with
+no slicing or concatenation. The time loop then lives in device code (a WHILE graph cannot be
+calibrated for int8, TensorFlow bug #75140, and unrolling it costs ~1 MB; the step model is a few
+KB). Both models share the trained layers, so the float step loop is the Keras model exactly.
 
-Calibration data for an integer step model are real (x_t, h_{t-1}) pairs: the float cell is run
-over real training sequences and the pairs along those trajectories are subsampled.
+Calibration data for an integer step model are real (x_t, h_{t-1}) pairs: the float step model is
+run over real training sequences and the pairs along those trajectories are subsampled.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ import keras
 import numpy as np
 
 from zoo.export.convert import clone_with_config
+from zoo.export.layer_chain import LayerChain, UnsupportedLayerError, layer_chain
 from zoo.layers import recurrent_layers
 
-__all__ = ["StepFormError", "recurrent_layers", "state_size", "split_model", "step_models",
+__all__ = ["StepFormError", "recurrent_layers", "state_size", "step_models", "step_chain",
            "trajectories", "calibration_pairs", "without_fake_quant", "for_integer_conversion",
            "is_qat"]
 
@@ -28,37 +34,52 @@ __all__ = ["StepFormError", "recurrent_layers", "state_size", "split_model", "st
 X_NAME, H_NAME = "x_t", "h_prev"
 
 
+class StepFormError(UnsupportedLayerError):
+    """The model has no step form (it is not a `LayerChain`, or a cell's output is not its first
+    state): export it with ``--form sequence``."""
+
+
+def step_chain(model: keras.Model) -> LayerChain:
+    """The model's `LayerChain`, checked to have a step form; `StepFormError` otherwise."""
+    try:
+        chain = layer_chain(model)
+    except UnsupportedLayerError as err:
+        raise StepFormError(str(err)) from None
+    if chain.normalization is not None:
+        raise StepFormError(f"model {model.name!r} starts with a Normalization layer: the step "
+                            "form takes normalised input (zoo.export.layer_chain.logits_model "
+                            "leaves it out)")
+    width = chain.features
+    for layer in chain.before:
+        width = int(layer.units)
+    for layer in chain.recurrent:
+        _check_output_is_first_state(layer, width)
+        width = int(layer.cell.output_size)
+    return chain
+
+
+def _check_output_is_first_state(layer, width: int) -> None:
+    """The head reads the last layer's output from the state vector, and the next layer's input
+    from its cell's output: they must be the same tensor (they are in every supported cell; a
+    cell computing its output apart from its state has no step form)."""
+    rng = np.random.default_rng(0)
+    sizes = [part["size"] for part in LayerChain("", None, width, None,
+                                                 recurrent=[layer]).state_layout]
+    states = [rng.uniform(-0.5, 0.5, (2, size)).astype(np.float32) for size in sizes]
+    out, new = layer.cell(rng.normal(size=(2, width)).astype(np.float32), states)
+    first = new[0] if isinstance(new, (list, tuple)) else new
+    if not np.array_equal(np.asarray(out), np.asarray(first)):
+        raise StepFormError(f"layer {layer.name!r} ({type(layer.cell).__name__}): the cell's "
+                            "output is not its first state; use --form sequence")
+
+
 def state_size(model: keras.Model) -> int | None:
-    """The state width of the model's first recurrent layer with a single state vector (None if
-    it has none: e.g. an LSTM carries two)."""
-    sizes = [layer.cell.state_size for layer in recurrent_layers(model)]
-    return next((int(size) for size in sizes if isinstance(size, int)), None)
-
-
-class StepFormError(ValueError):
-    """The model has no step form (not input -> one recurrent layer -> Dense on its last state,
-    or a cell with more than one state vector): export it with ``--form sequence``."""
-
-
-def split_model(model: keras.Model):
-    """(recurrent layer, Dense head) of a zoo classifier; raises if it is not streamable."""
-    rnn = recurrent_layers(model)
-    dense = [layer for layer in model.layers if isinstance(layer, keras.layers.Dense)]
-    other = [layer for layer in model.layers if layer not in rnn + dense
-             and not isinstance(layer, keras.layers.InputLayer)]
-    if len(rnn) != 1 or len(dense) != 1 or other:
-        raise StepFormError(f"step export needs input -> one recurrent layer -> Dense; model "
-                            f"{model.name} has {[type(l).__name__ for l in model.layers]}")
-    layer = rnn[0]
-    if layer.return_sequences or layer.go_backwards:
-        raise StepFormError("step export needs a classifier of the last state (head='last', "
-                            "forward); this model has return_sequences or go_backwards")
-    state_size = layer.cell.state_size
-    if isinstance(state_size, (list, tuple)):
-        raise StepFormError(f"step export needs a single state vector; "
-                            f"{type(layer.cell).__name__} carries {list(state_size)} (e.g. iRNN "
-                            "eta_timesteps: a step counter); use --form sequence")
-    return layer, dense[0]
+    """The width of the step model's state vector (every recurrent layer's states together),
+    or None when the model has no step form."""
+    try:
+        return layer_chain(model).state_size
+    except UnsupportedLayerError:
+        return None
 
 
 def without_fake_quant(model: keras.Model) -> keras.Model:
@@ -91,30 +112,74 @@ def for_integer_conversion(model: keras.Model) -> keras.Model:
 
 def step_models(model: keras.Model):
     """(step, head) Keras models with static batch 1, sharing ``model``'s trained layers."""
-    layer, head = split_model(model)
-    cell = layer.cell
-    d = model.inputs[0].shape[-1]
-    units = int(cell.state_size)
-    x_t = keras.Input((d,), batch_size=1, name=X_NAME)
-    h_prev = keras.Input((units,), batch_size=1, name=H_NAME)
-    h_t, _ = cell(x_t, [h_prev])
-    step = keras.Model([x_t, h_prev], h_t, name=f"{model.name}_step")
-    h = keras.Input((units,), batch_size=1, name="h")
-    head_model = keras.Model(h, head(h), name=f"{model.name}_head")
-    return step, head_model
+    chain = step_chain(model)
+    return _step_model(model.name, chain, batch_size=1), _head_model(model.name, chain)
+
+
+class _Renamed(keras.layers.Layer):
+    """``layer`` called under another name: one Functional model cannot hold two operations of
+    the same name (two Keras LSTM layers' cells are both ``lstm_cell``; a nested model's layers
+    may repeat the outer one's names)."""
+
+    def __init__(self, layer, name: str):
+        super().__init__(name=name)
+        self.inner = layer
+
+    def call(self, *args, **kwargs):
+        return self.inner(*args, **kwargs)
+
+
+def _uniquely_named(layers: list) -> list:
+    """``layers``, each later one whose name repeats an earlier one's wrapped in `_Renamed`
+    (a model of unique names is built exactly as before)."""
+    seen, out = set(), []
+    for i, layer in enumerate(layers):
+        out.append(layer if layer.name not in seen else _Renamed(layer, f"{layer.name}_{i}"))
+        seen.add(layer.name)
+    return out
+
+
+def _step_model(name: str, chain: LayerChain, batch_size: int | None) -> keras.Model:
+    x_t = keras.Input((chain.features,), batch_size=batch_size, name=X_NAME)
+    h_prev = keras.Input((chain.state_size,), batch_size=batch_size, name=H_NAME)
+    x, layout, new_states = x_t, chain.state_layout, []
+    called = _uniquely_named(chain.before + [layer.cell for layer in chain.recurrent])
+    before, cells = called[:len(chain.before)], called[len(chain.before):]
+    for layer in before:
+        x = layer(x)
+    for cell, parts in zip(cells, chain.states_by_layer()):
+        states = [h_prev] if len(layout) == 1 else \
+            [h_prev[:, p["offset"]:p["offset"] + p["size"]] for p in parts]
+        x, new = cell(x, states)
+        new_states += list(new) if isinstance(new, (list, tuple)) else [new]
+    if len(new_states) == 1:
+        h_t = x  # the cell's output: its state (checked by step_chain), as the zoo always did
+    else:
+        h_t = keras.layers.Concatenate(axis=-1, name="h_t")(new_states)
+    return keras.Model([x_t, h_prev], h_t, name=f"{name}_step")
+
+
+def _head_model(name: str, chain: LayerChain) -> keras.Model:
+    h = keras.Input((chain.state_size,), batch_size=1, name="h")
+    layout = chain.state_layout
+    last = chain.states_by_layer()[-1][0]
+    y = h if len(layout) == 1 else h[:, last["offset"]:last["offset"] + last["size"]]
+    for layer in _uniquely_named(chain.head):
+        y = layer(y)
+    return keras.Model(h, y, name=f"{name}_head")
 
 
 def trajectories(model: keras.Model, x: np.ndarray, batch: int = 256) -> np.ndarray:
-    """States h_0..h_T (N, T + 1, D) of the float cell over normalised sequences ``x``."""
-    layer, _ = split_model(model)
-    cell = layer.cell
+    """States h_0..h_T (N, T + 1, D) of the float step model over normalised sequences ``x``."""
+    chain = step_chain(model)
+    step = _step_model(model.name, chain, batch_size=None)
     out = []
     for start in range(0, len(x), batch):
         xb = np.asarray(x[start:start + batch], np.float32)
-        h = np.zeros((len(xb), int(cell.state_size)), np.float32)
+        h = np.zeros((len(xb), chain.state_size), np.float32)
         states = [h]
         for t in range(xb.shape[1]):
-            h = np.asarray(cell(xb[:, t], [h])[0])
+            h = np.asarray(step([xb[:, t], h]))
             states.append(h)
         out.append(np.stack(states, axis=1))
     return np.concatenate(out, axis=0)
@@ -124,9 +189,9 @@ def calibration_pairs(model: keras.Model, x: np.ndarray, *, sequences: int = 200
                       pairs: int = 1000, seed: int = 0):
     """Real (x_t, h_{t-1}) pairs and final states h_T for calibrating a step / head model.
 
-    ``sequences`` training sequences are run through the float cell; ``pairs`` (x_t, h_{t-1})
-    are drawn uniformly over (sequence, t) from their trajectories, t = 0 (h = 0) included.
-    Returns ``(x_t [P, d], h_prev [P, D], h_T [S, D])``.
+    ``sequences`` training sequences are run through the float step model; ``pairs``
+    (x_t, h_{t-1}) are drawn uniformly over (sequence, t) from their trajectories, t = 0
+    (h = 0) included. Returns ``(x_t [P, d], h_prev [P, D], h_T [S, D])``.
     """
     rng = np.random.default_rng(seed)
     idx = rng.choice(len(x), size=min(sequences, len(x)), replace=False)
