@@ -209,5 +209,14 @@ def _minmax(ref, k: Kernel, cname: str):
                 f"{ref(k.inputs[1])}, {p['b_step']}, {ref(k.out)});")
 
 
+def _concat(ref, k: Kernel, cname: str):
+    out, offset, copies = ref(k.out), 0, []
+    for index, size in zip(k.inputs, k.params["sizes"]):
+        place = f"{out} + {offset}" if offset else out
+        copies.append(f"zoo_copy_s8({size}, {ref(index)}, {place});")
+        offset += size
+    return [], "\n    ".join(copies)
+
+
 _EMITTERS = {"table": _table, "fc": _fc, "add": _add, "sub": _add, "mul": _mul,
-             "min": _minmax, "max": _minmax}
+             "min": _minmax, "max": _minmax, "concat": _concat}

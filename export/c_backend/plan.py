@@ -5,6 +5,8 @@
   (sum (x - zx) w = sum x w - zx sum w: the same integer);
 * two-input ADD / SUB / MUL / MINIMUM / MAXIMUM keep TFLite's per-element arithmetic;
 * SPLIT / STRIDED_SLICE / RESHAPE of contiguous parts become views (no code, no copy);
+* CONCATENATION of equally quantized parts (the step model's state vector: an LSTM's h and c,
+  stacked layers) copies each part into its place, as TFLite Micro's int8 kernel does;
 * every other tensor gets a place in one scratch array, reused once its last reader has run.
 """
 
@@ -26,7 +28,8 @@ VIEW_OPS = {"SPLIT", "STRIDED_SLICE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
 
 @dataclass
 class Kernel:
-    """One C call: ``kind`` in table / fc / add / sub / mul / min / max, int8 tensors by index."""
+    """One C call: ``kind`` in table / fc / add / sub / mul / min / max / concat, int8 tensors
+    by index."""
     kind: str
     out: int
     inputs: list[int]
@@ -87,9 +90,12 @@ def _kernel(graph: Graph, tflite: bytes, position: int, op: Op, runtime: str) ->
         return _fully_connected(graph, op)
     if op.kind in BINARY_OPS:
         return _binary(graph, op)
+    if op.kind == "CONCATENATION":
+        return _concatenation(graph, op)
     raise UnsupportedGraph(f"op {op.kind} (tensor {graph.tensor(op.outputs[0]).name!r}) has no "
                            "C kernel; supported: FULLY_CONNECTED, ADD, SUB, MUL, MINIMUM, "
-                           f"MAXIMUM, {', '.join(sorted(UNARY_TABLE_OPS | VIEW_OPS))}")
+                           f"MAXIMUM, CONCATENATION, "
+                           f"{', '.join(sorted(UNARY_TABLE_OPS | VIEW_OPS))}")
 
 
 def _small_constants(graph: Graph, op: Op) -> bool:
@@ -147,6 +153,30 @@ def _binary(graph: Graph, op: Op) -> Kernel:
         return Kernel("mul", out.index, [a.index, b.index], params, op.kind)
     params.update(arith.add_params(a.scale, b.scale, out.scale, subtract=op.kind == "SUB"))
     return Kernel(op.kind.lower(), out.index, [a.index, b.index], params, op.kind)
+
+
+def _concatenation(graph: Graph, op: Op) -> Kernel:
+    """Parts laid end to end: each input copied into its place in the output. Only inputs
+    quantized as the output (the converter gives a CONCATENATION's inputs its output's scale
+    and zero point; TFLite Micro's int8 kernel then copies bytes) and contiguous parts (every
+    dimension before the axis 1)."""
+    out = graph.tensor(op.outputs[0])
+    axis = int(op.options.get("axis", 0)) % max(len(out.shape), 1)
+    if op.options.get("fusedActivationFunction", 0):
+        raise UnsupportedGraph(f"CONCATENATION {out.name!r}: a fused activation")
+    _check_leading_ones(out, axis, op)
+    sizes = []
+    for index in op.inputs:
+        t = graph.tensor(index)
+        if t.scale != out.scale or t.zero_point != out.zero_point:
+            raise UnsupportedGraph(f"CONCATENATION {out.name!r}: input {t.name!r} is quantized "
+                                   f"apart from the output ({float(t.scale)}, {t.zero_point} "
+                                   f"vs {float(out.scale)}, {out.zero_point})")
+        sizes.append(t.size)
+    if sum(sizes) != out.size:
+        raise UnsupportedGraph(f"CONCATENATION {out.name!r}: parts of {sizes} values make "
+                               f"{out.size}")
+    return Kernel("concat", out.index, list(op.inputs), {"sizes": sizes}, op.kind)
 
 
 # ---------------------------------------------------------------------------------- views
