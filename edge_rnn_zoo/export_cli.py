@@ -1,4 +1,5 @@
-"""``zoo export``: a trained run directory -> a checked TFLite export (see export/exporter.py)."""
+"""``zoo export``: a trained run directory (export/exporter.py), or a ``.keras`` model with its
+calibration windows (export/keras_export.py) -> a checked TFLite export, or C."""
 
 from __future__ import annotations
 
@@ -12,7 +13,18 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     from zoo.export.quantize import MODES
     from edge_rnn_zoo.train_cli import strict_float, strict_int
 
-    parser.add_argument("run_dir", help="a finished run directory written by `zoo train`")
+    parser.add_argument("run_dir", metavar="SOURCE",
+                        help="a finished run directory written by `zoo train`; or a .keras "
+                             "model (with --calibration); for --form c also an int8 step "
+                             "export or a shipped tag's folder")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="a .keras SOURCE: its raw input windows (N, T, C), an .npy file or "
+                             "an .npz holding X (and integer labels y): the integer ranges are "
+                             "calibrated on them and the export is checked on them")
+    parser.add_argument("--labels", metavar="FILE",
+                        help="a .keras SOURCE: class indices of the --calibration windows (.npy), "
+                             "when it holds none: the export's accuracy is then checked "
+                             "(--max-drop), not only its agreement with the float model")
     parser.add_argument("--tflite", action="store_true",
                         help="export to TFLite: the default and, for now, the only format (the "
                              "flag is accepted, and may be left out)")
@@ -48,19 +60,48 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                              "complete")
 
 
+def is_keras_source(args) -> bool:
+    return str(args.run_dir).endswith(".keras")
+
+
 def check_export(args) -> None:
     """The usage check before Keras loads: a finished run, or for --form c an int8 step export
-    (or a folder holding one, such as a shipped tag's); an --out through a dangling symlink."""
+    (or a folder holding one, such as a shipped tag's), or a .keras file with --calibration;
+    an --out through a dangling symlink."""
     from pathlib import Path
 
     if args.out:
         check_no_dangling_link(Path(args.out))
+    if is_keras_source(args):
+        _check_keras_arguments(args)
+        return
+    for flag in ("calibration", "labels"):
+        if getattr(args, flag):
+            raise ValueError(f"--{flag} applies to a .keras model; a run is calibrated and "
+                             "checked on its task's data")
     if args.form == "c":
         from zoo.export.c_backend.command import find_step_export
 
         if find_step_export(Path(args.run_dir)) is not None:
             return
     check_run_dir_argument(args)
+
+
+def _check_keras_arguments(args) -> None:
+    from pathlib import Path
+
+    if not Path(args.run_dir).is_file():
+        raise FileNotFoundError(f"{args.run_dir}: no such .keras file")
+    if not args.calibration:
+        raise ValueError(f"{args.run_dir}: a .keras model needs --calibration FILE (its raw input "
+                         "windows, .npy or .npz): the integer ranges and the checks come from "
+                         "them")
+    for flag, path in (("--calibration", args.calibration), ("--labels", args.labels)):
+        if path and not Path(path).is_file():
+            raise FileNotFoundError(f"{flag} {path}: no such file")
+    if args.data_dir:
+        raise ValueError("--data-dir applies to a run; a .keras model is checked on its "
+                         "--calibration windows")
 
 
 def run_export(args) -> int:
@@ -74,6 +115,8 @@ def run_export(args) -> int:
     except ValueError as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 2
+    if is_keras_source(args):
+        return _run_keras_export(args)
     if args.form == "c":
         return _run_c_export(args)
     try:
@@ -115,6 +158,39 @@ def _run_c_export(args) -> int:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 3
     except (CExportError, StorageError, ValueError, FileNotFoundError, OSError) as err:
+        print(f"zoo export: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _run_keras_export(args) -> int:
+    from zoo.export.c_backend import CExportError
+    from zoo.export.convert import NonBuiltinOpError
+    from zoo.export.exporter import AccuracyDropError, ExportDirError
+    from zoo.export.keras_export import export_model
+    from zoo.export.quantize import ConversionCrashed
+    from zoo.training.storage import StorageError
+
+    quantize = "int8" if args.form == "c" and args.quantize == "none" else args.quantize
+    if args.form == "c" and (quantize != "int8" or args.unroll):
+        print(f"zoo export: error: --form c is the int8 step model; "
+              f"{'--unroll' if args.unroll else f'--quantize {quantize}'} does not apply",
+              file=sys.stderr)
+        return 2
+    options = dict(max_drop=args.max_drop, allow_drop=args.allow_drop, overwrite=args.overwrite,
+                   per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
+                   micro=not args.no_micro)
+    if args.form != "c":
+        options["unroll"] = args.unroll
+    try:
+        export_model(args.run_dir, calibration=args.calibration, labels=args.labels,
+                     out=args.out, quantize=quantize, form=args.form, match=args.match,
+                     **options)
+    except AccuracyDropError as err:
+        print(f"zoo export: error: {err}", file=sys.stderr)
+        return 3
+    except (ValueError, FileNotFoundError, OSError, ExportDirError, StorageError,
+            ConversionCrashed, NonBuiltinOpError, CExportError) as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -4,7 +4,11 @@ It owns the TFLite conversion and quantization (`convert`, `quantize`), the stre
 (`step`), the export directory and its card (`exportdir`, `card`, `card_schema`), the one
 streaming runtime every checker uses (`device_runtime`; `device_bench.py` is its standalone
 script for a device), the TFLite Micro C++ (`device_sources`, `device_build`) and the bare-metal
-int8 C backend (`c_backend`). `exporter.export_run` is the entry point of ``zoo export``.
+int8 C backend (`c_backend`). `exporter.export_run` is the entry point of ``zoo export`` for a
+run, `export_model` (`keras_export`) for a Keras model of one's own::
+
+    import zoo.export
+    zoo.export.export_model("mine.keras", calibration="windows.npz", form="c")
 """
 
 # Importing any part of the package keeps TensorFlow's native start-up lines off stderr, as
@@ -12,3 +16,7 @@ int8 C backend (`c_backend`). `exporter.export_run` is the entry point of ``zoo 
 from zoo import quiet as _quiet
 
 _quiet.install()
+
+from zoo.export.keras_export import export_model  # noqa: E402 - light: imports Keras on use
+
+__all__ = ["export_model"]

@@ -31,6 +31,8 @@ def versus_float(drop_points: float) -> str:
     """Where the TFLite accuracy stands against the Keras float model's, in words:
     ``0.57 points below the float model``, ``2.00 points above the float model`` (an int8 model
     can be better: a signed "drop -2.00" reads as a loss), or ``the same as the float model``."""
+    if drop_points is None:  # no labels (an export of a Keras model's calibration windows)
+        return "no labels: compared with the float model only"
     if round(drop_points, 2) == 0:
         return "the same as the float model"
     side = "below" if drop_points > 0 else "above"
@@ -46,7 +48,7 @@ def card_markdown(card: ModelCard) -> str:
 
 
 def _headline(card: ModelCard) -> str:
-    title = f"{card.model} on {card.task}: {card.form} model, {card.quantize}"
+    title = f"{card.model} on {card.task or 'your data'}: {card.form} model, {card.quantize}"
     acc = card.accuracy or {}
     if acc.get("passed", True):
         return f"# {title}"
@@ -59,7 +61,8 @@ def _summary_table(card: ModelCard) -> list[str]:
     files = ", ".join(f"`{f}` {card.bytes[k]:,} bytes" for k, f in card.files.items())
     ops = "; ".join(f"{k}: {', '.join(v)}" for k, v in card.ops.items())
     return ["| | |", "|---|---|",
-            f"| task | `{card.task}` ({card.classes} classes), input {card.timesteps} x "
+            f"| task | {f'`{card.task}`' if card.task else card.keras_model} "
+            f"({card.classes} classes), input {card.timesteps} x "
             f"{card.features} |",
             f"| data | {data['source']}: {data['train']} training sequences, "
             f"{data['test']} test sequences |",

@@ -70,6 +70,11 @@ class ModelCard:
     ``features``, ``step_io`` (form "step": input indices ``x``, ``h`` and output index
     ``h_out`` of the step model, distinct non-negative integers for the inputs), and when
     present ``quantize``, ``testset``, ``arena_bytes``, ``head_arena_bytes``.
+
+    ``step_io.state_layout`` (a step model with more than one state part: an LSTM's h and c,
+    stacked recurrent layers) lists the parts of the one state vector in order, each ``layer``,
+    ``state`` (``h``, ``c``...), ``offset`` and ``size``: they tile it from 0 to ``state_size``.
+    Absent, the vector is one recurrent layer's state. A loop feeds back the whole vector.
     """
 
     schema_version: int = CARD_SCHEMA_VERSION
@@ -105,6 +110,10 @@ class ModelCard:
     c_sources: list = _key(list)
     export_seconds: float = _key(int, float)
     frontend: dict = _key(dict)
+    # An export of a Keras model (`zoo export MODEL.keras`): the file it came from, and its layers
+    # as the export took them (zoo.export.layer_chain.LayerChain.describe).
+    keras_model: str = _key(str)
+    layers: list = _key(list)
     # Keys this version does not know (a card edited by hand): kept and written back.
     extra: dict = dataclasses.field(default_factory=dict)
 
@@ -173,6 +182,12 @@ class ModelCard:
             value = getattr(self, key)
             if value is not None and _is_int(value) and value < 1:
                 raise CardError(f"{source}: {key} must be a positive integer, got {value!r}")
+        layout = (self.step_io or {}).get("state_layout") if self.form == "step" else None
+        if layout and self.state_size is not None \
+                and sum(part["size"] for part in layout) != self.state_size:
+            raise CardError(f"{source}: step_io state_layout covers "
+                            f"{sum(part['size'] for part in layout)} values; state_size is "
+                            f"{self.state_size}")
 
 
 def _check_step_io(io, source):
@@ -188,6 +203,23 @@ def _check_step_io(io, source):
     if io["x"] == io["h"]:
         raise CardError(f"{source}: step_io x and h are both input {io['x']}; they must be the "
                         "step model's two different inputs")
+    if "state_layout" in io:
+        _check_state_layout(io["state_layout"], source)
+
+
+def _check_state_layout(layout, source):
+    """``step_io.state_layout``: parts with integer ``offset`` and ``size`` tiling the state
+    vector from 0, in order."""
+    valid = "a list of parts with integer offset and size >= 1, each starting where the last ends"
+    if not isinstance(layout, list) or not layout:
+        raise CardError(f"{source}: step_io state_layout must be {valid}")
+    end = 0
+    for i, part in enumerate(layout):
+        if not (isinstance(part, dict) and _is_int(part.get("offset"))
+                and _is_int(part.get("size")) and part["size"] >= 1 and part["offset"] == end):
+            raise CardError(f"{source}: step_io state_layout[{i}] is {str(part)[:80]}; valid: "
+                            f"{valid}")
+        end += part["size"]
 
 
 def _is_int(value):

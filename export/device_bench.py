@@ -171,7 +171,8 @@ def peak_rss_mb():
 # -------------------------------------------------------------------------------------------- main
 def load_testset(export_dir, card):
     """(x, y) of the card's test set, or (None, None) when the card names none or the file is
-    not there; a damaged or misshapen file is a `BenchError`."""
+    not there; y is None when the file holds no labels (an export of unlabelled calibration
+    windows: `zoo export MODEL.keras`); a damaged or misshapen file is a `BenchError`."""
     name = card.testset
     if not name:
         return None, None
@@ -180,17 +181,19 @@ def load_testset(export_dir, card):
         return None, None  # optional: a folder copied to a device without its test set
     try:
         with np.load(path, allow_pickle=False) as data:
-            x, y = data["x"], data["y"]
+            x = data["x"]
+            y = data["y"] if "y" in data.files else None
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
         raise BenchError(f"{path}: not a test set with arrays x and y, damaged or truncated "
                          f"({type(err).__name__}: {err})") from None
     want = (card.timesteps, card.features)
-    if x.ndim != 3 or tuple(x.shape[1:]) != want or y.shape != (len(x),):
-        raise BenchError(f"{path}: x has shape {x.shape} and y {y.shape}; the model needs x "
+    if x.ndim != 3 or tuple(x.shape[1:]) != want or (y is not None and y.shape != (len(x),)):
+        raise BenchError(f"{path}: x has shape {x.shape} and y "
+                         f"{None if y is None else y.shape}; the model needs x "
                          f"(N, {want[0]}, {want[1]}) and y (N,)")
     if x.dtype.kind not in "fiu":
         raise BenchError(f"{path}: x holds {x.dtype} values; it must hold numbers (float32)")
-    if y.dtype.kind not in "iu":
+    if y is not None and y.dtype.kind not in "iu":
         raise BenchError(f"{path}: y holds {y.dtype} values; it must hold integer class "
                          "indices 0..classes-1")
     x = x.astype(np.float32)
@@ -280,7 +283,7 @@ def run(args):
     example = x_test[0] if x_test is not None and len(x_test) else np.zeros(
         (card.timesteps, card.features), np.float32)
     report.update(benchmark(model, form, example, args.runs, args.warmup))
-    if x_test is not None and len(x_test):
+    if x_test is not None and len(x_test) and y_test is not None:
         n = len(x_test) if args.limit is None else min(args.limit, len(x_test))
         pred = np.array([int(np.argmax(model.predict(x_test[i]))) for i in range(n)])
         report["accuracy"] = float(np.mean(pred == y_test[:n]))

@@ -84,7 +84,8 @@ class ExportDirectory:
         return load_card_json(str(self.card))
 
     def read_testset(self, card: ModelCard) -> tuple[np.ndarray, np.ndarray]:
-        """(x float32 [N, T, d], already normalised; y [N]) of the card's test set."""
+        """(x float32 [N, T, d], already normalised; y [N], or None without labels) of the
+        card's test set."""
         x, y = load_testset(str(self.root), card)
         if x is None:
             raise FileNotFoundError(f"{self.testset}: the export has no test set")
@@ -106,8 +107,10 @@ class ExportDirectory:
         norm.save(self.normalization)
         return self.normalization.name
 
-    def write_testset(self, x: np.ndarray, y: np.ndarray) -> str:
-        np.savez_compressed(self.testset, x=x, y=y.astype(np.int64))
+    def write_testset(self, x: np.ndarray, y: np.ndarray | None) -> str:
+        """``x`` (normalised) and the labels ``y`` (left out when there are none)."""
+        labels = {} if y is None else {"y": y.astype(np.int64)}
+        np.savez_compressed(self.testset, x=x, **labels)
         return self.testset.name
 
     def write_sources(self, texts: dict[str, str]) -> list[str]:

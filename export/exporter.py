@@ -33,12 +33,14 @@ import numpy as np
 
 from zoo.export import device_runtime
 from zoo.export.card import card_markdown, on_sequences, versus_float
-from zoo.export.card_schema import FORMS, NORMALIZATION_FILE, ModelCard
+from zoo.export.card_schema import FORMS, ModelCard
 from zoo.export.exportdir import MARKER, ExportDirectory
 from zoo.export.quantize import CALIBRATED, MODES, accuracy_drop_advice
-from zoo.training import logs, rundir, storage
+from zoo.export.sources import ExportSource, frontend_entry, read_run
+from zoo.training import logs, storage
 
-__all__ = ["export_run", "ExportOptions", "ExportDirError", "AccuracyDropError", "FORMS"]
+__all__ = ["export_run", "export_source", "ExportOptions", "ExportDirError", "AccuracyDropError",
+           "FORMS", "frontend_entry"]
 _log = logging.getLogger(__name__)
 
 
@@ -78,6 +80,10 @@ class ExportOptions:
     calibration_pairs: int = 1000
     micro: bool = True
     micro_sequences: int | None = 200
+    stream: bool = True  # step form: also the two-signature stream.tflite
+    # Step form: convert in this process, not a child (a step model has no WHILE loop for the
+    # calibrator to crash on, TF #75140); saves the child's TensorFlow import (tests).
+    in_process: bool = False
     print_fn: Callable | None = None  # deprecated: given, messages go to it, not to the log
 
     def __post_init__(self):
@@ -132,26 +138,6 @@ def check_export_numbers(opts: ExportOptions) -> None:
 
 
 @dataclass
-class _Run:
-    """What `read_run` read: the run, its data (normalised) and the float model's test logits."""
-
-    run_dir: Path
-    config: dict
-    model: object
-    norm: object
-    task: object
-    data_source: str
-    x_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    keras_logits: np.ndarray
-
-    @property
-    def float_accuracy(self) -> float:
-        return float(np.mean(self.keras_logits.argmax(-1) == self.y_test))
-
-
-@dataclass
 class _Converted:
     """What `convert_models` made: the TFLite models (and for the step form the two-signature
     stream model and the calibration pairs, reused by the single-step TFLM check)."""
@@ -182,13 +168,21 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
     opts = ExportOptions(quantize=quantize, form=form, unroll=unroll, **options)
     check_backend()
     out = Path(out) if out else opts.default_out(run_dir)
-    check = functools.partial(check_out, overwrite=opts.overwrite)
     # The run's lock, shared, for the whole export: `zoo train --overwrite` cannot replace the
     # model it reads meanwhile (the card would describe one model and sit in the other's run).
-    with storage.shared(run_dir), \
-            storage.replacing(storage.real_target(out), MARKER, check=check) as replacement:
+    with storage.shared(run_dir):
+        return export_source(lambda: read_run(Path(run_dir), opts.data_dir), out, opts)
+
+
+def export_source(read, out: Path, opts: ExportOptions) -> dict:
+    """The pipeline of every export: ``read()`` (the `zoo.export.sources.ExportSource`, read once
+    ``out`` is locked), then each stage in a staging folder swapped in at the end; returns the
+    card as written (see `export_run`, whose errors it raises)."""
+    check = functools.partial(check_out, overwrite=opts.overwrite)
+    with storage.replacing(storage.real_target(out), MARKER, check=check) as replacement:
         t_start = time.perf_counter()
-        run = read_run(Path(run_dir), opts)
+        run = read()
+        _say_source(run, opts)
         converted = convert_models(run, opts)
         export = ExportDirectory(replacement.stage())
         card = write_artifacts(export, run, converted, opts)
@@ -202,30 +196,14 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
 
 
 # ---------------------------------------------------------------------------------- stages
-def read_run(run_dir: Path, opts: ExportOptions) -> _Run:
-    """The finished run, its task's data (normalised as in training) and the Keras float
-    model's logits on the test split. Only classification tasks: the check is accuracy."""
-    from zoo.training.evaluate import load_run
-    from zoo.training.runs import check_model_fits_task
-
-    config, model, norm = load_run(run_dir)
-    task, data = _task_data(config, run_dir, opts.data_dir)
-    check_model_fits_task(model, task, run_dir)
-    if task.kind != "classification":
-        raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
-                         f"{task.kind}")
-    x_test = norm.apply(data.test.x).astype(np.float32)
-    run = _Run(run_dir=run_dir, config=config, model=model, norm=norm, task=task,
-               data_source=str(data.source), x_train=norm.apply(data.train.x).astype(np.float32),
-               x_test=x_test, y_test=np.asarray(data.test.y),
-               keras_logits=model.predict(x_test, batch_size=256, verbose=0))
-    opts.say(f"{config['model']} on {task.name}: Keras float accuracy "
-                  f"{100 * run.float_accuracy:.2f}% ({len(x_test)} test sequences); exporting "
-                  f"--form {opts.form} --quantize {opts.quantize}")
-    return run
+def _say_source(run: ExportSource, opts: ExportOptions) -> None:
+    accuracy = (f"Keras float accuracy {100 * run.float_accuracy:.2f}%" if run.labelled
+                else "no labels (the export is checked against the float model)")
+    opts.say(f"{run.title}: {accuracy} ({len(run.x_test)} test sequences); exporting --form "
+             f"{opts.form} --quantize {opts.quantize}")
 
 
-def convert_models(run: _Run, opts: ExportOptions) -> _Converted:
+def convert_models(run: ExportSource, opts: ExportOptions) -> _Converted:
     """The TFLite models of the requested form and mode, each checked builtin-only (raises
     `zoo.export.convert.NonBuiltinOpError` naming the ops)."""
     from zoo.export.convert import check_builtin_only, op_names
@@ -241,7 +219,7 @@ def convert_models(run: _Run, opts: ExportOptions) -> _Converted:
     return converted
 
 
-def _convert_sequence(source, run: _Run, opts: ExportOptions) -> _Converted:
+def _convert_sequence(source, run: ExportSource, opts: ExportOptions) -> _Converted:
     from zoo.export.convert import with_batch_size
     from zoo.export.quantize import convert
 
@@ -257,7 +235,7 @@ def _convert_sequence(source, run: _Run, opts: ExportOptions) -> _Converted:
     return _Converted(models={"model": model}, ops={}, calibration=note)
 
 
-def _convert_step(source, run: _Run, opts: ExportOptions) -> _Converted:
+def _convert_step(source, run: ExportSource, opts: ExportOptions) -> _Converted:
     from zoo.export.convert import check_builtin_only
     from zoo.export.quantize import convert
     from zoo.export.step import calibration_pairs, step_models
@@ -272,62 +250,64 @@ def _convert_step(source, run: _Run, opts: ExportOptions) -> _Converted:
                          "to calibrate. Retrain it (docs/export.md).")
     calib = ({"step": {"x_t": xs, "h_prev": hs}, "head": {"h": h_final}} if opts.calibrated
              else {"step": None, "head": None})
-    kwargs = dict(per_tensor=opts.per_tensor, form=opts.form)
+    kwargs = dict(per_tensor=opts.per_tensor, form=opts.form,
+                  child=False if opts.in_process else None)
     models = {"step": convert(step, opts.quantize, calib["step"], **kwargs),
               "head": convert(head, opts.quantize, calib["head"], **kwargs)}
-    # The same pair as one file with `step` and `head` signatures, for LiteRT users
-    # (TFLite Micro runs a model's first subgraph only, so it keeps the two files).
-    stream = convert({"step": step, "head": head}, opts.quantize,
-                     calib if opts.calibrated else None, **kwargs)
-    check_builtin_only(stream)
+    stream = None
+    if opts.stream:
+        # The same pair as one file with `step` and `head` signatures, for LiteRT users
+        # (TFLite Micro runs a model's first subgraph only, so it keeps the two files).
+        stream = convert({"step": step, "head": head}, opts.quantize,
+                         calib if opts.calibrated else None, **kwargs)
+        check_builtin_only(stream)
     note = (f"{len(xs)} (x_t, h_t-1) pairs from float trajectories of {len(h_final)} training "
             "sequences; head: their final states")
     return _Converted(models=models, ops={}, calibration=note, stream=stream, pairs=(xs, hs))
 
 
-def write_artifacts(export: ExportDirectory, run: _Run, converted: _Converted,
+def write_artifacts(export: ExportDirectory, run: ExportSource, converted: _Converted,
                     opts: ExportOptions) -> ModelCard:
     """The models, test set and normalization; returns the card with what they determine."""
     from zoo.export.step import state_size
 
-    models, config, task = converted.models, run.config, run.task
+    models = converted.models
     files = export.write_models(models)
     if converted.stream is not None:
         export.write_stream(converted.stream)
     card = ModelCard(
         form=opts.form, quantize=opts.quantize, unroll=opts.unroll, files=files,
         timesteps=int(run.x_test.shape[1]), features=int(run.x_test.shape[2]),
-        state_size=state_size(run.model),
-        classes=int(task.num_classes), class_names=list(task.class_names),
+        state_size=state_size(run.model), classes=run.classes, class_names=list(run.class_names),
         testset=export.write_testset(run.x_test, run.y_test),
         normalization=export.write_normalization(run.norm),
-        task=task.name, task_options=task.options(),
-        model=config["model"], model_options=config.get("model_options_resolved",
-                                                        config.get("model_options")),
-        run_dir=str(run.run_dir.resolve()), parameters=int(run.model.count_params()),
+        task=run.task, task_options=run.task_options, model=run.name,
+        model_options=run.model_options, run_dir=run.run_dir,
+        parameters=int(run.model.count_params()),
         data={"source": run.data_source, "train": len(run.x_train), "test": len(run.x_test),
               "calibration": converted.calibration},
         weights="per-tensor" if opts.per_tensor else "per-channel",
         bytes={name: len(b) for name, b in models.items()},
-        total_bytes=sum(len(b) for b in models.values()), ops=converted.ops)
+        total_bytes=sum(len(b) for b in models.values()), ops=converted.ops, **run.card_fields)
     if opts.form == "step":
         card.step_io, card.state_quantization = _step_io(export.model("step"))
-    card.frontend = frontend_entry(task)
+        layout = _state_layout(run.model)
+        if layout is not None:
+            card.step_io["state_layout"] = layout
+    card.frontend = run.frontend
     return card
 
 
-def frontend_entry(task) -> dict | None:
-    """What a device must compute before the model, for a task with a front end (the speech
-    tasks: float or integer log-mel, as the run was trained); None for sensor tasks."""
-    frontend = getattr(task, "frontend", None)
-    if frontend is None:
-        return None
-    return {**frontend.describe(),
-            "normalisation": f"per filter: (feature - mean[j]) / std[j], mean and std in "
-                             f"{NORMALIZATION_FILE} (training split statistics; std < 1e-6 -> 1)"}
+def _state_layout(model) -> list | None:
+    """Where each recurrent layer's states lie in the step model's one state vector (for more
+    than one part: an LSTM's h and c, stacked layers); None for a single state."""
+    from zoo.export.step import step_chain
+
+    layout = step_chain(model).state_layout
+    return layout if len(layout) > 1 else None
 
 
-def check_litert(export: ExportDirectory, card: ModelCard, run: _Run, converted: _Converted,
+def check_litert(export: ExportDirectory, card: ModelCard, run: ExportSource, converted: _Converted,
                  opts: ExportOptions) -> np.ndarray:
     """``card.accuracy`` (and ``card.stream``): the export on the whole test split with
     ai-edge-litert, state fed back as device_bench.py does it. Returns the LiteRT logits."""
@@ -335,27 +315,33 @@ def check_litert(export: ExportDirectory, card: ModelCard, run: _Run, converted:
     lite_logits = _predict_all(device_runtime.open_export(str(export.root), card, "litert", 1),
                                run.x_test)
     lite_pred, keras_pred = lite_logits.argmax(-1), run.keras_logits.argmax(-1)
-    lite_acc = float(np.mean(lite_pred == run.y_test))
-    drop = 100 * (run.float_accuracy - lite_acc)
+    agreement = float(np.mean(lite_pred == keras_pred))
     card.accuracy = {
-        "keras_float": run.float_accuracy, "tflite": lite_acc, "drop_points": drop,
-        "argmax_agreement": float(np.mean(lite_pred == keras_pred)),
+        "keras_float": run.float_accuracy, "tflite": None, "drop_points": None,
+        "argmax_agreement": agreement,
         "max_abs_logit_diff": float(np.abs(lite_logits - run.keras_logits).max()),
         "runtime": "ai-edge-litert", "test_sequences": len(run.x_test),
-        "max_drop_points": opts.max_drop, "passed": bool(drop <= opts.max_drop),
+        "max_drop_points": opts.max_drop, "passed": True,
         "eval_seconds": round(time.perf_counter() - t0, 1)}
+    if run.labelled:
+        lite_acc = float(np.mean(lite_pred == run.y_test))
+        drop = 100 * (run.float_accuracy - lite_acc)
+        card.accuracy.update(tflite=lite_acc, drop_points=drop, passed=bool(drop <= opts.max_drop))
+    else:  # no labels: the agreement is what is known (it bounds the drop from above)
+        card.accuracy["labels"] = "none given: the export is compared with the float model only"
     if converted.stream is not None:
         card.stream = _stream_agreement(export, converted.stream, run, lite_logits)
     ops = sorted(set(sum(converted.ops.values(), [])))
     every = on_sequences(len(run.x_test), len(run.x_test))
-    opts.say(f"  TFLite ({opts.quantize}, {opts.form}): accuracy {100 * lite_acc:.2f}% "
-                  f"{every} ({versus_float(drop)}), argmax agreement with Keras "
-                  f"{100 * card.accuracy['argmax_agreement']:.2f}%, "
-                  f"{card.total_bytes:,} bytes, ops {ops}")
+    scored = (f"accuracy {100 * card.accuracy['tflite']:.2f}% {every} "
+              f"({versus_float(card.accuracy['drop_points'])}), " if run.labelled
+              else f"{every}, no labels: ")
+    opts.say(f"  TFLite ({opts.quantize}, {opts.form}): {scored}argmax agreement with Keras "
+             f"{100 * agreement:.2f}%, {card.total_bytes:,} bytes, ops {ops}")
     return lite_logits
 
 
-def _stream_agreement(export: ExportDirectory, stream: bytes, run: _Run,
+def _stream_agreement(export: ExportDirectory, stream: bytes, run: ExportSource,
                       lite_logits: np.ndarray) -> dict:
     """The two-signature stream model against the step / head pair, over the test split."""
     t0 = time.perf_counter()
@@ -364,16 +350,16 @@ def _stream_agreement(export: ExportDirectory, stream: bytes, run: _Run,
             "argmax_agreement_with_step_head": float(np.mean(stream_out.argmax(-1)
                                                              == lite_logits.argmax(-1))),
             "max_abs_logit_diff_vs_step_head": float(np.abs(stream_out - lite_logits).max()),
-            "accuracy": float(np.mean(stream_out.argmax(-1) == run.y_test)),
+            "accuracy": _accuracy(stream_out, run.y_test),
             "eval_seconds": round(time.perf_counter() - t0, 1)}
 
 
-def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: _Run,
+def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: ExportSource,
                        converted: _Converted, lite_logits: np.ndarray,
                        opts: ExportOptions) -> None:
     """``card.tflite_micro`` and the arenas: the smallest arena of each model, and the first
     ``micro_sequences`` test sequences under the tflite-micro interpreter against LiteRT."""
-    from zoo.export.micro import smallest_arena
+    from zoo.export.micro import smallest_arenas
 
     if not opts.micro:
         return
@@ -383,9 +369,11 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: _Run,
                                         "use --quantize int8, int16x8 or none"}
         return
     t0, step = time.perf_counter(), opts.form == "step"
-    card.arena_bytes = smallest_arena(converted.models["step" if step else "model"])
+    arenas = smallest_arenas({name: converted.models[name]
+                              for name in (("step", "head") if step else ("model",))})
+    card.arena_bytes = arenas["step" if step else "model"]
     if step:
-        card.head_arena_bytes = smallest_arena(converted.models["head"])
+        card.head_arena_bytes = arenas["head"]
     tflm = device_runtime.open_export(str(export.root), card, "tflite-micro", 1)
     micro_logits = _predict_all(tflm, run.x_test, opts.micro_sequences)
     card.tflite_micro = {"arena_bytes": card.arena_bytes,
@@ -399,26 +387,33 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: _Run,
     micro = card.tflite_micro
     # The accuracy on a prefix is not comparable with LiteRT's on the whole split (the prefix
     # can be easier or harder): LiteRT's on the same sequences is printed beside it.
+    scored = (f", accuracy {100 * micro['accuracy']:.2f}% "
+              f"{on_sequences(micro['test_sequences'], len(run.x_test))} (LiteRT "
+              f"{100 * micro['litert_accuracy_same_sequences']:.2f}% on the same "
+              f"{micro['test_sequences']})" if run.labelled
+              else f", {on_sequences(micro['test_sequences'], len(run.x_test))}")
     opts.say(f"  TFLite Micro: arena {card.arena_bytes:,} bytes"
-                  + (f" (head {card.head_arena_bytes:,})" if step else "")
-                  + f", accuracy {100 * micro['accuracy']:.2f}% "
-                  f"{on_sequences(micro['test_sequences'], len(run.x_test))} (LiteRT "
-                  f"{100 * micro['litert_accuracy_same_sequences']:.2f}% on the same "
-                  f"{micro['test_sequences']}), argmax agreement with LiteRT "
-                  f"{100 * micro['argmax_agreement_with_litert']:.2f}%")
+             + (f" (head {card.head_arena_bytes:,})" if step else "")
+             + f"{scored}, argmax agreement with LiteRT "
+             f"{100 * micro['argmax_agreement_with_litert']:.2f}%")
 
 
-def _agreement(micro_logits: np.ndarray, lite_logits: np.ndarray, y: np.ndarray) -> dict:
+def _agreement(micro_logits: np.ndarray, lite_logits: np.ndarray, y: np.ndarray | None) -> dict:
     """TFLite Micro's logits on the first n test sequences against LiteRT's on the same."""
     n = len(micro_logits)
     micro_pred, lite_pred = micro_logits.argmax(-1), lite_logits[:n].argmax(-1)
-    return {"test_sequences": n, "accuracy": float(np.mean(micro_pred == y[:n])),
-            "litert_accuracy_same_sequences": float(np.mean(lite_pred == y[:n])),
+    return {"test_sequences": n, "accuracy": _accuracy(micro_logits, y),
+            "litert_accuracy_same_sequences": _accuracy(lite_logits[:n], y),
             "argmax_agreement_with_litert": float(np.mean(micro_pred == lite_pred)),
             "max_abs_logit_diff_vs_litert": float(np.abs(micro_logits - lite_logits[:n]).max())}
 
 
-def write_c_sources(export: ExportDirectory, card: ModelCard, run: _Run, converted: _Converted,
+def _accuracy(logits: np.ndarray, y: np.ndarray | None) -> float | None:
+    """Accuracy of ``logits`` against the first ``len(logits)`` labels (None without labels)."""
+    return None if y is None else float(np.mean(logits.argmax(-1) == y[:len(logits)]))
+
+
+def write_c_sources(export: ExportDirectory, card: ModelCard, run: ExportSource, converted: _Converted,
                     opts: ExportOptions) -> None:
     """``card.c_sources``: the models as C arrays (the modes TFLite Micro runs) and, for a step
     export, the C++ streaming loop with its host self-test and Makefile."""
@@ -429,7 +424,7 @@ def write_c_sources(export: ExportDirectory, card: ModelCard, run: _Run, convert
         card.c_sources = export.write_sources(c_array_sources(
             {"step": models["step"], "head": models["head"]}))
         card.c_sources += export.write_sources(streaming_sources(
-            title=f"{run.config['model']} on {run.task.name} ({opts.quantize})",
+            title=f"{run.title} ({opts.quantize})",
             io_dtype=card.state_quantization["h_in"]["dtype"], card=card,
             step_ops=ops["step"], head_ops=ops["head"]))
     elif opts.micro_runs_it:
@@ -488,19 +483,6 @@ def check_out(out: Path, overwrite: bool) -> None:
     """Refuse an export ``out`` that may not be written (`storage.check_out`: reads only)."""
     storage.check_out(out, MARKER, overwrite, writer="zoo export", what="export directory",
                       error=ExportDirError)
-
-
-def _task_data(config: dict, run_dir: Path, data_dir):
-    from zoo.training.tasks import get_task
-
-    run = rundir.RunDirectory(run_dir)
-    # Nothing of metrics.json goes into the export, but a damaged one means a damaged run: it is
-    # named here rather than exported as if the run were whole.
-    run.read_metrics()
-    task = get_task(config["task"], **(config.get("task_options") or {}))
-    if data_dir is None:  # where the run found its data, else the task's default location
-        data_dir = run.data_source()
-    return task, task.load(data_dir, seed=config.get("seed", 0))
 
 
 def _predict_all(model, x, limit=None):

@@ -68,11 +68,13 @@ def read_step_card(folder: Path):
 
 
 def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool = False,
-             check: bool = True, print_fn=None, **step_options) -> dict:
+             check: bool = True, print_fn=None, step_maker=None, **step_options) -> dict:
     """Write the C export of ``source`` to ``out`` (default SOURCE/export-c-int8); returns the
     summary (also in ``c_check.json``). ``step_options`` go to `export_run` when a step export
     has to be made first. Progress is logged at INFO (`zoo.training.logs`); ``print_fn``
-    (deprecated), when given, receives it instead.
+    (deprecated), when given, receives it instead. ``step_maker(step_dir, **options)``, when
+    given, makes the int8 step export instead of `export_run` (``source`` then only names it:
+    `zoo.export.keras_export` passes a Keras model's).
 
     ``out`` is handled as every export directory (`zoo.training.storage`): locked, built in a
     staging folder beside it, swapped in only once the C compiles and matches the runtime; an
@@ -90,7 +92,7 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
     with storage.replacing(out, MARKER, check=refuse) as replacement:
         stage = replacement.stage()
         try:
-            summary = _build(source, stage, match, check, say, step_options)
+            summary = _build(source, stage, match, check, say, step_options, step_maker)
         except CExportError as err:  # name the folder asked for, not the temporary one
             raise CExportError(str(err).replace(str(stage), f"{out} (being built)")) from None
         replacement.swap_in()
@@ -99,24 +101,25 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
     return summary
 
 
-def _build(source: Path, stage: Path, match: str, check: bool, say, step_options) -> dict:
+def _build(source: Path, stage: Path, match: str, check: bool, say, step_options,
+           step_maker=None) -> dict:
     """The C export of ``source`` written into the (marked, empty) folder ``stage``; ``say``
     reports its progress (`export_c`'s, and that of the step export made first)."""
     with tempfile.TemporaryDirectory(prefix=".zoo-c-step-", dir=stage) as tmp:
-        step_dir = find_step_export(source)
+        step_dir = find_step_export(source) if step_maker is None else None
         made_here = step_dir is None
         if made_here:
             from zoo.export.exporter import AccuracyDropError, export_run
 
             step_dir = Path(tmp) / "step"
+            make = step_maker or functools.partial(export_run, source)
 
             def said(*parts, **kwargs):  # its "wrote" line would name a temporary folder
                 if parts != (f"  wrote {step_dir}",):
                     say(*parts, **kwargs)
 
             try:
-                export_run(source, step_dir, quantize="int8", form="step", print_fn=said,
-                           **step_options)
+                make(step_dir, quantize="int8", form="step", print_fn=said, **step_options)
             except AccuracyDropError as err:  # its folder is temporary: say how to keep one
                 raise AccuracyDropError(
                     f"the int8 step export of {source} fails the accuracy check, so no C is "
@@ -129,7 +132,8 @@ def _build(source: Path, stage: Path, match: str, check: bool, say, step_options
         summary = write_c_project(step_dir, stage, match)
         if match == "tflite-micro" and kws.is_kws_export(step_dir):  # issue 30: kws_app beside
             summary.update(kws.add_kws_files(step_dir, stage))
-    summary["step_export"] = "made from the run" if made_here else str(step_dir)
+    summary["step_export"] = (("made from the Keras model" if step_maker else "made from the run")
+                              if made_here else str(step_dir))
     if check:
         summary["check"] = check_c(stage, match, say, windows)
     (stage / CHECK_FILE).write_text(json.dumps(summary, indent=1) + "\n")

@@ -1,0 +1,272 @@
+"""What an export starts from (`ExportSource`): a finished run of ``zoo train`` (`read_run`: its
+task's data, normalised as in training) or a Keras model with calibration windows of the user's
+(`read_keras`: ``zoo export MODEL.keras --calibration X.npy``), each with the Keras float model's
+logits on the windows the export is checked on.
+
+Calibration windows are raw model inputs (N, T, C), from an ``.npy`` file, an ``.npz`` holding
+``X`` (and optionally integer labels ``y``) or an array; labels may also come apart (``labels``:
+an ``.npy`` file or an array). A wrong shape, a non-finite value, too few windows, labels of
+another length or outside the model's classes is one line naming the file (`CalibrationError`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from zoo.export.card_schema import NORMALIZATION_FILE
+from zoo.training import rundir
+
+__all__ = ["ExportSource", "CalibrationError", "read_run", "read_keras", "read_windows",
+           "load_keras_model", "frontend_entry", "MIN_WINDOWS"]
+_log = logging.getLogger(__name__)
+# Fewest calibration windows taken: the int8 ranges come from them, and the check runs on them.
+MIN_WINDOWS = 10
+
+
+class CalibrationError(ValueError):
+    """Calibration windows or labels that cannot be used; the message names the file."""
+
+
+@dataclass
+class ExportSource:
+    """A float model (normalised input -> logits) and the data an export is made and checked
+    with. ``y_test`` is None for windows without labels: the export is then checked for its
+    agreement with the float model only."""
+
+    name: str                      # the model's name, as the card's ``model``
+    model: object                  # keras.Model: normalised (N, T, C) -> logits
+    norm: object                   # zoo.training.tasks.Normalization of the raw features
+    x_train: np.ndarray            # normalised calibration sequences
+    x_test: np.ndarray             # normalised sequences the export is checked on
+    y_test: np.ndarray | None
+    keras_logits: np.ndarray       # the float model's on x_test
+    class_names: list
+    data_source: str
+    task: str | None = None
+    task_options: dict | None = None
+    model_options: dict | None = None
+    run_dir: str | None = None
+    frontend: dict | None = None
+    card_fields: dict = field(default_factory=dict)  # further card keys (keras_model, layers)
+
+    @property
+    def classes(self) -> int:
+        return len(self.class_names)
+
+    @property
+    def labelled(self) -> bool:
+        return self.y_test is not None
+
+    @property
+    def float_accuracy(self) -> float | None:
+        if self.y_test is None:
+            return None
+        return float(np.mean(self.keras_logits.argmax(-1) == self.y_test))
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} on {self.task or 'your data'}"
+
+
+# ------------------------------------------------------------------------------------- a run
+def read_run(run_dir: Path, data_dir=None) -> ExportSource:
+    """The finished run, its task's data (normalised as in training) and the Keras float model's
+    logits on the test split. Only classification tasks: the check is accuracy."""
+    from zoo.training.evaluate import load_run
+    from zoo.training.runs import check_model_fits_task
+
+    config, model, norm = load_run(run_dir)
+    task, data = _task_data(config, run_dir, data_dir)
+    check_model_fits_task(model, task, run_dir)
+    if task.kind != "classification":
+        raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
+                         f"{task.kind}")
+    x_test = norm.apply(data.test.x).astype(np.float32)
+    return ExportSource(
+        name=config["model"], model=model, norm=norm,
+        x_train=norm.apply(data.train.x).astype(np.float32), x_test=x_test,
+        y_test=np.asarray(data.test.y), class_names=list(task.class_names),
+        keras_logits=model.predict(x_test, batch_size=256, verbose=0),
+        data_source=str(data.source), task=task.name, task_options=task.options(),
+        model_options=config.get("model_options_resolved", config.get("model_options")),
+        run_dir=str(Path(run_dir).resolve()), frontend=frontend_entry(task))
+
+
+def _task_data(config: dict, run_dir: Path, data_dir):
+    from zoo.training.tasks import get_task
+
+    run = rundir.RunDirectory(run_dir)
+    # Nothing of metrics.json goes into the export, but a damaged one means a damaged run: it is
+    # named here rather than exported as if the run were whole.
+    run.read_metrics()
+    task = get_task(config["task"], **(config.get("task_options") or {}))
+    if data_dir is None:  # where the run found its data, else the task's default location
+        data_dir = run.data_source()
+    return task, task.load(data_dir, seed=config.get("seed", 0))
+
+
+def frontend_entry(task) -> dict | None:
+    """What a device must compute before the model, for a task with a front end (the speech
+    tasks: float or integer log-mel, as the run was trained); None for sensor tasks."""
+    frontend = getattr(task, "frontend", None)
+    if frontend is None:
+        return None
+    return {**frontend.describe(),
+            "normalisation": f"per filter: (feature - mean[j]) / std[j], mean and std in "
+                             f"{NORMALIZATION_FILE} (training split statistics; std < 1e-6 -> 1)"}
+
+
+# ------------------------------------------------------------------------------ a Keras model
+def load_keras_model(path) -> object:
+    """The model in a ``.keras`` file (the zoo's layers registered), without its optimizer."""
+    import keras
+
+    import zoo
+
+    path = Path(path)
+    if path.suffix != ".keras" or not path.is_file():
+        raise FileNotFoundError(f"{path}: not a .keras file (save one with model.save("
+                                "'model.keras'))")
+    zoo.register_layers()
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except (ValueError, OSError, TypeError, KeyError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{path}: cannot be loaded as a Keras model ({first})") from None
+
+
+def read_keras(model, calibration, labels=None) -> ExportSource:
+    """A Keras model (a `keras.Model` or a ``.keras`` path) and its calibration windows as an
+    `ExportSource`: the model read as a `zoo.export.layer_chain.LayerChain` (a leading
+    Normalization becomes the export's normalisation; a final softmax is left out), the windows
+    normalised, the float model's logits on them."""
+    from zoo.export.layer_chain import layer_chain, logits_model
+    from zoo.training.tasks import Normalization
+
+    path = None
+    if not hasattr(model, "layers"):
+        path, model = Path(model), load_keras_model(model)
+    chain = layer_chain(model)
+    x, y, where = read_windows(calibration, labels, chain.features, chain.timesteps,
+                               classes=chain.classes)
+    norm = (Normalization(*chain.normalization) if chain.normalization is not None
+            else Normalization.identity(chain.features))
+    floats = logits_model(chain)
+    x = norm.apply(x)
+    return ExportSource(
+        name=path.stem if path else chain.name, model=floats, norm=norm, x_train=x, x_test=x,
+        y_test=y,
+        keras_logits=_float_logits(floats, x),
+        class_names=[str(i) for i in range(chain.classes)], data_source=where,
+        card_fields={"keras_model": str(path) if path else f"in-memory model {model.name!r}",
+                     "layers": chain.describe()})
+
+
+def _float_logits(model, x: np.ndarray) -> np.ndarray:
+    """The model's logits on ``x``: called directly for a few windows (`keras.Model.predict`
+    first compiles a function, half a second), predicted in batches for many."""
+    if len(x) <= 256:
+        return np.asarray(model(x, training=False))
+    return model.predict(x, batch_size=256, verbose=0)
+
+
+def read_windows(calibration, labels, features: int, timesteps: int | None, *,
+                 classes: int | None = None, min_windows: int = MIN_WINDOWS):
+    """(x float32 (N, T, C), y int64 (N,) or None, where): the calibration windows and their
+    labels (class indices below ``classes``), checked (at least ``min_windows``); ``where`` names
+    the windows in messages."""
+    x, y, where = _load_windows(calibration)
+    if labels is not None:
+        if y is not None:
+            raise CalibrationError(f"{where} holds labels y and labels were given too; pass one")
+        y, label_where = _load_array(labels, "labels")
+    else:
+        label_where = where
+    x = _checked_windows(x, where, features, timesteps, min_windows)
+    if y is not None:
+        y = _checked_labels(y, label_where, len(x), classes)
+    return x, y, where
+
+
+def _load_windows(calibration):
+    if not isinstance(calibration, (str, Path)):
+        return calibration, None, "calibration"
+    path = Path(calibration)
+    if path.suffix == ".npz":
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                keys = set(data.files)
+                key = "X" if "X" in keys else "x" if "x" in keys else None
+                if key is None:
+                    raise CalibrationError(f"{path}: no array X in it (it holds "
+                                           f"{sorted(keys)}); valid: X (N, T, C), optional y")
+                return data[key], (data["y"] if "y" in keys else None), str(path)
+        except (OSError, ValueError) as err:
+            if isinstance(err, CalibrationError):
+                raise
+            raise CalibrationError(f"{path}: cannot be read as .npz ({err})") from None
+    x, where = _load_array(path, "calibration windows")
+    return x, None, where
+
+
+def _load_array(source, what: str):
+    if not isinstance(source, (str, Path)):
+        return source, what
+    path = Path(source)
+    if path.suffix != ".npy":
+        raise CalibrationError(f"{path}: {what} must be an .npy file (or an .npz holding X and "
+                               "y)")
+    try:
+        return np.load(path, allow_pickle=False), str(path)
+    except (OSError, ValueError) as err:
+        raise CalibrationError(f"{path}: cannot be read as .npy ({err})") from None
+
+
+def _checked_windows(x, where: str, features: int, timesteps: int | None,
+                     min_windows: int) -> np.ndarray:
+    x = np.asarray(x)
+    if x.dtype.kind not in "fiu":
+        raise CalibrationError(f"{where}: windows of dtype {x.dtype}; valid: numbers")
+    want = f"(N, {timesteps or 'T'}, {features})"
+    if x.ndim != 3 or x.shape[2] != features or (timesteps and x.shape[1] != timesteps):
+        raise CalibrationError(f"{where}: windows of shape {x.shape}; the model takes {want} "
+                               "raw inputs")
+    if len(x) < min_windows:
+        raise CalibrationError(f"{where}: {len(x)} windows; at least {min_windows} are needed"
+                               + (" (the int8 ranges are calibrated on them)"
+                                  if min_windows > 1 else ""))
+    bad = np.argwhere(~np.isfinite(x))
+    if len(bad):
+        n, t, c = (int(v) for v in bad[0])
+        raise CalibrationError(f"{where}: window {n}, step {t}, feature {c} is "
+                               f"{x[n, t, c]}; valid: finite numbers")
+    with np.errstate(over="ignore"):
+        x32 = x.astype(np.float32)
+    if not np.all(np.isfinite(x32)):
+        raise CalibrationError(f"{where}: values beyond float32's range")
+    return x32
+
+
+def _checked_labels(y, where: str, n: int, classes: int | None) -> np.ndarray:
+    y = np.asarray(y)
+    if y.dtype.kind not in "iuf" or y.ndim != 1:
+        raise CalibrationError(f"{where}: labels of dtype {y.dtype} and shape {y.shape}; valid: "
+                               "one integer class index per window (0..classes-1, the model's "
+                               "output order)")
+    if len(y) != n:
+        raise CalibrationError(f"{where}: {len(y)} labels for {n} windows")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y) & (y == np.round(y))):
+        raise CalibrationError(f"{where}: labels must be whole numbers (class indices)")
+    y = y.astype(np.int64)
+    bad = np.flatnonzero((y < 0) | (y >= (classes if classes is not None else np.inf)))
+    if bad.size:
+        i = int(bad[0])
+        valid = f"0..{classes - 1}" if classes is not None else ">= 0"
+        raise CalibrationError(f"{where}: label {int(y[i])} at index {i}; the model has "
+                               f"{classes} classes (valid: {valid})" if classes is not None
+                               else f"{where}: label {int(y[i])} at index {i}; valid: {valid}")
+    return y
