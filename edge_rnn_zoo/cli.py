@@ -32,10 +32,10 @@ SUBCOMMANDS = {
     "list": ("edge_rnn_zoo.listing", "list the registered models (with options), the tasks and "
                                      "the pretrained models"),
     "train": ("edge_rnn_zoo.train_cli", "train a model on a task into a resumable run directory"),
-    "eval": ("edge_rnn_zoo.train_cli", "evaluate a run directory on its task's test split (or another "
-                             "dataset with --data-dir)"),
-    "export": ("edge_rnn_zoo.export_cli", "export a run to TFLite (float / int8 / int16x8, sequence or step) "
-                             "and TFLite Micro C++"),
+    "eval": ("edge_rnn_zoo.train_cli", "score a run (Keras) or an export (its TFLite model) on its "
+                             "task's test data, or yours with --data-dir"),
+    "export": ("edge_rnn_zoo.export_cli", "export a run or a .keras model to TFLite (float / int8 / "
+                             "int16x8, sequence or step), TFLite Micro C++ or C"),
     "bench": ("zoo.experiments.bench", "compare the zoo with Keras LSTM/GRU/SimpleRNN: accuracy, bytes, "
                               "latency, arena, MACs"),
     "analyze": ("edge_rnn_zoo.analyze_cli", "theory report of a run: stability, memory, truncation"),

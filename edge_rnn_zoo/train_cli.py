@@ -161,20 +161,37 @@ def describe_recipe(config) -> str:
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", help="a run directory written by `zoo train`")
-    parser.add_argument("--data-dir", help="dataset folder or archive (default: where the run "
-                                           "found its data, else $ZOO_DATA_DIR)")
+    parser.add_argument("run_dir", metavar="RUN_OR_EXPORT",
+                        help="a run directory written by `zoo train` (its Keras model), or an "
+                             "export folder written by `zoo export` (its TFLite model: a step "
+                             "export streamed as a device runs it, also a --form c folder)")
+    parser.add_argument("--data-dir", "--data", dest="data_dir",
+                        help="data of the task's kind (default: where the run or export found "
+                             "its data, else $ZOO_DATA_DIR); the task decides what it holds: "
+                             "its own test data or the whole folder. An export of a .keras "
+                             "model: an .npz of raw windows X and labels y")
+    parser.add_argument("--runtime", choices=("litert", "tflite-micro"), default="litert",
+                        help="an export: the runtime that runs it (default litert)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-check_eval = check_run_dir_argument
+def check_eval(args) -> None:
+    """A finished run, or a folder with a model card (an export): before Keras loads."""
+    from zoo.export.evaluate_export import is_export
+
+    if not is_export(args.run_dir):
+        check_run_dir_argument(args)
 
 
 def run_eval(args) -> int:
+    from zoo.export.evaluate_export import evaluate_export, is_export
     from zoo.training.evaluate import evaluate_run, format_report
 
     try:
-        report = evaluate_run(args.run_dir, data_dir=args.data_dir)
+        if is_export(args.run_dir):  # the TFLite model, as a device runs it (the export layer)
+            report = evaluate_export(args.run_dir, args.data_dir, runtime=args.runtime)
+        else:  # the run's Keras model (the training layer)
+            report = evaluate_run(args.run_dir, data_dir=args.data_dir)
     except (ValueError, FileNotFoundError) as err:
         print(f"zoo eval: error: {err}", file=sys.stderr)
         return 2

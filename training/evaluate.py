@@ -39,6 +39,26 @@ def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -
     return cm
 
 
+def evaluation_split(task, data_dir, seed: int = 0):
+    """The windows ``zoo eval`` scores in ``data_dir``: what the task's ``evaluation_split`` says
+    it holds where it has one (google12 on the official Speech Commands test-set archive; the
+    user-data tasks on the user's own test data), else the task's test split."""
+    evaluation = getattr(task, "evaluation_split", None)
+    if evaluation is not None:
+        return evaluation(data_dir, seed=seed)
+    return task.load(data_dir, seed=seed).test
+
+
+def classification_report(y_true: np.ndarray, y_pred: np.ndarray, class_names) -> dict:
+    """Accuracy, per-class accuracy and the confusion matrix of predictions ``y_pred``."""
+    cm = confusion_matrix(np.asarray(y_true), np.asarray(y_pred), len(class_names))
+    per_class = cm.diagonal() / np.maximum(cm.sum(axis=1), 1)
+    return {"accuracy": float(np.mean(np.asarray(y_pred) == np.asarray(y_true))),
+            "per_class_accuracy": {str(name): float(a) for name, a in zip(class_names, per_class)},
+            "class_names": [str(name) for name in class_names],
+            "confusion_matrix": cm.tolist()}
+
+
 def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | None = None) -> dict:
     """Score a finished run; ``task_options`` override the run's (e.g. ``evaluate_on="all"``).
     ``data_dir`` defaults to where the run found its data (if that still exists)."""
@@ -53,33 +73,22 @@ def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | Non
             data_dir = RunDirectory(run_dir).data_source()
     task = get_task(config["task"], **{**config.get("task_options", {}), **(task_options or {})})
     check_model_fits_task(model, task, run_dir)
-    # A task may score a different layout than its own test split (google12 on the official
-    # Speech Commands test-set archive); the others score their test split.
-    evaluation_split = getattr(task, "evaluation_split", None)
-    if evaluation_split is not None:
-        test = evaluation_split(data_dir, seed=config.get("seed", 0))
-    else:
-        test = task.load(data_dir, seed=config.get("seed", 0)).test
+    test = evaluation_split(task, data_dir, seed=config.get("seed", 0))
     outputs = model.predict(norm.apply(test.x).astype("float32"), batch_size=256, verbose=0)
     report = {"run_dir": str(run_dir), "task": task.name, "model": config["model"],
               "test_sequences": len(test.x)}
     if task.kind == "regression":
         report["mse"] = float(np.mean((outputs.reshape(-1) - test.y) ** 2))
         return report
-    pred = outputs.argmax(-1)
-    cm = confusion_matrix(test.y, pred, task.num_classes)
-    per_class = cm.diagonal() / np.maximum(cm.sum(axis=1), 1)
-    report.update({
-        "accuracy": float(np.mean(pred == test.y)),
-        "per_class_accuracy": {name: float(a) for name, a in zip(task.class_names, per_class)},
-        "class_names": list(task.class_names),
-        "confusion_matrix": cm.tolist(),
-    })
+    report.update(classification_report(test.y, outputs.argmax(-1), task.class_names))
     return report
 
 
 def format_report(report: dict) -> str:
-    lines = [f"{report['model']} on {report['task']} ({report['run_dir']}), "
+    scored = (f"{report['run_dir']}" if "runtime" not in report else
+              f"{report['run_dir']}: {report['quantize']} {report['form']} export, "
+              f"{report['runtime']}")
+    lines = [f"{report['model']} on {report['task']} ({scored}), "
              f"{report['test_sequences']} test sequences"]
     if "mse" in report:
         return "\n".join(lines + [f"test MSE: {report['mse']:.5f}"])

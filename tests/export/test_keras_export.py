@@ -1,5 +1,7 @@
-"""``zoo export MODEL.keras --calibration FILE`` (issue 42), from the command line: calibration
-files that cannot be used, refused in one line naming them."""
+"""``zoo export MODEL.keras --calibration FILE`` and ``zoo eval EXPORT`` (issue 42), from the
+command line: a Keras model fitted here on real HAR windows, exported to C and scored; calibration
+files that cannot be used, refused in one line naming them; a run's int8 export scored on its
+task's data."""
 
 from __future__ import annotations
 
@@ -106,3 +108,67 @@ def test_cli_refuses_labels_beyond_the_classes_and_a_bidirectional_layer(tiny_ke
     line = _error_line(capsys)
     assert "(Bidirectional)" in line and "supported:" in line
     assert not out.exists()
+
+
+# ------------------------------------------------------------------- from model.fit to zoo_app
+@pytest.fixture(scope="module")
+def fitted(har_dir, tmp_path_factory):
+    """A Keras model built and fitted here the way a user would (Normalization adapted on the
+    training windows, an LSTM, a softmax head, `model.fit`), saved as .keras; the training
+    windows as the calibration .npz, the test windows as another."""
+    from zoo.training.tasks import get_task
+
+    data = get_task("har2").load(har_dir, seed=0)
+    folder = tmp_path_factory.mktemp("fitted")
+    keras.utils.set_random_seed(0)
+    norm = keras.layers.Normalization()
+    norm.adapt(data.train.x[:, :T].reshape(-1, F))
+    model = keras.Sequential([keras.Input((T, F)), norm, keras.layers.LSTM(8),
+                              keras.layers.Dense(2, activation="softmax")])
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.fit(data.train.x[:, :T], data.train.y, epochs=3, batch_size=64, verbose=0)
+    model.save(folder / "har.keras")
+    np.savez(folder / "train.npz", X=data.train.x[:300, :T], y=data.train.y[:300])
+    np.savez(folder / "test.npz", X=data.test.x[:, :T], y=data.test.y)
+    return folder, model, data.test.x[:, :T], data.test.y
+
+
+@pytest.mark.slow
+def test_keras_model_to_c_then_zoo_eval_equals_zoo_app(fitted, capsys):
+    """The three commands of docs/your-data.md's Keras path: ``zoo export`` to C (checked on the
+    calibration windows, labels checked too), ``make`` and ``zoo_app`` on the raw test windows,
+    and ``zoo eval`` of the export on the test .npz under TFLite Micro. zoo_app's arg max (the C
+    code, compiled here) gives exactly zoo eval's accuracy (the Python interpreter), and it is
+    within a few points of the Keras float model's."""
+    folder, model, x_test, y_test = fitted
+    out = folder / "har-c"
+    assert cli.main(["export", str(folder / "har.keras"), "--calibration",
+                     str(folder / "train.npz"), "--form", "c", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "identical int8 logits on 300/300" in said
+    subprocess.run(["make", "-s", "-C", str(out)], check=True)
+    x_test.astype("<f4").tofile(folder / "test.f32")
+    lines = subprocess.run([str(out / "zoo_app"), str(folder / "test.f32")], check=True,
+                           capture_output=True, text=True).stdout.splitlines()
+    c_pred = np.array([np.argmax([int(v) for v in line.split()]) for line in lines])
+    assert cli.main(["eval", str(out), "--data", str(folder / "test.npz"), "--runtime",
+                     "tflite-micro", "--json"]) == 0
+    import json
+
+    report = json.loads(capsys.readouterr().out)
+    assert report["test_sequences"] == len(y_test) == len(c_pred)
+    assert report["accuracy"] == pytest.approx(float(np.mean(c_pred == y_test)), abs=1e-12)
+    keras_accuracy = float(np.mean(model.predict(x_test, verbose=0).argmax(-1) == y_test))
+    assert abs(report["accuracy"] - keras_accuracy) < 0.03
+
+
+# ------------------------------------------------------------------ zoo eval of a run's export
+def test_zoo_eval_of_an_int8_step_export_is_its_card_accuracy(int8_step, har_dir, capsys):
+    """The export's int8 step models scored by ``zoo eval`` on the task's test split (LiteRT):
+    the accuracy its export-time check measured on the same windows."""
+    export_dir, card = int8_step
+    assert cli.main(["eval", str(export_dir), "--data-dir", str(har_dir)]) == 0
+    said = capsys.readouterr().out
+    assert f"test accuracy: {100 * card['accuracy']['tflite']:.2f}%" in said
+    assert "int8 step export, litert" in said and "per-class accuracy:" in said
+
