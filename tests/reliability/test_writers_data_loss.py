@@ -109,11 +109,13 @@ def test_repack_keeps_the_users_hidden_files(shipped, tmp_path, capsys):
     shutil.copytree(shipped.parent, dest)
     tag = dest / "lstm.har2"
     (tag / ".notes").write_text("mine\n")
-    (tag / "export-sequence-none" / ".keep").write_text("mine too\n")
+    # the tag's export folder (an LSTM ships its int8 step export since issue 42)
+    export = tag / json.loads((tag / "card.json").read_text())["export"]["folder"]
+    (export / ".keep").write_text("mine too\n")
     before = json.loads((tag / "card.json").read_text())["files"]
     assert main(["ship", "--repack", "--tag", "lstm.har2", "--dest", str(dest)]) == 0
     assert (tag / ".notes").read_text() == "mine\n"
-    assert (tag / "export-sequence-none" / ".keep").read_text() == "mine too\n"
+    assert (export / ".keep").read_text() == "mine too\n"
     files = json.loads((tag / "card.json").read_text())["files"]
     assert files.keys() == before.keys()
     from zoo.pretrained import sha256
