@@ -147,6 +147,7 @@ class _Converted:
     calibration: str | None = None
     stream: bytes | None = None
     pairs: tuple | None = None  # (x_t [P, d], h_prev [P, D])
+    state_scales: list | None = None  # step form: each state part's factor in the vector
 
 
 def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequence",
@@ -240,9 +241,10 @@ def _convert_step(source, run: ExportSource, opts: ExportOptions) -> _Converted:
     from zoo.export.quantize import convert
     from zoo.export.step import calibration_pairs, step_models
 
-    step, head = step_models(source)
-    xs, hs, h_final = calibration_pairs(source, run.x_train, sequences=opts.calibration_sequences,
-                                        pairs=opts.calibration_pairs)
+    xs, hs, h_final, scales = calibration_pairs(
+        source, run.x_train, sequences=opts.calibration_sequences, pairs=opts.calibration_pairs,
+        scales="auto")
+    step, head = step_models(source, scales)
     if opts.calibrated and float(np.ptp(h_final)) == 0.0:
         raise ValueError(f"the float model's final state is constant ({float(h_final.flat[0])}"
                          ") on every calibration sequence: the state collapsed in training "
@@ -263,7 +265,8 @@ def _convert_step(source, run: ExportSource, opts: ExportOptions) -> _Converted:
         check_builtin_only(stream)
     note = (f"{len(xs)} (x_t, h_t-1) pairs from float trajectories of {len(h_final)} training "
             "sequences; head: their final states")
-    return _Converted(models=models, ops={}, calibration=note, stream=stream, pairs=(xs, hs))
+    return _Converted(models=models, ops={}, calibration=note, stream=stream, pairs=(xs, hs),
+                      state_scales=scales)
 
 
 def write_artifacts(export: ExportDirectory, run: ExportSource, converted: _Converted,
@@ -291,20 +294,23 @@ def write_artifacts(export: ExportDirectory, run: ExportSource, converted: _Conv
         total_bytes=sum(len(b) for b in models.values()), ops=converted.ops, **run.card_fields)
     if opts.form == "step":
         card.step_io, card.state_quantization = _step_io(export.model("step"))
-        layout = _state_layout(run.model)
+        layout = _state_layout(run.model, converted.state_scales)
         if layout is not None:
             card.step_io["state_layout"] = layout
     card.frontend = run.frontend
     return card
 
 
-def _state_layout(model) -> list | None:
-    """Where each recurrent layer's states lie in the step model's one state vector (for more
-    than one part: an LSTM's h and c, stacked layers); None for a single state."""
+def _state_layout(model, scales: list | None) -> list | None:
+    """Where each recurrent layer's states lie in the step model's one state vector, and the
+    factor each is held at (`zoo.export.step.state_scales`), for more than one part (an LSTM's h
+    and c, stacked layers); None for a single state."""
     from zoo.export.step import step_chain
 
     layout = step_chain(model).state_layout
-    return layout if len(layout) > 1 else None
+    if len(layout) == 1:
+        return None
+    return [{**part, "scale": scale} for part, scale in zip(layout, scales or [1.0] * len(layout))]
 
 
 def check_litert(export: ExportDirectory, card: ModelCard, run: ExportSource, converted: _Converted,

@@ -26,7 +26,7 @@ from zoo.export.layer_chain import LayerChain, UnsupportedLayerError, layer_chai
 from zoo.layers import recurrent_layers
 
 __all__ = ["StepFormError", "recurrent_layers", "state_size", "step_models", "step_chain",
-           "trajectories", "calibration_pairs", "without_fake_quant", "for_integer_conversion",
+           "state_scales", "trajectories", "calibration_pairs", "without_fake_quant", "for_integer_conversion",
            "is_qat"]
 
 # Input names of the step signature. The converter orders inputs alphabetically, so device code
@@ -110,10 +110,12 @@ def for_integer_conversion(model: keras.Model) -> keras.Model:
     return without_fake_quant(model)
 
 
-def step_models(model: keras.Model):
-    """(step, head) Keras models with static batch 1, sharing ``model``'s trained layers."""
+def step_models(model: keras.Model, scales: list[float] | None = None):
+    """(step, head) Keras models with static batch 1, sharing ``model``'s trained layers.
+    ``scales`` (`state_scales`): each state part is held in the vector times its scale."""
     chain = step_chain(model)
-    return _step_model(model.name, chain, batch_size=1), _head_model(model.name, chain)
+    return (_step_model(model.name, chain, batch_size=1, scales=scales),
+            _head_model(model.name, chain, scales))
 
 
 class _Renamed(keras.layers.Layer):
@@ -139,19 +141,22 @@ def _uniquely_named(layers: list) -> list:
     return out
 
 
-def _step_model(name: str, chain: LayerChain, batch_size: int | None) -> keras.Model:
+def _step_model(name: str, chain: LayerChain, batch_size: int | None,
+                scales: list[float] | None = None) -> keras.Model:
     x_t = keras.Input((chain.features,), batch_size=batch_size, name=X_NAME)
     h_prev = keras.Input((chain.state_size,), batch_size=batch_size, name=H_NAME)
     x, layout, new_states = x_t, chain.state_layout, []
+    scales = scales or [1.0] * len(layout)
     called = _uniquely_named(chain.before + [layer.cell for layer in chain.recurrent])
     before, cells = called[:len(chain.before)], called[len(chain.before):]
     for layer in before:
         x = layer(x)
     for cell, parts in zip(cells, chain.states_by_layer()):
         states = [h_prev] if len(layout) == 1 else \
-            [h_prev[:, p["offset"]:p["offset"] + p["size"]] for p in parts]
+            [_part(h_prev, p, 1 / scales[layout.index(p)]) for p in parts]
         x, new = cell(x, states)
-        new_states += list(new) if isinstance(new, (list, tuple)) else [new]
+        new = list(new) if isinstance(new, (list, tuple)) else [new]
+        new_states += [_times(s, scales[layout.index(p)]) for s, p in zip(new, parts)]
     if len(new_states) == 1:
         h_t = x  # the cell's output: its state (checked by step_chain), as the zoo always did
     else:
@@ -159,20 +164,67 @@ def _step_model(name: str, chain: LayerChain, batch_size: int | None) -> keras.M
     return keras.Model([x_t, h_prev], h_t, name=f"{name}_step")
 
 
-def _head_model(name: str, chain: LayerChain) -> keras.Model:
+def _part(vector, part: dict, factor: float):
+    """One part of the state vector, back at its own scale."""
+    return _times(vector[:, part["offset"]:part["offset"] + part["size"]], factor)
+
+
+def _times(tensor, factor: float):
+    return tensor if factor == 1.0 else _Scale(factor)(tensor)
+
+
+class _Scale(keras.layers.Layer):
+    """``x * factor``, a power of two (`state_scales`): the product is exact, so the float step
+    model computes what it computed unscaled. (A layer, not ``x * factor`` on the symbolic
+    tensor: Keras 3.15 marks that product sparse, which a cell then refuses.)"""
+
+    def __init__(self, factor: float, **kwargs):
+        super().__init__(**kwargs)
+        self.factor = float(factor)
+
+    def call(self, inputs):
+        return inputs * self.factor
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+def _head_model(name: str, chain: LayerChain, scales: list[float] | None = None) -> keras.Model:
     h = keras.Input((chain.state_size,), batch_size=1, name="h")
     layout = chain.state_layout
     last = chain.states_by_layer()[-1][0]
-    y = h if len(layout) == 1 else h[:, last["offset"]:last["offset"] + last["size"]]
+    y = h if len(layout) == 1 else \
+        _part(h, last, 1 / (scales[layout.index(last)] if scales else 1.0))
     for layer in _uniquely_named(chain.head):
         y = layer(y)
     return keras.Model(h, y, name=f"{name}_head")
 
 
-def trajectories(model: keras.Model, x: np.ndarray, batch: int = 256) -> np.ndarray:
-    """States h_0..h_T (N, T + 1, D) of the float step model over normalised sequences ``x``."""
+def state_scales(model: keras.Model, trajectories_: np.ndarray) -> list[float] | None:
+    """A power-of-two factor per part of a state vector of several parts (None for one), from
+    float trajectories: each part is held in the vector times the factor that brings its largest
+    magnitude into (0.5, 1]. The int8 state vector has one scale for all its parts (the
+    converter gives a CONCATENATION's inputs its output's), so unscaled an LSTM's h (in [-1, 1])
+    would share the step of its c (here up to 16 in magnitude), ~20 levels for h; scaled, each
+    part spans the int8 range. Multiplying by a power of two is exact in float: the float step
+    model computes what it computed before."""
+    layout = step_chain(model).state_layout
+    if len(layout) == 1:
+        return None
+    scales = []
+    for part in layout:
+        values = trajectories_[..., part["offset"]:part["offset"] + part["size"]]
+        largest = float(np.max(np.abs(values))) if values.size else 0.0
+        scales.append(2.0 ** -int(np.ceil(np.log2(largest))) if largest > 0 else 1.0)
+    return scales
+
+
+def trajectories(model: keras.Model, x: np.ndarray, batch: int = 256,
+                 scales: list[float] | None = None) -> np.ndarray:
+    """States h_0..h_T (N, T + 1, D) of the float step model over normalised sequences ``x``
+    (each part of the vector times its factor of ``scales``)."""
     chain = step_chain(model)
-    step = _step_model(model.name, chain, batch_size=None)
+    step = _step_model(model.name, chain, batch_size=None, scales=scales)
     out = []
     for start in range(0, len(x), batch):
         xb = np.asarray(x[start:start + batch], np.float32)
@@ -186,17 +238,30 @@ def trajectories(model: keras.Model, x: np.ndarray, batch: int = 256) -> np.ndar
 
 
 def calibration_pairs(model: keras.Model, x: np.ndarray, *, sequences: int = 200,
-                      pairs: int = 1000, seed: int = 0):
+                      pairs: int = 1000, seed: int = 0, scales="none"):
     """Real (x_t, h_{t-1}) pairs and final states h_T for calibrating a step / head model.
 
     ``sequences`` training sequences are run through the float step model; ``pairs``
     (x_t, h_{t-1}) are drawn uniformly over (sequence, t) from their trajectories, t = 0
-    (h = 0) included. Returns ``(x_t [P, d], h_prev [P, D], h_T [S, D])``.
+    (h = 0) included. Returns ``(x_t [P, d], h_prev [P, D], h_T [S, D])``; with
+    ``scales="auto"`` the state parts are held scaled (`state_scales`, from these trajectories)
+    and ``(x_t, h_prev, h_T, scales)`` is returned, the scales to build the step models with.
     """
     rng = np.random.default_rng(seed)
     idx = rng.choice(len(x), size=min(sequences, len(x)), replace=False)
     xs = np.asarray(x[idx], np.float32)
     traj = trajectories(model, xs)
+    if scales == "auto":
+        found = state_scales(model, traj)
+        if found is not None:  # the same states, held scaled (exact: powers of two)
+            layout = step_chain(model).state_layout
+            traj = traj * np.concatenate([np.full(p["size"], f, np.float32)
+                                          for p, f in zip(layout, found)])
+        return (*_draw(rng, xs, traj, pairs), found)
+    return _draw(rng, xs, traj, pairs)
+
+
+def _draw(rng, xs: np.ndarray, traj: np.ndarray, pairs: int):
     n, steps = xs.shape[:2]
     flat = rng.choice(n * steps, size=min(pairs, n * steps), replace=False)
     seq, t = flat // steps, flat % steps

@@ -8,7 +8,8 @@ import pytest
 
 import zoo
 from zoo.export.layer_chain import UnsupportedLayerError, layer_chain, logits_model
-from zoo.export.step import recurrent_layers, state_size, step_chain, step_models, trajectories
+from zoo.export.step import (calibration_pairs, recurrent_layers, state_size, step_chain,
+                             step_models, trajectories)
 
 T, F = 9, 3
 
@@ -60,10 +61,18 @@ def test_float_step_loop_is_the_keras_model(name):
     floats = logits_model(chain)
     x = raw if chain.normalization is None else (raw - chain.normalization[0]) / chain.normalization[1]
     want = floats.predict(x, verbose=0)
-    states = trajectories(floats, x)
-    _, head = step_models(floats)
+    *_, scales = calibration_pairs(floats, x, sequences=len(x), pairs=10, scales="auto")
+    states = trajectories(floats, x, scales=scales)
+    _, head = step_models(floats, scales)
     got = np.concatenate([np.asarray(head(states[i:i + 1, -1])) for i in range(len(x))])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if scales is not None:  # each part held times a power of two: exactly the unscaled state
+        factors = np.concatenate([np.full(p["size"], f, np.float32)
+                                  for p, f in zip(chain.state_layout, scales)])
+        np.testing.assert_array_equal(states, trajectories(floats, x) * factors)
+        largest = np.abs(states).max(axis=(0, 1))
+        for part in chain.state_layout:  # every part now spans (0.5, 1] at most
+            assert 0.5 < largest[part["offset"]:part["offset"] + part["size"]].max() <= 1.0
     probabilities = model.predict(raw, verbose=0)  # the model as the user built it
     np.testing.assert_allclose(keras.ops.softmax(want) if chain.softmax else want,
                                probabilities, rtol=1e-4, atol=1e-5)
