@@ -179,8 +179,12 @@ def check_eval(args) -> None:
     """A finished run, or a folder with a model card (an export): before Keras loads."""
     from zoo.export.evaluate_export import is_export
 
-    if not is_export(args.run_dir):
+    if is_export(args.run_dir):
+        return
+    try:
         check_run_dir_argument(args)
+    except (ValueError, FileNotFoundError) as err:
+        raise ValueError(f"{err}; nor is it an export folder (no model_card.json)") from None
 
 
 def run_eval(args) -> int:

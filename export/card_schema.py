@@ -73,8 +73,9 @@ class ModelCard:
 
     ``step_io.state_layout`` (a step model with more than one state part: an LSTM's h and c,
     stacked recurrent layers) lists the parts of the one state vector in order, each ``layer``,
-    ``state`` (``h``, ``c``...), ``offset`` and ``size``: they tile it from 0 to ``state_size``.
-    Absent, the vector is one recurrent layer's state. A loop feeds back the whole vector.
+    ``state`` (``h``, ``c``...), ``offset``, ``size`` (they tile it from 0 to ``state_size``) and
+    ``scale`` (the part is held in the vector times it, a power of two). Absent, the vector is
+    one recurrent layer's state. A loop feeds back the whole vector as it is.
     """
 
     schema_version: int = CARD_SCHEMA_VERSION
