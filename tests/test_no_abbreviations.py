@@ -25,8 +25,7 @@ from edge_rnn_zoo import cli
 
 REPO = Path(__file__).resolve().parents[1]
 # Folders whose scripts build parsers, and the import name of each (tools run by path).
-SCRIPT_FOLDERS = {"export": "zoo.export", "experiments": "zoo.experiments",
-                  "tools/cortexm": None}
+SCRIPT_FOLDERS = {"export": "zoo.export", "experiments": "zoo.experiments", "tools": None}
 
 
 class _Captured(Exception):
@@ -131,7 +130,7 @@ def script_parser(path: Path, monkeypatch) -> argparse.ArgumentParser:
     else by running it as ``__main__`` (a parser built there)."""
     name = _import_name(path)
     monkeypatch.setattr(sys, "argv", [str(path)])
-    if name is None:  # tools/cortexm: scripts run by path, importing their siblings
+    if name is None:  # tools/: scripts run by path, importing their siblings
         monkeypatch.syspath_prepend(str(path.parent))
         return parser_of(lambda: runpy.run_path(str(path), run_name="__main__"))
     main = getattr(importlib.import_module(name), "main", None)

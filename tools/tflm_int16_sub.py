@@ -103,7 +103,7 @@ def main() -> None:
     from tflite_micro.python.tflite_micro import runtime
     import tensorflow as tf
 
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     p.add_argument("--models", type=int, default=12)
     p.add_argument("--batches", type=int, default=8)
     args = p.parse_args()

@@ -121,7 +121,7 @@ def testset_windows(export_dir: Path, kind: str, data_dir: Path | None = None) -
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="write an export's test windows as a zoo_app "
-                                                 "window file")
+                                                 "window file", allow_abbrev=False)
     parser.add_argument("export", type=Path, help="an int8 step or C export (its testset.npz)")
     parser.add_argument("--out", type=Path, required=True, help="the window file (a new file)")
     parser.add_argument("--kind", choices=("normalized", "raw"), default="normalized",
