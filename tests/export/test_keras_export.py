@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from edge_rnn_zoo import cli
+from zoo.export.c_backend.windows import write_windows
 from zoo.export.sources import CalibrationError, read_windows
 
 T, F = 32, 9
@@ -147,8 +148,8 @@ def test_keras_model_to_c_then_zoo_eval_equals_zoo_app(fitted, capsys):
     said = capsys.readouterr().out
     assert "identical int8 logits on 300/300" in said
     subprocess.run(["make", "-s", "-C", str(out)], check=True)
-    x_test.astype("<f4").tofile(folder / "test.f32")
-    lines = subprocess.run([str(out / "zoo_app"), str(folder / "test.f32")], check=True,
+    raw = write_windows(folder / "test.zoow", x_test, "raw")  # zoo_app normalizes raw windows
+    lines = subprocess.run([str(out / "zoo_app"), str(raw)], check=True,
                            capture_output=True, text=True).stdout.splitlines()
     c_pred = np.array([np.argmax([int(v) for v in line.split()]) for line in lines])
     assert cli.main(["eval", str(out), "--data", str(folder / "test.npz"), "--runtime",
