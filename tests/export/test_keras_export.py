@@ -143,8 +143,13 @@ def test_keras_model_to_c_then_zoo_eval_equals_zoo_app(fitted, capsys):
     within a few points of the Keras float model's."""
     folder, model, x_test, y_test = fitted
     out = folder / "har-c"
+    # --max-drop 3: the export's own gate (1 point by default) holds this 3-epoch LSTM (78 %)
+    # to this test's bound on int8 against float, the last assertion: a model fitted afresh drops
+    # what the machine's arithmetic gives (1.00 points on 300 windows on one, over the default
+    # gate). What is checked here is the C against zoo eval.
     assert cli.main(["export", str(folder / "har.keras"), "--calibration",
-                     str(folder / "train.npz"), "--form", "c", "--out", str(out)]) == 0
+                     str(folder / "train.npz"), "--form", "c", "--out", str(out),
+                     "--max-drop", "3"]) == 0
     said = capsys.readouterr().out
     assert "identical int8 logits on 300/300" in said
     subprocess.run(["make", "-s", "-C", str(out)], check=True)
