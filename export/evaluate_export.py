@@ -48,7 +48,7 @@ def evaluate_export(export_dir, data_dir=None, *, runtime: str = "litert",
         card = read_card(str(export_dir))
     except ExportFolderError as err:
         raise ValueError(str(err)) from None
-    raw, y, source = _windows(export_dir, card, data_dir)
+    raw, y, source = raw_windows(export_dir, card, data_dir)
     raw, y = (raw[:limit], y[:limit]) if limit else (raw, y)
     norm = load_normalization(export_dir / card.normalization, card.features) \
         if card.normalization else None
@@ -63,8 +63,10 @@ def evaluate_export(export_dir, data_dir=None, *, runtime: str = "litert",
     return report
 
 
-def _windows(export_dir: Path, card, data_dir):
-    """(raw windows, labels, where they came from) to score the export on."""
+def raw_windows(export_dir: Path, card, data_dir):
+    """(raw windows, labels, where they came from): what ``zoo eval EXPORT --data-dir`` scores,
+    the windows of the export's task in ``data_dir`` (its ``evaluation_split``), or an .npz of
+    X and y for an export of a Keras model."""
     timesteps = card.timesteps if card.form == "sequence" else None  # a step model streams any T
     if card.task is None:
         return _npz_windows(data_dir, card, timesteps)

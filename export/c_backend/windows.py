@@ -20,6 +20,8 @@ windows read as raw ones are normalized twice: an export's test set gave 87.16 %
     python -m zoo.export.c_backend.windows EXPORT_DIR --out test.zoow           # its testset.npz
     python -m zoo.export.c_backend.windows EXPORT_DIR --out raw.zoow --kind raw # x * std + mean
     python -m zoo.export.c_backend.windows C_DIR --data-dir DATA --out t.zoow   # a shipped tag
+    python -m zoo.export.c_backend.windows EXPORT_DIR --data-dir my_test.npz --kind raw --out t.zoow
+                                                       # your own test windows, as zoo eval reads them
 """
 
 from __future__ import annotations
@@ -105,6 +107,8 @@ def testset_windows(export_dir: Path, kind: str, data_dir: Path | None = None) -
     export_dir = Path(export_dir)
     card = read_step_export(export_dir)
     norm = read_normalization(export_dir, card)
+    if data_dir is not None and (export_dir / "testset.npz").is_file():
+        return _data_windows(export_dir, card, norm, kind, data_dir)
     try:
         x, _ = load_testset(str(export_dir), card)
     except ExportFolderError as err:  # damaged, misshapen or non-finite
@@ -119,6 +123,22 @@ def testset_windows(export_dir: Path, kind: str, data_dir: Path | None = None) -
     return x
 
 
+def _data_windows(export_dir: Path, card, norm, kind: str, data_dir) -> np.ndarray:
+    """The windows ``zoo eval EXPORT --data-dir DATA`` scores (your own test data, read as the
+    export's task reads it), as ``kind``: the same windows, so zoo_app's lines and zoo eval's
+    accuracy can be compared window for window."""
+    from zoo.export.evaluate_export import raw_windows
+
+    try:
+        x, _, _ = raw_windows(export_dir, card, data_dir)
+    except (ValueError, OSError) as err:  # DataError and CalibrationError are ValueErrors
+        raise CExportError(str(err)) from None
+    x = np.asarray(x, np.float32)
+    if kind == "normalized" and norm is not None:
+        return ((x - norm[0]) / norm[1]).astype(np.float32)
+    return x
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="write an export's test windows as a zoo_app "
                                                  "window file", allow_abbrev=False)
@@ -127,8 +147,10 @@ def main(argv=None) -> int:
     parser.add_argument("--kind", choices=("normalized", "raw"), default="normalized",
                         help="normalized (as the test set is) or raw (x * std + mean)")
     parser.add_argument("--limit", type=int_in(1), help="the first N windows only")
-    parser.add_argument("--data-dir", type=Path, help="a shipped tag's export has no testset.npz: "
-                        "the task's data, for its test windows")
+    parser.add_argument("--data-dir", type=Path, help="the windows zoo eval EXPORT --data-dir "
+                        "scores (your own test data: an .npz or CSV folder of the windows task); "
+                        "for a shipped tag's export (no testset.npz), the task's data, for its "
+                        "test windows")
     args = parser.parse_args(argv)
     try:
         x = testset_windows(args.export, args.kind, args.data_dir)[:args.limit]
