@@ -42,7 +42,16 @@ from typing import Any
 
 CARD = "card.json"
 CARD_VERSION = 1
+MODEL_FILE = "model.keras"
+NORMALIZATION_FILE = "normalization.json"
+# Files every card must list (and so sha256-check): what `load_pretrained` opens.
+REQUIRED_FILES = (MODEL_FILE, NORMALIZATION_FILE)
 _log = logging.getLogger(__name__)
+
+
+class PretrainedError(ValueError):
+    """A pretrained tag that cannot be trusted: a damaged or inconsistent card, file or model.
+    The message is one line naming the file and what is wrong."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,8 +78,40 @@ class PretrainedCfg:
         missing = sorted(fields - set(data) - {"version"})
         if missing:
             raise ValueError(f"pretrained card is missing {missing}")
+        _check_shape_and_classes(data["input_shape"], data["num_classes"])
+        _check_files(data["files"])
         return cls(**{k: (tuple(v) if k == "input_shape" else v)
                       for k, v in data.items() if k in fields})
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _check_shape_and_classes(input_shape, num_classes) -> None:
+    if not (isinstance(input_shape, list) and len(input_shape) == 2
+            and all(map(_is_count, input_shape))):
+        raise ValueError(f"input_shape must be [timesteps, features], two integers >= 1, got "
+                         f"{input_shape!r}")
+    if not _is_count(num_classes):
+        raise ValueError(f"num_classes must be an integer >= 1, got {num_classes!r}")
+
+
+def _check_files(files) -> None:
+    """``files`` maps relative paths inside the tag folder to sha256 digests, and lists every
+    file the loader opens (an unlisted file would load unchecked)."""
+    if not (isinstance(files, dict) and files
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
+        raise ValueError(f"'files' must map each file of the tag (relative path) to its sha256, "
+                         f"got {str(files)[:60]!r}")
+    for rel in files:
+        parts = rel.replace("\\", "/").split("/")
+        if rel.startswith(("/", "\\")) or ".." in parts or not all(parts) or ":" in parts[0]:
+            raise ValueError(f"'files' entry {rel!r} is outside the tag folder; refusing it")
+    for needed in REQUIRED_FILES:
+        if needed not in files:
+            raise ValueError(f"'files' does not list {needed}, which loading opens: it would "
+                             "load unchecked (reinstall edge-rnn-zoo)")
 
 
 def pretrained_root() -> Path:
@@ -91,7 +132,7 @@ def read_card(path: Path) -> PretrainedCfg:
     try:
         cfg = PretrainedCfg.from_dict(data)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{path}: {err}") from None
+        raise PretrainedError(f"{path}: {err}") from None
     if cfg.tag != path.parent.name:
         raise ValueError(f"{path}: tag {cfg.tag!r} differs from its folder name")
     return cfg
@@ -127,7 +168,7 @@ def list_pretrained(pattern: str | None = None) -> list[str]:
 def get_pretrained_cfg(tag: str) -> PretrainedCfg:
     cards = _cards()
     if isinstance(cards.get(tag), ValueError):
-        raise ValueError(str(cards[tag]))
+        raise cards[tag]
     if tag not in cards:
         close = difflib.get_close_matches(tag, cards, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
@@ -160,16 +201,21 @@ def sha256(path: Path) -> str:
 
 
 def verified_dir(tag: str) -> Path:
-    """The folder of ``tag`` after checking every file of its card against its sha256."""
+    """The folder of ``tag`` after checking every file of its card against its sha256 (each a
+    file inside the folder, symlinks resolved)."""
     cfg = get_pretrained_cfg(tag)
     folder = pretrained_root() / tag
+    real_folder = folder.resolve()
     for rel, want in cfg.files.items():
         path = folder / rel
+        if not path.resolve().is_relative_to(real_folder):
+            raise PretrainedError(f"{folder / CARD}: 'files' entry {rel!r} is outside the tag "
+                                  f"folder ({path} resolves to {path.resolve()}); refusing it")
         if not path.is_file():
             raise FileNotFoundError(f"pretrained {tag}: {path} is missing")
         got = sha256(path)
         if got != want:
-            raise ValueError(f"pretrained {tag}: {path} has sha256 {got}, its card says {want}; "
+            raise PretrainedError(f"pretrained {tag}: {path} has sha256 {got}, its card says {want}; "
                              "the file is damaged or was edited (reinstall edge-rnn-zoo)")
     return folder
 
@@ -177,20 +223,62 @@ def verified_dir(tag: str) -> Path:
 def load_pretrained(tag: str, normalize: bool = True):
     """The trained `keras.Model` of ``tag``. With ``normalize`` (default) its first layer applies
     the training split's per-feature z-score, so it takes raw features; without it, the model
-    expects features normalised with ``normalization.json``."""
+    expects features normalised with ``normalization.json``. Every file is sha256-checked
+    first, and the model must take the card's ``input_shape`` and give its ``num_classes``:
+    anything else is a `PretrainedError` naming the file."""
     import keras
-    import numpy as np
 
     from zoo.model_table import register_layers
 
     register_layers()  # whatever imported Keras first in this program
     cfg = get_pretrained_cfg(tag)
     folder = verified_dir(tag)
-    trained = keras.saving.load_model(folder / "model.keras")
+    trained = _load_model(folder / MODEL_FILE)
+    _check_model(trained, cfg, folder)
     if not normalize:
         return trained
-    stats = json.loads((folder / "normalization.json").read_text())
-    mean, std = np.asarray(stats["mean"], "float32"), np.asarray(stats["std"], "float32")
+    mean, std = _read_normalization(folder / NORMALIZATION_FILE, cfg.input_shape[-1])
     inputs = keras.Input(shape=cfg.input_shape, name="x")
     scaled = keras.layers.Normalization(mean=mean, variance=std ** 2, name="normalization")(inputs)
     return keras.Model(inputs, trained(scaled), name=tag.replace(".", "_"))
+
+
+def _load_model(path: Path):
+    import keras
+
+    try:
+        return keras.saving.load_model(path)
+    except Exception as err:  # Keras raises many kinds on a damaged archive; each is this
+        first = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
+        raise PretrainedError(f"{path}: is not a loadable Keras model ({type(err).__name__}: "
+                              f"{first}); the file is damaged (reinstall edge-rnn-zoo)") from None
+
+
+def _check_model(model, cfg: PretrainedCfg, folder: Path) -> None:
+    """The model must take the card's input shape and give its number of classes."""
+    takes, gives = tuple(model.input_shape[1:]), model.output_shape[-1]
+    card = folder / CARD
+    if takes != tuple(cfg.input_shape):
+        raise PretrainedError(f"{card}: input_shape {list(cfg.input_shape)}, but the model "
+                              f"({folder / MODEL_FILE}) takes {takes}")
+    if gives != cfg.num_classes:
+        raise PretrainedError(f"{card}: num_classes {cfg.num_classes}, but the model "
+                              f"({folder / MODEL_FILE}) has {gives} outputs")
+
+
+def _read_normalization(path: Path, features: int):
+    """(mean, std) of ``normalization.json``: ``features`` finite values each, std > 0."""
+    import numpy as np
+
+    try:
+        stats = json.loads(path.read_text())
+        mean, std = (np.asarray(stats[k], "float32") for k in ("mean", "std"))
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+        raise PretrainedError(f"{path}: not a normalization (a JSON object with 'mean' and "
+                              f"'std' lists; {type(err).__name__}: {err})") from None
+    if mean.shape != (features,) or std.shape != (features,):
+        raise PretrainedError(f"{path}: mean and std must hold {features} values (the model's "
+                              f"features), got {mean.shape} and {std.shape}")
+    if not (np.isfinite(mean).all() and np.isfinite(std).all() and (std > 0).all()):
+        raise PretrainedError(f"{path}: mean and std must be finite and std > 0")
+    return mean, std
