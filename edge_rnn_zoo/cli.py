@@ -86,8 +86,8 @@ DEVICE = {
 SCRIPTS = {
     "bench": BENCHMARKS,
     "device": DEVICE,
-    "ship": {"": ("zoo.experiments.ship", "ship a trained run as a pretrained model "
-                                      "(models/pretrained/<model>.<task>/)")},
+    "ship": {"": ("zoo.export.ship", "ship a trained run as a pretrained model "
+                                 "(models/pretrained/<model>.<task>/)")},
 }
 ALIASES = {"kws-bench": "kws-table", "c-bench": "c-backend"}  # the modules' own names
 SUBCOMMANDS.update({

@@ -82,7 +82,9 @@ def check_export(args) -> None:
     if args.form == "c":
         from zoo.export.c_backend.command import find_step_export
 
-        if find_step_export(Path(args.run_dir)) is not None:
+        # Read once: `_run_c_export` hands it on, so the export's card is parsed once.
+        args.step_export = find_step_export(Path(args.run_dir))
+        if args.step_export is not None:
             return
     check_run_dir_argument(args)
 
@@ -151,6 +153,7 @@ def _run_c_export(args) -> int:
         return 2
     try:
         export_c(args.run_dir, args.out, match=args.match, overwrite=args.overwrite,
+                 found=getattr(args, "step_export", None),
                  data_dir=args.data_dir, max_drop=args.max_drop, allow_drop=args.allow_drop,
                  per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
                  micro=not args.no_micro)

@@ -35,13 +35,13 @@ def print_pretrained() -> None:
     for tag in tags:
         c = get_pretrained_cfg(tag)
         m, e = c.metrics, c.export
-        val = f"{m['val_accuracy_subject_cv_mean']:.2f}"
-        if m.get("val_accuracy_subject_cv_std") is not None:
-            val += f"±{m['val_accuracy_subject_cv_std']:.2f}"
-        arena = e.get("tflite_micro_arena_bytes")
-        print(f"  {tag:<{width}} {c.parameters:>7,} {val:>12} {m['test_accuracy_visible']:>6.2f} "
-              f"{m['export_accuracy']:>7.2f} {e['quantize'] + ' ' + e['form']:<14} "
-              f"{e['total_bytes']:>7,} {arena if arena else '-':>6}")
+        val = f"{m.val_accuracy_subject_cv_mean:.2f}"
+        if m.val_accuracy_subject_cv_std is not None:
+            val += f"±{m.val_accuracy_subject_cv_std:.2f}"
+        arena = e.tflite_micro_arena_bytes
+        print(f"  {tag:<{width}} {c.parameters:>7,} {val:>12} {m.test_accuracy_visible:>6.2f} "
+              f"{m.export_accuracy:>7.2f} {e.quantize + ' ' + e.form:<14} "
+              f"{e.total_bytes:>7,} {arena if arena else '-':>6}")
 
 
 def print_models() -> None:

@@ -1,6 +1,6 @@
 """The experiments layer (layer 4): benchmarks (`zoo.experiments.bench`, `zoo.experiments.benchmarks`,
 `zoo.experiments.kws_bench`, `zoo.experiments.c_bench`, ...), the theory report (`zoo.experiments.analysis`),
-sweeps, cross-validation tables and the shipping protocol (`zoo.experiments.ship`), built on ``zoo``,
+sweeps and cross-validation tables (shipping is the export layer's: `zoo.export.ship`), built on ``zoo``,
 ``training`` and ``export``; nothing below imports it.
 
 Importing this package imports nothing heavy: Ray (the optional ``sweep`` extra) is imported only

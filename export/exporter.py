@@ -61,7 +61,13 @@ def check_backend() -> None:
 
 class AccuracyDropError(RuntimeError):
     """The quantized model lost more accuracy than allowed; the export is kept for inspection
-    in ``OUT.failed`` (never in ``out``: a failed export does not replace a good one)."""
+    in ``OUT.failed`` (never in ``out``: a failed export does not replace a good one).
+    ``summary``: the loss alone (the accuracies and the bar), without where the export was kept
+    or what to do, for a caller that words those itself (`zoo export --form c`)."""
+
+    def __init__(self, message: str, summary: str | None = None):
+        super().__init__(message)
+        self.summary = summary or message
 
 
 @dataclass(frozen=True)
@@ -476,13 +482,13 @@ def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path) -> Non
     kept = (f"the export is in {failed_path(out)} for inspection" if where.name.endswith(".failed")
             else f"the export is in {where} for inspection ({failed_path(out)} is not the zoo's "
                  "or in use); the next export to the same --out removes it")
+    summary = (f"{opts.quantize} {opts.form} model: test accuracy {100 * acc['tflite']:.2f}% is "
+               f"{acc['drop_points']:.2f} points below the Keras float model's "
+               f"{100 * acc['keras_float']:.2f}% (allowed: {opts.max_drop} points")
     raise AccuracyDropError(
-        f"{opts.quantize} {opts.form} model: test accuracy {100 * acc['tflite']:.2f}% is "
-        f"{acc['drop_points']:.2f} points below the Keras float model's "
-        f"{100 * acc['keras_float']:.2f}% (allowed: {opts.max_drop} points; {out} is "
-        f"unchanged and {kept}). Pass --allow-drop to accept it, or "
+        f"{summary}; {out} is unchanged and {kept}). Pass --allow-drop to accept it, or "
         f"{accuracy_drop_advice(opts.quantize)}retrain with the integer-friendly options "
-        "(docs/export.md).")
+        "(docs/export.md).", summary=summary + ")")
 
 
 def check_out(out: Path, overwrite: bool) -> None:

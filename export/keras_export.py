@@ -96,7 +96,6 @@ def _export_c(read, out: Path, match: str, name: str, options: dict) -> dict:
     from zoo.export.exporter import ExportOptions, export_source
 
     def make_step(step_dir, **step_options):
-        opts = ExportOptions(**step_options)
-        export_source(read, Path(step_dir), opts)
+        return export_source(read, Path(step_dir), ExportOptions(**step_options))
 
     return export_c(name, out, match=match, step_maker=make_step, **options)

@@ -183,7 +183,7 @@ class StreamReference:
         if not 1 <= instances <= MAX_INSTANCES or period < instances:
             raise ValueError(f"instances must be in 1..{MAX_INSTANCES} and at most period "
                              f"({period}); got {instances}")
-        self.input_map = input_map(self.export_dir)
+        self.input_map = input_map(self.export_dir, card)
         self.posteriors = Posteriors.fit(self.model.lo_quant[0])
         self.classes = int(np.prod(self.model.head.output_quant(0)[2]))
         self.class_names = list(card.class_names or [])
@@ -235,10 +235,11 @@ class StreamReference:
         return logits, post, recognizer.run(post)
 
 
-def input_map(export_dir: Path) -> InputMap:
-    """The export's `InputMap`: its normalization and its step model's input quantization."""
+def input_map(export_dir: Path, card=None) -> InputMap:
+    """The export's `InputMap`: its normalization and its step model's input quantization
+    (``card``: the export's `ModelCard`, when the caller has read it)."""
     export_dir = Path(export_dir)
-    card = read_card(str(export_dir))
+    card = card or read_card(str(export_dir))
     norm = json.loads((export_dir / (card.normalization or "normalization.json")).read_text())
     graph = read_graph((export_dir / card.files["step"]).read_bytes())
     x = graph.tensor(graph.inputs[card.step_io["x"]])

@@ -31,111 +31,26 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import hashlib
 import importlib.resources
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
-CARD = "card.json"
-CARD_VERSION = 1
-MODEL_FILE = "model.keras"
-NORMALIZATION_FILE = "normalization.json"
-# Files every card must list (and so sha256-check): what `load_pretrained` opens.
-REQUIRED_FILES = (MODEL_FILE, NORMALIZATION_FILE)
+from zoo.pretrained_card import (CARD, CARD_VERSION, MODEL_FILE, NORMALIZATION_FILE,
+                                 REQUIRED_FILES, PretrainedCfg, PretrainedError, read_card)
+
+__all__ = ["CARD", "CARD_VERSION", "MODEL_FILE", "NORMALIZATION_FILE", "REQUIRED_FILES",
+           "PretrainedCfg", "PretrainedError", "read_card", "pretrained_root", "list_pretrained",
+           "get_pretrained_cfg", "resolve_tag", "sha256", "verified_dir", "load_pretrained",
+           "archive_root"]
 _log = logging.getLogger(__name__)
-
-
-class PretrainedError(ValueError):
-    """A pretrained tag that cannot be trusted: a damaged or inconsistent card, file or model.
-    The message is one line naming the file and what is wrong."""
-
-
-@dataclasses.dataclass(frozen=True)
-class PretrainedCfg:
-    """The card of one pretrained model (``card.json``)."""
-
-    tag: str
-    model: str
-    task: str
-    input_shape: tuple
-    num_classes: int
-    class_names: list
-    parameters: int
-    metrics: dict  # accuracy (%) by split and form, e.g. {"val_cv": ..., "test": ..., "int8": ...}
-    export: dict  # bytes, arena, quantization of the shipped export
-    data: dict  # dataset, split, seeds
-    command: str  # what rebuilt it
-    files: dict  # relative path -> sha256
-    version: int = CARD_VERSION
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PretrainedCfg":
-        fields = {f.name for f in dataclasses.fields(cls)}
-        missing = sorted(fields - set(data) - {"version"})
-        if missing:
-            raise ValueError(f"pretrained card is missing {missing}")
-        _check_shape_and_classes(data["input_shape"], data["num_classes"])
-        _check_files(data["files"])
-        return cls(**{k: (tuple(v) if k == "input_shape" else v)
-                      for k, v in data.items() if k in fields})
-
-
-def _is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-def _check_shape_and_classes(input_shape, num_classes) -> None:
-    if not (isinstance(input_shape, list) and len(input_shape) == 2
-            and all(map(_is_count, input_shape))):
-        raise ValueError(f"input_shape must be [timesteps, features], two integers >= 1, got "
-                         f"{input_shape!r}")
-    if not _is_count(num_classes):
-        raise ValueError(f"num_classes must be an integer >= 1, got {num_classes!r}")
-
-
-def _check_files(files) -> None:
-    """``files`` maps relative paths inside the tag folder to sha256 digests, and lists every
-    file the loader opens (an unlisted file would load unchecked)."""
-    if not (isinstance(files, dict) and files
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())):
-        raise ValueError(f"'files' must map each file of the tag (relative path) to its sha256, "
-                         f"got {str(files)[:60]!r}")
-    for rel in files:
-        parts = rel.replace("\\", "/").split("/")
-        if rel.startswith(("/", "\\")) or ".." in parts or not all(parts) or ":" in parts[0]:
-            raise ValueError(f"'files' entry {rel!r} is outside the tag folder; refusing it")
-    for needed in REQUIRED_FILES:
-        if needed not in files:
-            raise ValueError(f"'files' does not list {needed}, which loading opens: it would "
-                             "load unchecked (reinstall edge-rnn-zoo)")
 
 
 def pretrained_root() -> Path:
     """The folder holding one sub-folder per pretrained tag."""
     return Path(str(importlib.resources.files("zoo.models"))) / "pretrained"
-
-
-def read_card(path: Path) -> PretrainedCfg:
-    """The card at ``path`` (``<root>/<tag>/card.json``); a damaged one is a ValueError naming
-    the file and what is wrong."""
-    try:
-        data = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path}: not valid JSON ({err}); the pretrained card is damaged "
-                         "(reinstall edge-rnn-zoo)") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    try:
-        cfg = PretrainedCfg.from_dict(data)
-    except (TypeError, ValueError) as err:
-        raise PretrainedError(f"{path}: {err}") from None
-    if cfg.tag != path.parent.name:
-        raise ValueError(f"{path}: tag {cfg.tag!r} differs from its folder name")
-    return cfg
 
 
 def _cards() -> dict[str, PretrainedCfg | ValueError]:

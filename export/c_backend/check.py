@@ -24,12 +24,13 @@ from zoo.export.card_schema import read_card
 from zoo.export.exportdir import load_testset
 
 
-def build(c_dir: Path, cc: str = "cc", extra: str = "") -> Path:
-    """``make`` in ``c_dir`` (warnings are errors); the zoo_app binary."""
+def build(c_dir: Path, cc: str = "cc", extra: str = "", shown_as: Path | None = None) -> Path:
+    """``make`` in ``c_dir`` (warnings are errors); the zoo_app binary. ``shown_as``: the
+    folder's name in the error (a staging folder is built under the name it will have)."""
     cmd = ["make", "-s", "-C", str(c_dir), f"CC={cc}"] + ([f"CFLAGS={extra}"] if extra else [])
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
-        raise CExportError(f"{c_dir}: make failed:\n{done.stdout}{done.stderr}")
+        raise CExportError(f"{shown_as or c_dir}: make failed:\n{done.stdout}{done.stderr}")
     return c_dir / "zoo_app"
 
 
@@ -77,11 +78,11 @@ def raw_windows(export_dir: Path, card, model, x: np.ndarray):
 
 
 def compare(export_dir: Path, app: Path, runtime: str = "tflite-micro", limit: int | None = None,
-            x: np.ndarray | None = None):
+            x: np.ndarray | None = None, card=None):
     """Window counts of identical logits and identical final states, C vs ``runtime``, on the
     int8 path and on the raw-float path, over the normalized windows ``x`` (default: the
-    export's test windows)."""
-    card = read_card(str(export_dir))
+    export's test windows). ``card``: the export's `ModelCard`, when the caller has read it."""
+    card = card or read_card(str(export_dir))
     if x is None:
         x, _ = load_testset(str(export_dir), card)
     x = x[:limit] if limit else x

@@ -78,11 +78,12 @@ def requant_table(src: _Quant, dst: _Quant) -> np.ndarray:
     return np.clip(back, -128, 127).astype(np.int8)
 
 
-def read_step_export(export_dir: Path) -> ModelCard:
+def read_step_export(export_dir: Path, card: ModelCard | None = None) -> ModelCard:
     """The card of an int8 step export (`card_schema.read_card`: the schema, the model files
-    inside the folder); `CExportError` otherwise."""
+    inside the folder; ``card``: that card, already read by the caller, only checked to be an
+    int8 step export's); `CExportError` otherwise."""
     try:
-        card = read_card(str(export_dir))
+        card = card or read_card(str(export_dir))
     except ExportFolderError as err:
         raise CExportError(f"{err} (the C backend compiles a `zoo export --form step --quantize "
                            "int8` folder)") from None
@@ -151,13 +152,15 @@ def _check_ops(card: ModelCard, name: str, graph: Graph, step_export: Path) -> N
                            "belong to this model")
 
 
-def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro") -> dict:
+def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro",
+                    card: ModelCard | None = None) -> dict:
     """Write the C project of the int8 step export ``step_export`` into ``out`` (a folder that
-    exists); returns its summary (files, bytes, scratch) for the model card."""
+    exists); returns its summary (files, bytes, scratch) for the model card. ``card``: the
+    export's card when the caller has read it (`read_step_export`)."""
     step_export, out = Path(step_export), Path(out)
     if runtime not in RUNTIMES:
         raise CExportError(f"unknown runtime {runtime!r} to match; valid: {', '.join(RUNTIMES)}")
-    card = read_step_export(step_export)
+    card = read_step_export(step_export, card)
     models = read_checked_graphs(step_export, card)
     (step_bytes, step_g), (head_bytes, head_g) = models["step"], models["head"]
     try:

@@ -9,43 +9,36 @@ asked for.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 
 from zoo.export.c_backend.project import CExportError
-from zoo.export.card_schema import ModelCard
+from zoo.export.card_schema import CARD_FILE, ModelCard
+from zoo.pretrained_card import CARD as TAG_CARD
+from zoo.pretrained_card import PretrainedCfg, PretrainedError, read_card
 
-TAG_CARD = "card.json"
 
-
-def tag_card(source: Path) -> dict | None:
-    """The shipped tag's ``card.json`` in ``source`` (a dict with ``input_shape`` and ``export``),
-    or None when ``source`` is not a tag folder; a damaged one is a `CExportError`."""
+def tag_card(source: Path) -> PretrainedCfg | None:
+    """The shipped tag's card in ``source`` (`zoo.pretrained_card.read_card`, under any folder
+    name), or None when ``source`` is not a tag folder; a damaged one is a `CExportError`."""
     path = Path(source) / TAG_CARD
     if not path.is_file():
         return None
     try:
-        card = json.loads(path.read_text())
-    except (UnicodeDecodeError, ValueError) as err:
-        raise CExportError(f"{path}: not valid JSON ({err}); the shipped tag's card is damaged") \
-            from None
-    if not (isinstance(card, dict) and isinstance(card.get("export"), dict)
-            and isinstance(card.get("input_shape"), list)):
-        raise CExportError(f"{path}: a shipped tag's card names its export and input_shape; "
-                           "this one does not")
-    return card
+        return read_card(path, folder_is_tag=False)
+    except PretrainedError as err:
+        raise CExportError(f"{err} (the shipped tag's card is damaged)") from None
 
 
-def check_against_tag(tag: dict, card: ModelCard, source: Path) -> None:
+def check_against_tag(tag: PretrainedCfg, card: ModelCard, source: Path) -> None:
     """The step export's ``timesteps`` and ``features`` must be the tag's ``input_shape``."""
-    shape = [card.timesteps, card.features]
-    if list(tag["input_shape"]) != shape:
-        raise CExportError(f"{source / tag['export'].get('folder', '')}/model_card.json: "
-                           f"timesteps x features is {shape[0]} x {shape[1]}, but "
-                           f"{source / TAG_CARD} says input_shape {tag['input_shape']}")
+    shape = (card.timesteps, card.features)
+    if tuple(tag.input_shape) != shape:
+        raise CExportError(f"{source / tag.export.folder / CARD_FILE}: timesteps x features is "
+                           f"{shape[0]} x {shape[1]}, but {source / TAG_CARD} says input_shape "
+                           f"{list(tag.input_shape)}")
 
 
 @contextlib.contextmanager

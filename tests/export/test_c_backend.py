@@ -10,6 +10,7 @@ here (gates: LOGISTIC / TANH tables, SPLIT and STRIDED_SLICE views)."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 from fractions import Fraction
@@ -42,7 +43,7 @@ def assert_bit_exact(check: dict, windows: int = 701) -> None:
 def sirnn_c(int8_step, tmp_path_factory):
     export_dir, _ = int8_step
     out = tmp_path_factory.mktemp("c") / "sirnn-c"
-    return out, export_c(export_dir, out, print_fn=quiet)
+    return out, export_c(export_dir, out)
 
 
 @pytest.mark.slow
@@ -60,7 +61,7 @@ def test_sirnn_c_equals_tflite_micro_on_every_test_window(sirnn_c):
 def test_sirnn_c_matches_litert_builtin_kernels_when_asked(int8_step, tmp_path):
     # LiteRT rounds fixed-point rescaling once, TFLite Micro twice: one C file cannot match both.
     export_dir, _ = int8_step
-    summary = export_c(export_dir, tmp_path / "c-litert", match="litert", print_fn=quiet)
+    summary = export_c(export_dir, tmp_path / "c-litert", match="litert")
     assert summary["check"]["runtime"] == "litert-ref"
     assert_bit_exact(summary["check"])
     source = (tmp_path / "c-litert" / "zoo_model.c").read_text()
@@ -68,7 +69,7 @@ def test_sirnn_c_matches_litert_builtin_kernels_when_asked(int8_step, tmp_path):
 
 
 @pytest.mark.slow
-def test_gru_c_from_a_run_directory_equals_tflite_micro(har_dir, tmp_path_factory):
+def test_gru_c_from_a_run_directory_equals_tflite_micro(har_dir, tmp_path_factory, caplog):
     from zoo.training.config import TrainConfig
     from zoo.training.trainer import train
 
@@ -77,9 +78,10 @@ def test_gru_c_from_a_run_directory_equals_tflite_micro(har_dir, tmp_path_factor
                       batch_size=64, lr=1e-2, clipnorm=1.0, seed=0),
           run, data_dir=har_dir, verbose=0, print_fn=quiet)
     out = tmp_path_factory.mktemp("c") / "gru-c"
-    lines = []
-    summary = export_c(run, out, data_dir=har_dir, allow_drop=True, calibration_pairs=300,
-                       micro=False, print_fn=lambda *a, **k: lines.append(" ".join(map(str, a))))
+    with caplog.at_level(logging.INFO, logger="zoo"):
+        summary = export_c(run, out, data_dir=har_dir, allow_drop=True, calibration_pairs=300,
+                           micro=False)
+    lines = [record.getMessage().strip() for record in caplog.records]
     assert_bit_exact(summary["check"])
     assert lines[-1].startswith(f"wrote {out}: zoo_model.c")
     assert not [line for line in lines if ".partial-" in line or ".zoo-c-step-" in line]
@@ -143,9 +145,9 @@ def test_refuses_what_it_cannot_compile_with_a_clear_error(int8_step, tmp_path):
     card["quantize"] = "none"
     (float_step / "model_card.json").write_text(json.dumps(card))
     with pytest.raises(CExportError, match="int8 step export"):
-        export_c(float_step, tmp_path / "out", print_fn=quiet)
+        export_c(float_step, tmp_path / "out")
     with pytest.raises(CExportError, match="--match 'xnnpack'"):
-        export_c(export_dir, tmp_path / "out2", match="xnnpack", print_fn=quiet)
+        export_c(export_dir, tmp_path / "out2", match="xnnpack")
 
 
 def test_an_existing_folder_is_never_replaced_unless_it_is_a_zoo_c_export(sirnn_c, int8_step,
@@ -155,9 +157,9 @@ def test_an_existing_folder_is_never_replaced_unless_it_is_a_zoo_c_export(sirnn_
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
     with pytest.raises(CExportError, match="already exists"):
-        export_c(export_dir, mine, print_fn=quiet)
+        export_c(export_dir, mine)
     with pytest.raises(CExportError, match="not written by `zoo export --form c`"):
-        export_c(export_dir, mine, overwrite=True, print_fn=quiet)
+        export_c(export_dir, mine, overwrite=True)
     assert (mine / "notes.txt").read_text() == "keep me"
 
 

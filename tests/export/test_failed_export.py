@@ -72,7 +72,7 @@ def test_export_under_another_backend_says_to_use_tensorflow_and_writes_nothing(
     assert "needs Keras's TensorFlow backend" in proc.stderr and "'jax'" in proc.stderr
     assert not out.exists()
     dest = tmp_path / "pretrained"
-    proc = _run_under_jax(["-m", "zoo.experiments.ship", str(har_run), "--tag", "sirnn.har2",
+    proc = _run_under_jax(["-m", "zoo.export.ship", str(har_run), "--tag", "sirnn.har2",
                            "--command", "test", "--data-dir", str(har_dir), "--dest", str(dest)],
                           Path(__file__).resolve().parents[2])
     assert proc.returncode == 2, proc.stderr[-2000:]

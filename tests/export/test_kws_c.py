@@ -379,12 +379,17 @@ def test_a_model_that_does_not_take_32_features_is_refused_before_anything_is_wr
     assert not (tmp_path / "out").exists()
 
 
-def test_zoo_export_form_c_of_a_kws_run_adds_the_kws_app(tmp_path):
+def test_zoo_export_form_c_of_a_kws_run_adds_the_kws_app(tmp_path, monkeypatch):
+    from zoo.export import card_schema
     from zoo.export.c_backend.command import export_c
     from zoo.export.c_backend.kws import FRONTEND_FILES, input_source, is_kws_export
 
     out = tmp_path / "c"
-    summary = export_c(SIRNN.parent, out, print_fn=lambda *a, **k: None)
+    reads, real = [], card_schema.load_card_json
+    monkeypatch.setattr(card_schema, "load_card_json", lambda p: reads.append(p) or real(p))
+    summary = export_c(SIRNN.parent, out)
+    assert len(reads) == 1, reads  # the export's card, parsed once (issue 43 item 3: 6 times)
+    monkeypatch.undo()
     assert summary["kws_files"] == [*FRONTEND_FILES, "kws_input.c"]
     assert all((out / name).is_file() for name in summary["kws_files"])
     assert (out / "kws_input.c").read_text() == input_source(SIRNN)

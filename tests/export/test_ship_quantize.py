@@ -1,4 +1,4 @@
-"""`zoo.experiments.ship --quantize int16x8`: the tag ships TFLite's 16x8 streaming step model."""
+"""`zoo.export.ship --quantize int16x8`: the tag ships TFLite's 16x8 streaming step model."""
 
 import json
 
@@ -12,7 +12,7 @@ def test_ship_int16x8_ships_the_16x8_step_model_and_its_card_says_so(har_run, ha
     from ai_edge_litert.interpreter import Interpreter
 
     import zoo
-    from zoo.experiments.ship import main
+    from zoo.export.ship import main
     from zoo import pretrained
 
     dest = tmp_path / "pretrained"
@@ -30,11 +30,11 @@ def test_ship_int16x8_ships_the_16x8_step_model_and_its_card_says_so(har_run, ha
     assert np.int8 in matrices and np.float32 not in matrices
     # it loads as any pretrained model does (files checked against the card's sha256)
     monkeypatch.setattr(pretrained, "pretrained_root", lambda: dest)
-    assert zoo.get_pretrained_cfg("sirnn.har2").export["quantize"] == "int16x8"
+    assert zoo.get_pretrained_cfg("sirnn.har2").export.quantize == "int16x8"
 
 
 def test_ship_refuses_a_quantization_it_cannot_ship(har_run, tmp_path, capsys):
-    from zoo.experiments.ship import main
+    from zoo.export.ship import main
 
     with pytest.raises(SystemExit):
         main([str(har_run), "--tag", "sirnn.har2", "--command", "test", "--quantize", "int4",

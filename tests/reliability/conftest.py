@@ -43,3 +43,20 @@ def run(finished_har_run, tmp_path, shared_data, monkeypatch):
     shutil.copytree(finished_har_run, copy)
     monkeypatch.setenv("ZOO_DATA_DIR", str(shared_data / "har"))
     return copy
+
+
+@pytest.fixture
+def card_reads(monkeypatch):
+    """Every export ``model_card.json`` parsed in the test, in order (each reader goes through
+    `zoo.export.card_schema.load_card_json`)."""
+    from zoo.export import card_schema
+
+    reads = []
+    real = card_schema.load_card_json
+
+    def counted(path):
+        reads.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(card_schema, "load_card_json", counted)
+    return reads

@@ -11,6 +11,7 @@ cards and sha256 are known, so every expectation is independent of the code unde
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -22,10 +23,6 @@ from zoo.export.c_backend.command import export_c
 
 REPO = Path(__file__).resolve().parents[2]
 PRETRAINED = REPO / "models" / "pretrained"
-
-
-def quiet(*args, **kwargs):
-    pass
 
 
 def copy_tag(tag: str, dest: Path, with_tag_card: bool = True) -> Path:
@@ -52,7 +49,7 @@ def edit_card(step_dir: Path, **changes) -> None:
 
 def export_fails(source: Path, tmp_path: Path, **options) -> str:
     with pytest.raises(CExportError) as err:
-        export_c(source, tmp_path / "c-out", check=False, print_fn=quiet, **options)
+        export_c(source, tmp_path / "c-out", check=False, **options)
     assert not (tmp_path / "c-out").exists()
     return str(err.value)
 
@@ -140,7 +137,7 @@ def test_a_failed_export_is_not_a_c_source_unless_the_drop_is_allowed(tmp_path):
     edit_card(step, accuracy={**card["accuracy"], "passed": False, "drop_points": 7.13})
     message = export_fails(step, tmp_path)
     assert "accuracy.passed false" in message and "--allow-drop" in message, message
-    summary = export_c(step, tmp_path / "allowed", check=False, allow_drop=True, print_fn=quiet)
+    summary = export_c(step, tmp_path / "allowed", check=False, allow_drop=True)
     assert summary["units"] == 80
 
 
@@ -221,9 +218,17 @@ def test_a_tag_without_a_step_export_is_refused_without_looking_for_its_data(tmp
                     reason="the check builds zoo_app with the host cc and make")
 @pytest.mark.parametrize("tag", ["sirnn.har2_gen1", "gru.har2_gen1"])
 def test_a_shipped_tag_is_checked_on_the_test_windows_of_the_data_at_hand(tag, tmp_path,
-                                                                         shared_data):
+                                                                         shared_data,
+                                                                         card_reads):
+    """Through the command, as a user runs it; its export's model_card.json is parsed once in
+    the whole command (issue 43 item 3: it was 6 times)."""
+    from edge_rnn_zoo.cli import main
+
     source = copy_tag(tag, tmp_path / tag)
-    summary = export_c(source, tmp_path / "c", data_dir=shared_data / "har", print_fn=quiet)
+    assert main(["export", str(source), "--form", "c", "--out", str(tmp_path / "c"),
+                 "--data-dir", str(shared_data / "har")]) == 0
+    assert card_reads == [str(source / "export-step-int8" / "model_card.json")]
+    summary = json.loads((tmp_path / "c" / "c_check.json").read_text())
     check = summary["check"]
     # HAR's official test split on the shared subset: 701 windows (tests/export/conftest.py)
     assert check["windows"] == 701, check
@@ -250,12 +255,12 @@ def test_a_shipped_tag_s_test_windows_are_its_task_s_as_its_model_takes_them(tag
     assert why is None and len(x) == 701
     logits = load_pretrained(tag, normalize=False).predict(x, batch_size=256, verbose=0)
     accuracy = 100 * float(np.mean(logits.argmax(-1) == y))
-    recorded = zoo.get_pretrained_cfg(tag).metrics["test_accuracy_visible"]
+    recorded = zoo.get_pretrained_cfg(tag).metrics.test_accuracy_visible
     assert accuracy == pytest.approx(recorded, abs=100 / 701 + 0.005)  # as test_pretrained.py
 
 
 def test_a_shipped_tag_without_its_data_at_hand_says_so_and_downloads_nothing(tmp_path,
-                                                                             monkeypatch):
+                                                                             monkeypatch, caplog):
     from zoo.training.data import download
 
     def no_download(*args, **kwargs):
@@ -265,11 +270,11 @@ def test_a_shipped_tag_without_its_data_at_hand_says_so_and_downloads_nothing(tm
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "empty"))
     (tmp_path / "empty").mkdir()
     source = copy_tag("sirnn.har2_gen1", tmp_path / "sirnn.har2_gen1")
-    lines = []
-    summary = export_c(source, tmp_path / "c", print_fn=lambda *a, **k: lines.append(a[0]))
+    with caplog.at_level(logging.INFO, logger="zoo.export.c_backend.command"):
+        summary = export_c(source, tmp_path / "c")
     assert "not at hand" in summary["check"]["skipped"] and "--data-dir" in summary["check"][
         "skipped"]
-    assert any("no C check on test windows" in line for line in lines), lines
+    assert "no C check on test windows" in caplog.text, caplog.text
     assert np.all([(tmp_path / "c" / name).is_file() for name in ("zoo_model.c", "main.c")])
 
 

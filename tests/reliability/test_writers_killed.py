@@ -51,7 +51,7 @@ def _c_export(target, env):
     from zoo.export.c_backend.command import export_c
     from zoo.pretrained import verified_dir
 
-    export_c(verified_dir("sirnn.har2_gen1"), target, overwrite=True, print_fn=_quiet)
+    export_c(verified_dir("sirnn.har2_gen1"), target, overwrite=True)
     return "zoo_model.c"
 
 
@@ -63,7 +63,7 @@ def _train(target, env):
 
 
 def _ship(target, env):
-    from zoo.experiments.ship import ship
+    from zoo.export.ship import ship
 
     ship(env.run, target.name, command="zoo train ... (test)", data_dir=env.data,
          dest=target.parent)
@@ -136,7 +136,7 @@ def point(label):
         os.kill(os.getpid(), signal.SIGKILL)
 
 storage.crash_point = point
-export_c(verified_dir("sirnn.har2_gen1"), sys.argv[1], overwrite=True, print_fn=lambda *a: None)
+export_c(verified_dir("sirnn.har2_gen1"), sys.argv[1], overwrite=True)
 """
 
 

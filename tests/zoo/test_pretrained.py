@@ -70,7 +70,7 @@ def test_pretrained_model_reproduces_its_card_on_real_test_windows(tag, shared_d
     model = zoo.create_model(model_name, pretrained=name)
     # The front end the model was trained on (the KWS *_int tags: the C app's integer one) and
     # the samples per step (sirnn.har2_int16x8: 4).
-    front_end = {k: v for k, v in cfg.data.get("task_options", {}).items()
+    front_end = {k: v for k, v in cfg.data.task_options.items()
                  if k in ("features", "frames_per_step")}
     test = get_task(task_name, **front_end).load(shared_data / DATA[task_name]).test
     assert tuple(test.x.shape[1:]) == tuple(cfg.input_shape)
@@ -80,7 +80,7 @@ def test_pretrained_model_reproduces_its_card_on_real_test_windows(tag, shared_d
     # One window is 0.14 (HAR-2) / 0.26 (DSA-19) points; float reduction order may flip one (and
     # a QAT model trained on JAX rounds a tie differently under TensorFlow's FakeQuant kernel:
     # sirnn.har2, 97.29 % on JAX, 97.15 % here, one window). The card rounds to 0.01 points.
-    assert accuracy == pytest.approx(cfg.metrics["test_accuracy_visible"],
+    assert accuracy == pytest.approx(cfg.metrics.test_accuracy_visible,
                                      abs=100 / len(test.y) + 0.005)
 
 
@@ -92,10 +92,10 @@ def test_card_sizes_and_export(tag):
     assert total < 300_000, f"{tag} ships {total:,} bytes"
     assert set(cfg.files) == {p.relative_to(folder).as_posix() for p in folder.rglob("*")
                               if p.is_file() and p.name != pretrained.CARD}
-    export = folder / cfg.export["folder"]
+    export = folder / cfg.export.folder
     card = json.loads((export / "model_card.json").read_text())
     assert sum((export / f).stat().st_size for f in card["files"].values()) == \
-        cfg.export["total_bytes"]
+        cfg.export.total_bytes
 
 
 def _copy_of(tag, tmp_path, monkeypatch) -> Path:

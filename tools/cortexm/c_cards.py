@@ -4,7 +4,8 @@
 # smallest program running the model once minus an empty one; RAM = state + the deepest stack
 # frame chain from -fstack-usage) and instructions per step under qemu-arm (-O2, measure.py's
 # protocol: (count(200 steps) - count(100 steps)) / 100 minus the driver's loop). --write puts
-# them in each card.json as export.c (card.json is not among the hashed files).
+# them in each card.json as export.c (zoo.export.ship.record_c_figures; card.json is not among
+# the hashed files).
 import json, os, subprocess, sys, tempfile
 
 import insncount  # the counting protocol (beside this file)
@@ -54,10 +55,6 @@ with tempfile.TemporaryDirectory() as work:
         fig = measure(tag, work)
         print(f"| `{tag}` | {fig['const_bytes']:,} | {fig['cortex_m4_flash_bytes_Os']:,} | "
               f"{fig['cortex_m4_ram_bytes']:,} | {fig['cortex_m4_instructions_per_step_O2']:,.1f} |", flush=True)
-        if "--write" in sys.argv:
-            path = os.path.join(PRE, tag, "card.json")
-            card = json.load(open(path))
-            card["export"]["c"] = fig
-            with open(path, "w") as f:
-                json.dump(card, f, indent=2)
-                f.write("\n")
+        if "--write" in sys.argv:  # through the card type: checked, atomic, under the tag's lock
+            from zoo.export.ship import record_c_figures
+            record_c_figures(os.path.join(PRE, tag), fig)

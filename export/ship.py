@@ -1,7 +1,7 @@
-"""Ship a trained run as a pretrained model: ``models/pretrained/<model>.<task>/`` (see
-`zoo.pretrained` for the folder format).
+"""``zoo ship``: a trained run as a pretrained model, ``models/pretrained/<model>.<name>/`` (see
+`zoo.pretrained` for the folder, `zoo.pretrained_card.PretrainedCfg` for its card).
 
-    python -m zoo.experiments.ship bench/realscale/har2/sirnn_clip_q8/seed1 --tag sirnn.har2 \
+    zoo ship bench/realscale/har2/sirnn_clip_q8/seed1 --tag sirnn.har2 \
         --seed-runs bench/realscale/har2/sirnn_clip_q8/seed{0,1,2} \
         --command "python -m zoo.experiments.benchmarks.realscale ... (seed 1)"
 
@@ -9,7 +9,8 @@ Exports the run (int8 streaming step model for single-state cells, or with ``--q
 int16x8`` TFLite's 16x8 one; else the float sequence model), checks it against the Keras model
 on the whole test split (`zoo export`'s checks), copies the run's files and the export (without
 its test set: the data stay with the user) into the tag's folder, and writes ``card.json`` with
-the metrics, the seeds' subject-CV estimate, the command and the sha256 of every file. The tag
+the metrics, the seeds' subject-CV estimate, the command and the sha256 of every file (the card
+type's `to_json`: what every reader reads back through `read_card`). The tag
 folder is written as every zoo directory is (`zoo.training.storage.replacing`): locked, built beside
 it, swapped in only once complete; an existing folder is replaced only when it is a shipped tag
 (its card.json names the tag).
@@ -19,19 +20,24 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import functools
-import json
+import logging
 import os
-import re
 import shutil
 import statistics
 import sys
 from pathlib import Path
 
-from zoo.export.exportdir import C_ARRAY_FILES, TESTSET_FILE
+from zoo.export.exportdir import C_ARRAY_FILES, TESTSET_FILE, ModelCard
+from zoo.pretrained import pretrained_root, sha256
+from zoo.pretrained_card import (CARD, CARD_VERSION, CFigures, Metrics, PretrainedCfg,
+                                 PretrainedError, SeedResult, ShippedExport, TrainingData,
+                                 check_tag_name, read_card)
 from zoo.training import storage
 from zoo.training.rundir import RunDirectory
-from zoo.pretrained import CARD, CARD_VERSION, pretrained_root, sha256
+
+_log = logging.getLogger(__name__)
 
 RUN_FILES = RunDirectory.FINAL_FILES
 # Left out of the shipped export: the test set (megabytes of the user's data) and the C arrays
@@ -43,23 +49,23 @@ def _shippable(path: Path) -> bool:
     return path.is_file() and not path.name.startswith(".")
 
 
-def _seed_summary(run_dir: Path) -> dict:
+def _seed_summary(run_dir: Path) -> SeedResult:
     """One seed's run, read once: its seed, validation subjects, and the validation accuracy of
-    its selected epoch and its test accuracy (%)."""
+    its selected epoch and its test accuracy (%, unrounded)."""
     run = RunDirectory(run_dir)
     config, metrics = run.read_config(), run.read_metrics()
     with open(run.history, newline="") as f:
         history = list(csv.DictReader(f))
-    return {"seed": config.get("seed"),
-            "val_subjects": config.get("task_options_resolved", {}).get("val_subjects"),
-            "val_accuracy": 100 * float(history[metrics["best_epoch"] - 1]["val_accuracy"]),
-            "test_accuracy_visible": 100 * metrics["test"]["accuracy"]}
+    return SeedResult(seed=config.get("seed"),
+                      val_subjects=config.get("task_options_resolved", {}).get("val_subjects"),
+                      val_accuracy=100 * float(history[metrics["best_epoch"] - 1]["val_accuracy"]),
+                      test_accuracy_visible=100 * metrics["test"]["accuracy"])
 
 
 QUANTIZATIONS = ("int8", "int16x8")  # what a shipped integer export may be (`zoo export`'s names)
 
 
-def _export(run_dir: Path, stage: Path, data_dir, quantize: str = "int8") -> tuple[dict, str]:
+def _export(run_dir: Path, stage: Path, data_dir, quantize: str = "int8") -> tuple[ModelCard, str]:
     """Export into ``stage`` the best integer form the model has, in ``quantize`` (int8, or
     int16x8: 16-bit activations and state, 8-bit weights): the streaming step model (one state
     vector); else, for a model with no recurrent layer (the DS-CNN), the whole-window model;
@@ -75,16 +81,15 @@ def _export(run_dir: Path, stage: Path, data_dir, quantize: str = "int8") -> tup
         try:
             card = export_run(run_dir, stage / folder, quantize=quantize, form="step",
                               data_dir=data_dir)
-            return card, folder
+            return ModelCard.from_dict(card, str(stage / folder)), folder
         except StepFormError as err:  # e.g. LSTM: two states, no step form (any other failure
             # of the step export stops the ship: a float model would go out in its place)
-            print(f"no {quantize} step export ({err})", file=sys.stderr)
+            _log.warning("no %s step export (%s)", quantize, err)
         quantize = "none"
     folder = f"export-sequence-{quantize}"
-    print(f"shipping the {'float' if quantize == 'none' else quantize} sequence model",
-          file=sys.stderr)
+    _log.warning("shipping the %s sequence model", "float" if quantize == "none" else quantize)
     card = export_run(run_dir, stage / folder, quantize=quantize, form="sequence", data_dir=data_dir)
-    return card, folder
+    return ModelCard.from_dict(card, str(stage / folder)), folder
 
 
 def _is_recurrent(run_dir: Path) -> bool:
@@ -94,47 +99,48 @@ def _is_recurrent(run_dir: Path) -> bool:
     return bool(recurrent_layers(load_keras_model(RunDirectory(run_dir).model)))
 
 
-def _card(tag: str, run_dir: Path, export_card: dict, export_name: str, seed_runs, command: str,
-          files: dict) -> dict:
+def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, seed_runs,
+          command: str, files: dict) -> PretrainedCfg:
+    """The tag's card from the run, its seeds and the export `zoo export` just checked."""
     run = RunDirectory(run_dir)
     config, metrics = run.read_config(), run.read_metrics()
     summaries = [_seed_summary(Path(r)) for r in seed_runs] or [_seed_summary(run_dir)]
-    seeds = [s["val_accuracy"] for s in summaries]
-    tests = [s["test_accuracy_visible"] for s in summaries]
-    per_seed = [{**s, "val_accuracy": round(s["val_accuracy"], 2),
-                 "test_accuracy_visible": round(s["test_accuracy_visible"], 2)}
-                for s in summaries]
-    micro = export_card.get("tflite_micro", {})
-    return {
-        "version": CARD_VERSION, "tag": tag, "model": config["model"], "task": config["task"],
-        "input_shape": [export_card["timesteps"], export_card["features"]],
-        "num_classes": export_card["classes"], "class_names": export_card["class_names"],
-        "parameters": metrics["parameters"],
-        "metrics": {
-            "val_accuracy_subject_cv_mean": round(statistics.mean(seeds), 2),
-            "val_accuracy_subject_cv_std": round(statistics.stdev(seeds), 2) if len(seeds) > 1 else None,
-            "test_accuracy_visible": round(100 * metrics["test"]["accuracy"], 2),
-            "test_accuracy_visible_seeds": [round(t, 2) for t in tests],
-            "export_accuracy": round(100 * export_card["accuracy"]["tflite"], 2),
-            "export_float_accuracy": round(100 * export_card["accuracy"]["keras_float"], 2),
-            "export_argmax_agreement": round(100 * export_card["accuracy"]["argmax_agreement"], 2),
-        },
-        "export": {"folder": export_name, "form": export_card["form"],
-                   "quantize": export_card["quantize"], "bytes": export_card["bytes"],
-                   "total_bytes": export_card["total_bytes"],
-                   "tflite_micro_arena_bytes": micro.get("arena_bytes")},
-        "data": {"task_options": config.get("task_options_resolved", {}),
-                 "train_windows": metrics["data"]["train"], "val_windows": metrics["data"]["val"],
-                 "test_windows": metrics["data"]["test"],
-                 "source": Path(metrics["data"]["source"]).name,
-                 "seeds": per_seed, "seed": config.get("seed")},
-        "training": {k: config.get(k) for k in ("optimizer", "lr", "batch_size", "epochs",
-                                                 "lr_decay_epochs", "lr_decay_factor", "clipnorm",
-                                                 "early_stopping_patience", "monitor")}
-                    | {"model_options": config.get("model_options_resolved"),
-                       "best_epoch": metrics["best_epoch"], "epochs_run": metrics["epochs_run"]},
-        "command": command, "files": files,
-    }
+    seeds = [s.val_accuracy for s in summaries]
+    accuracy = export_card.accuracy
+    return PretrainedCfg(
+        version=CARD_VERSION, tag=tag, model=config["model"], task=config["task"],
+        input_shape=(export_card.timesteps, export_card.features),
+        num_classes=export_card.classes, class_names=export_card.class_names,
+        parameters=metrics["parameters"],
+        metrics=Metrics(
+            val_accuracy_subject_cv_mean=round(statistics.mean(seeds), 2),
+            val_accuracy_subject_cv_std=round(statistics.stdev(seeds), 2) if len(seeds) > 1 else None,
+            test_accuracy_visible=round(100 * metrics["test"]["accuracy"], 2),
+            test_accuracy_visible_seeds=[round(s.test_accuracy_visible, 2) for s in summaries],
+            export_accuracy=round(100 * accuracy["tflite"], 2),
+            export_float_accuracy=round(100 * accuracy["keras_float"], 2),
+            export_argmax_agreement=round(100 * accuracy["argmax_agreement"], 2)),
+        export=ShippedExport(folder=export_name, form=export_card.form,
+                             quantize=export_card.quantize, bytes=export_card.bytes,
+                             total_bytes=export_card.total_bytes,
+                             tflite_micro_arena_bytes=(export_card.tflite_micro or {}).get("arena_bytes")),
+        data=TrainingData(task_options=config.get("task_options_resolved", {}),
+                          train_windows=metrics["data"]["train"], val_windows=metrics["data"]["val"],
+                          test_windows=metrics["data"]["test"],
+                          source=Path(metrics["data"]["source"]).name,
+                          seeds=[dataclasses.replace(s, val_accuracy=round(s.val_accuracy, 2),
+                                                     test_accuracy_visible=round(s.test_accuracy_visible, 2))
+                                 for s in summaries],
+                          seed=config.get("seed")),
+        training={k: config.get(k) for k in TRAINING_KEYS}
+                 | {"model_options": config.get("model_options_resolved"),
+                    "best_epoch": metrics["best_epoch"], "epochs_run": metrics["epochs_run"]},
+        command=command, files=files)
+
+
+# The run's hyperparameters a card records (``training``), as its config has them.
+TRAINING_KEYS = ("optimizer", "lr", "batch_size", "epochs", "lr_decay_epochs", "lr_decay_factor",
+                 "clipnorm", "early_stopping_patience", "monitor")
 
 
 def pack(folder: Path, export_name: str) -> dict:
@@ -169,16 +175,9 @@ def _bookkeeping(path: Path, folder: Path) -> bool:
     return path.name in (*storage.MARKERS, storage.ASIDE_TAG) or storage.is_zoo_lock(path)
 
 
-# ``MODEL.TASK``: the name of a folder in --dest, so no path (``/``, ``..``) and not hidden.
-_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9][A-Za-z0-9_-]*)+")
-
-
 def check_tag(tag: str) -> None:
     """``tag`` must be a tag name (it becomes a folder name in --dest); ValueError otherwise."""
-    if not isinstance(tag, str) or not _TAG.fullmatch(tag):
-        raise ValueError(f"--tag {tag!r} is not a tag name: MODEL.TASK, letters, digits, '_' and "
-                         "'-' between dots, e.g. sirnn.har2 (no '/', '..', leading '.' or empty "
-                         "name: it names a folder in --dest)")
+    check_tag_name(tag, "--tag")
 
 
 def _is_shipped(folder: Path, tag: str) -> bool:
@@ -186,13 +185,13 @@ def _is_shipped(folder: Path, tag: str) -> bool:
     and lists its files (or one `ship` is replacing, with its marker)."""
     if storage.owned(folder, storage.PRETRAINED_MARKER):
         return True
-    if folder.is_symlink() or not folder.is_dir():
+    if folder.is_symlink() or not folder.is_dir() or folder.name != tag:
         return False
     try:
-        card = json.loads((folder / CARD).read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
+        read_card(folder / CARD)
+    except PretrainedError:
         return False
-    return isinstance(card, dict) and card.get("tag") == tag and isinstance(card.get("files"), dict)
+    return True
 
 
 def _check_tag_folder(final: Path, tag: str) -> None:
@@ -222,7 +221,7 @@ def _tag_folder(tag: str, dest) -> Path:
     return storage.real_target((Path(dest) if dest else pretrained_root()) / tag, "--tag")
 
 
-def repack(tag: str, dest=None) -> dict:
+def repack(tag: str, dest=None) -> PretrainedCfg:
     """Apply `pack` to an already shipped folder and rewrite its card's file list (built in a
     staging copy and swapped in, as `ship` does)."""
     final = _tag_folder(tag, dest)
@@ -234,9 +233,9 @@ def repack(tag: str, dest=None) -> dict:
                            check=check, option="--dest") as replacement:
         stage = replacement.stage()
         shutil.copytree(final, stage, symlinks=True, dirs_exist_ok=True)
-        card = storage.read_json(stage / CARD, "pretrained card")
-        card["files"] = pack(stage, card["export"]["folder"])
-        (stage / CARD).write_text(json.dumps(card, indent=2) + "\n")
+        card = read_card(final / CARD)  # the staging copy holds the same card, named otherwise
+        card = card.replace(files=pack(stage, card.export.folder))
+        (stage / CARD).write_text(card.to_json())
         _swap_in_tag(replacement, tag)
     return card
 
@@ -249,7 +248,7 @@ def _shipped_tags(dest: Path) -> list[str]:
 
 
 def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None,
-         quantize: str = "int8") -> dict:
+         quantize: str = "int8") -> PretrainedCfg:
     """Ship the finished run ``run_dir`` as ``DEST/TAG`` with its ``quantize`` export
     (`zoo.training.storage.replacing`: built in a staging folder beside it, swapped in once
     complete; an existing folder is replaced only when it is a shipped tag)."""
@@ -267,10 +266,32 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
         export_card, export_name = _export(run_dir, stage, data_dir, quantize)
         files = pack(stage, export_name)
         card = _card(tag, run_dir, export_card, export_name, seed_runs, command, files)
-        (stage / CARD).write_text(json.dumps(card, indent=2) + "\n")
+        (stage / CARD).write_text(card.to_json())
         _swap_in_tag(replacement, tag)
     size = sum(p.stat().st_size for p in final.rglob("*") if p.is_file())
-    print(f"shipped {tag}: {size:,} bytes in {final}")
+    _log.info("shipped %s: %s bytes in %s", tag, f"{size:,}", final)
+    return card
+
+
+def record_c_figures(tag_folder, figures) -> PretrainedCfg:
+    """Put the C backend's measured figures (a `CFigures`, or its dict as
+    ``tools/cortexm/c_cards.py`` measures it) into the card of the shipped tag in
+    ``tag_folder`` as ``export.c``: checked as every card is, written atomically under the
+    tag's lock. ``card.json`` is not among the hashed files: the tag's files stay as shipped.
+
+    Example:
+
+    ```python
+    record_c_figures("models/pretrained/sirnn.har2", {"const_bytes": 6952, ...})
+    ```
+    """
+    folder = storage.real_target(Path(tag_folder), "tag folder")
+    if not isinstance(figures, CFigures):
+        figures = CFigures.from_dict(figures, "export.c")
+    with storage.exclusive(folder, "pretrained tag folder", "tag"):
+        card = read_card(folder / CARD)
+        card = card.replace(export=dataclasses.replace(card.export, c=figures))
+        storage.write_text_atomic(folder / CARD, card.to_json())
     return card
 
 
@@ -304,6 +325,7 @@ def main(argv=None) -> int:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 3
     except (ValueError, OSError, storage.StorageError) as err:  # OSError: e.g. a read-only --dest
+        # (ValueError: PretrainedError, a bad --tag, an export's CardError among them)
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -1,0 +1,99 @@
+"""``card.json`` as one type (issue 43 item 3): every card in the repository reads back through
+`zoo.pretrained_card.read_card` and writes out as the same text (so `zoo ship`, which writes
+`PretrainedCfg.to_json`, and every reader agree key for key); a key the type does not know, a
+missing one or one of the wrong type is a one-line error naming the file and the key; the C
+figures reach a card only through the type (`zoo.export.ship.record_c_figures`)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from zoo.pretrained_card import PretrainedError, read_card
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+CARDS = sorted(MODELS.glob("*/*/card.json"))  # installed tags and the archive
+
+
+@pytest.mark.parametrize("path", CARDS, ids=lambda p: f"{p.parents[1].name}/{p.parent.name}")
+def test_every_card_reads_and_writes_back_as_the_same_text(path):
+    card = read_card(path)
+    assert card.to_json() == path.read_text()
+    assert card.tag == path.parent.name
+
+
+@pytest.fixture
+def card_path(tmp_path):
+    folder = tmp_path / "gru.har2"
+    folder.mkdir()
+    shutil.copy(MODELS / "pretrained" / "gru.har2" / "card.json", folder / "card.json")
+    return folder / "card.json"
+
+
+def _refused(path: Path, match: str, **changes) -> str:
+    card = json.loads(path.read_text())
+    for dotted, value in changes.items():
+        *parents, key = dotted.split("__")
+        target = card
+        for parent in parents:
+            target = target[int(parent) if isinstance(target, list) else parent]
+        key = int(key) if isinstance(target, list) else key
+        if value is KeyError:
+            del target[key]
+        else:
+            target[key] = value
+    path.write_text(json.dumps(card))
+    with pytest.raises(PretrainedError, match=match) as err:
+        read_card(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message, message
+    return message
+
+
+def test_an_unknown_key_is_named(card_path):
+    _refused(card_path, "unknown key 'exprot'", exprot={})
+
+
+def test_an_unknown_nested_key_is_named(card_path):
+    _refused(card_path, "metrics: unknown key 'int8'", metrics__int8=97.0)
+
+
+def test_a_missing_key_is_named(card_path):
+    _refused(card_path, r"metrics is missing \['export_accuracy'\]", metrics__export_accuracy=KeyError)
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"metrics__export_accuracy": "97"}, "metrics.export_accuracy must be a number"),
+    ({"export__total_bytes": 0}, "export.total_bytes must be an integer >= 1"),
+    ({"export__c__bit_exact_with": 1}, "export.c.bit_exact_with must be a string"),
+    ({"data__seeds": {}}, "data.seeds must be a list"),
+    ({"data__seeds__0": {"seed": 0}}, r"data.seeds\[0\] is missing"),
+    ({"class_names": ["a"]}, "class_names has 1 names for num_classes 2"),
+    ({"tag": "../gru.har2"}, "is not a tag name"),
+    ({"version": 99}, "this zoo reads card version"),
+])
+def test_a_value_of_the_wrong_kind_is_named(card_path, change, match):
+    _refused(card_path, match, **change)
+
+
+def test_a_card_under_another_folder_name(card_path, tmp_path):
+    other = tmp_path / "mine"
+    card_path.parent.rename(other)
+    with pytest.raises(PretrainedError, match="differs from its folder name"):
+        read_card(other / "card.json")
+    assert read_card(other / "card.json", folder_is_tag=False).tag == "gru.har2"
+
+
+def test_c_figures_reach_the_card_through_the_type(card_path):
+    from zoo.export.ship import record_c_figures
+
+    before = read_card(card_path)
+    figures = {**before.export.c.to_dict(), "cortex_m4_instructions_per_step_O2": 1234.5}
+    after = record_c_figures(card_path.parent, figures)
+    assert read_card(card_path) == after
+    assert after.export.c.cortex_m4_instructions_per_step_O2 == 1234.5
+    assert after.replace(export=before.export) == before  # nothing else changed
+    with pytest.raises(ValueError, match="export.c.const_bytes must be an integer"):
+        record_c_figures(card_path.parent, {**figures, "const_bytes": "big"})
+    assert read_card(card_path) == after  # a refused write leaves the card as it was

@@ -1,0 +1,317 @@
+"""``card.json``, the card of a pretrained tag, as one type: `PretrainedCfg` (timm's name).
+
+`zoo ship` (`zoo.export.ship`) builds it and writes `PretrainedCfg.to_dict`; every reader (the
+pretrained loader, ``zoo list``, the C export of a shipped tag, the device scripts of
+``tools/cortexm``) reads it through `read_card`, which checks every key, its type and its
+range and refuses what it does not know: a damaged or hand-edited card is one `PretrainedError`
+line naming the file and the key, never a KeyError far from the file.
+
+Standard library only (``zoo list`` reads cards without loading Keras).
+
+Example:
+
+    >>> from zoo.pretrained import pretrained_root
+    >>> card = read_card(pretrained_root() / "sirnn.har2" / "card.json")   # doctest: +SKIP
+    >>> card.metrics.export_accuracy, card.export.folder                    # doctest: +SKIP
+    (97.0, 'export-step-int8')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["CARD", "CARD_VERSION", "MODEL_FILE", "NORMALIZATION_FILE", "REQUIRED_FILES",
+           "PretrainedError", "PretrainedCfg", "Metrics", "ShippedExport", "CFigures",
+           "TrainingData", "SeedResult", "read_card", "check_tag_name"]
+
+CARD = "card.json"
+CARD_VERSION = 1
+MODEL_FILE = "model.keras"
+NORMALIZATION_FILE = "normalization.json"
+# Files every card must list (and so sha256-check): what the loader opens.
+REQUIRED_FILES = (MODEL_FILE, NORMALIZATION_FILE)
+# ``MODEL.NAME``: a folder name, so no path (``/``, ``..``) and not hidden.
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9][A-Za-z0-9_-]*)+")
+
+
+class PretrainedError(ValueError):
+    """A pretrained tag that cannot be trusted: a damaged or inconsistent card, file or model.
+    The message is one line naming the file and what is wrong."""
+
+
+def check_tag_name(tag, option: str = "tag") -> str:
+    """``tag`` if it is a tag name (``MODEL.NAME``: letters, digits, ``_`` and ``-`` between
+    dots); ValueError naming ``option`` otherwise (a tag names a folder)."""
+    if not isinstance(tag, str) or not _TAG.fullmatch(tag):
+        raise ValueError(f"{option} {tag!r} is not a tag name: MODEL.NAME, letters, digits, '_' "
+                         "and '-' between dots, e.g. sirnn.har2 (no '/', '..', leading '.' or "
+                         "empty name: it names a folder)")
+    return tag
+
+
+# ------------------------------------------------------------------------------ value checks
+# A check takes (value, where) and returns the value (as the record keeps it) or raises
+# ValueError naming ``where`` (the key's path in the card).
+Check = Callable[[Any, str], Any]
+
+
+def _typed(*types: type, what: str) -> Check:
+    def check(value, where):
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            raise ValueError(f"{where} must be {what}, got {str(value)[:60]!r}")
+        return value
+    return check
+
+
+_str = _typed(str, what="a string")
+_int = _typed(int, what="an integer")
+_number = _typed(int, float, what="a number")
+_dict = _typed(dict, what="a JSON object")
+
+
+def _count(value, where):
+    if _int(value, where) < 1:
+        raise ValueError(f"{where} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _optional(check: Check) -> Check:
+    return lambda value, where: None if value is None else check(value, where)
+
+
+def _list_of(check: Check) -> Check:
+    def checked(value, where):
+        if not isinstance(value, list):
+            raise ValueError(f"{where} must be a list, got {str(value)[:60]!r}")
+        return [check(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return checked
+
+
+def _dict_of(check: Check) -> Check:
+    def checked(value, where):
+        return {_str(k, f"{where} key"): check(v, f"{where}.{k}")
+                for k, v in _dict(value, where).items()}
+    return checked
+
+
+def _input_shape(value, where):
+    if not (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)):
+        raise ValueError(f"{where} must be [timesteps, features], two integers >= 1, got "
+                         f"{value!r}")
+    return tuple(value)
+
+
+def _files(value, where):
+    """Relative paths inside the tag folder -> sha256; every file the loader opens listed (an
+    unlisted file would load unchecked)."""
+    if not (isinstance(value, dict) and value
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
+        raise ValueError(f"{where} must map each file of the tag (relative path) to its sha256, "
+                         f"got {str(value)[:60]!r}")
+    for rel in value:
+        parts = rel.replace("\\", "/").split("/")
+        if rel.startswith(("/", "\\")) or ".." in parts or not all(parts) or ":" in parts[0]:
+            raise ValueError(f"{where} entry {rel!r} is outside the tag folder; refusing it")
+    for needed in REQUIRED_FILES:
+        if needed not in value:
+            raise ValueError(f"{where} does not list {needed}, which loading opens: it would "
+                             "load unchecked (reinstall edge-rnn-zoo)")
+    return dict(value)
+
+
+def _key(check: Check, *, omit_none: bool = False, **default):
+    """A card key checked by ``check``; ``omit_none``: left out of the JSON when None."""
+    return dataclasses.field(**default, metadata={"check": check, "omit_none": omit_none})
+
+
+def _record(cls) -> Check:
+    return lambda value, where: cls.from_dict(value, where)
+
+
+class _Record:
+    """A JSON object of the card as a frozen dataclass: every key known, checked, in order."""
+
+    @classmethod
+    def from_dict(cls, data, where: str = "card"):
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        if not isinstance(data, dict):
+            raise ValueError(f"{where} must be a JSON object, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(fields))
+        if unknown:
+            raise ValueError(f"{where}: unknown key {unknown[0]!r}; known: {', '.join(fields)}")
+        required = [n for n, f in fields.items() if f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING]
+        missing = [n for n in required if n not in data]
+        if missing:
+            raise ValueError(f"{where} is missing {missing}")
+        prefix = "" if where == "card" else f"{where}."
+        return cls(**{name: fields[name].metadata["check"](value, prefix + name)
+                      for name, value in data.items()})
+
+    def to_dict(self) -> dict:
+        """The record as the card's JSON holds it (keys in field order)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get("omit_none"):
+                continue
+            out[f.name] = _plain(value)
+        return out
+
+
+def _plain(value):
+    if isinstance(value, _Record):
+        return value.to_dict()
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+# ------------------------------------------------------------------------------------ records
+@dataclasses.dataclass(frozen=True)
+class Metrics(_Record):
+    """Accuracy (%) of the tag: the subject (or speaker) CV of its recipe over seeds, the
+    visible official test windows for the shipped seed and every seed, and the shipped
+    export's (int8 / int16x8 / float TFLite) accuracy beside its Keras float model's."""
+
+    val_accuracy_subject_cv_mean: float = _key(_number)
+    val_accuracy_subject_cv_std: float | None = _key(_optional(_number))
+    test_accuracy_visible: float = _key(_number)
+    test_accuracy_visible_seeds: list = _key(_list_of(_number))
+    export_accuracy: float = _key(_number)
+    export_float_accuracy: float = _key(_number)
+    export_argmax_agreement: float = _key(_number)
+
+    @property
+    def export_drop_points(self) -> float:
+        """Points the shipped export is below its float model (negative: above)."""
+        return round(self.export_float_accuracy - self.export_accuracy, 2)
+
+
+@dataclasses.dataclass(frozen=True)
+class CFigures(_Record):
+    """The zoo's C backend on the tag's int8 step export, measured on a Cortex-M4 by
+    ``tools/cortexm/c_cards.py`` (`zoo.export.ship.record_c_figures` writes them)."""
+
+    const_bytes: int = _key(_count)
+    state_bytes: int = _key(_count)
+    cortex_m4_flash_bytes_Os: int = _key(_count)
+    cortex_m4_ram_bytes: int = _key(_count)
+    cortex_m4_instructions_per_step_O2: float = _key(_number)
+    bit_exact_with: str = _key(_str)
+    measured_by: str = _key(_str)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShippedExport(_Record):
+    """The export the tag ships (a folder of the tag, `zoo export`'s files and model card)."""
+
+    folder: str = _key(_str)
+    form: str = _key(_str)
+    quantize: str = _key(_str)
+    bytes: dict = _key(_dict_of(_count))
+    total_bytes: int = _key(_count)
+    tflite_micro_arena_bytes: int | None = _key(_optional(_count))
+    c: CFigures | None = _key(_optional(_record(CFigures)), omit_none=True, default=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedResult(_Record):
+    """One seed of the recipe: its validation subjects, the validation accuracy of its
+    selected epoch and its accuracy on the visible test windows (%)."""
+
+    seed: int | None = _key(_optional(_int))
+    val_subjects: list | None = _key(_optional(_list_of(_int)))
+    val_accuracy: float = _key(_number)
+    test_accuracy_visible: float = _key(_number)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingData(_Record):
+    """The data the shipped run was trained on: its task options (front end, frames per step,
+    subjects), window counts and source file, and every seed of the recipe."""
+
+    task_options: dict = _key(_dict)
+    train_windows: int = _key(_int)
+    val_windows: int = _key(_int)
+    test_windows: int = _key(_int)
+    source: str = _key(_str)
+    seeds: list = _key(_list_of(_record(SeedResult)))
+    seed: int | None = _key(_optional(_int))
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainedCfg(_Record):
+    """The card of one pretrained tag (``card.json``); see `zoo.pretrained` for the folder.
+
+    ``input_shape`` is what the loaded model takes, ``files`` the sha256 of every file of the
+    tag (``model.keras`` and ``normalization.json`` among them), ``training`` the run's
+    hyperparameters as its config had them, ``command`` what rebuilds it.
+    """
+
+    version: int = _key(_int)
+    tag: str = _key(lambda v, where: check_tag_name(v, where))
+    model: str = _key(_str)
+    task: str = _key(_str)
+    input_shape: tuple = _key(_input_shape)
+    num_classes: int = _key(_count)
+    class_names: list = _key(_list_of(_str))
+    parameters: int = _key(_count)
+    metrics: Metrics = _key(_record(Metrics))
+    export: ShippedExport = _key(_record(ShippedExport))
+    data: TrainingData = _key(_record(TrainingData))
+    training: dict = _key(_dict)
+    command: str = _key(_str)
+    files: dict = _key(_files)
+
+    @classmethod
+    def from_dict(cls, data, where: str = "card"):
+        card = super().from_dict(data, where)
+        if card.version != CARD_VERSION:
+            raise ValueError(f"version {card.version}: this zoo reads card version "
+                             f"{CARD_VERSION}")
+        if len(card.class_names) != card.num_classes:
+            raise ValueError(f"class_names has {len(card.class_names)} names for num_classes "
+                             f"{card.num_classes}")
+        return card
+
+    def replace(self, **changes) -> "PretrainedCfg":
+        """A copy with ``changes`` (``tag=...``, ``export=...``), checked as a read card is."""
+        return type(self).from_dict({**self.to_dict(), **_plain(changes)})
+
+    def to_json(self) -> str:
+        """The text of ``card.json``."""
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+
+def read_card(path: Path, folder_is_tag: bool = True) -> PretrainedCfg:
+    """The card at ``path`` (``<folder>/<tag>/card.json``), checked, and (``folder_is_tag``)
+    its tag its folder's name; anything else is a `PretrainedError` naming the file and what is
+    wrong. A copy of a tag under another name (a C export's source) reads with
+    ``folder_is_tag=False``."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PretrainedError(f"{path}: not valid JSON ({err}); the pretrained card is damaged "
+                              "(reinstall edge-rnn-zoo)") from None
+    except OSError as err:
+        raise PretrainedError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if not isinstance(data, dict):
+        raise PretrainedError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    try:
+        card = PretrainedCfg.from_dict(data)
+    except ValueError as err:
+        raise PretrainedError(f"{path}: {err}") from None
+    if folder_is_tag and card.tag != path.parent.name:
+        raise PretrainedError(f"{path}: tag {card.tag!r} differs from its folder name")
+    return card
