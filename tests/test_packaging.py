@@ -58,3 +58,17 @@ def test_license_metadata(wheel_build):
         (meta,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
         text = z.read(meta).decode()
     assert "License: Apache-2.0" in text.splitlines()
+
+
+def test_wheel_puts_no_top_level_name_but_zoo_and_edge_rnn_zoo(wheel_build):
+    """Issue 43 item 4: the layers' folders install under ``zoo`` (``zoo.training``,
+    ``zoo.export``, ``zoo.experiments``, ``zoo.models``), so nothing generic (``training``,
+    ``export``, ``experiments``, ``models``) lands on a user's import path."""
+    _, wheel = wheel_build
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+        (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")] or [None]
+        declared = set(z.read(top_level).decode().split()) if top_level else top
+    assert top == {"zoo", "edge_rnn_zoo"}
+    assert declared == {"zoo", "edge_rnn_zoo"}
