@@ -51,7 +51,8 @@ def _run_dir(label: str, args, out: Path) -> Path:
         if not run.is_dir():
             shutil.copytree(verified_dir(f"{label}.har2"), run)
             config = yaml.safe_load((run / "config.yaml").read_text())
-            config["task_options"] = {"val_fold": [1, 5]}
+            frames = config.get("task_options", {}).get("frames_per_step", 1)  # the model's input
+            config["task_options"] = {"val_fold": [1, 5], "frames_per_step": frames}
             config.pop("task_options_resolved", None)
             (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         return run
@@ -222,9 +223,9 @@ def shipped_step_with_testset(tag: str, data_root: Path, out: Path) -> Path:
     normalization, as the export's own test set would be."""
     from zoo.export.c_backend.project import read_normalization, read_step_export
     from zoo.export.c_backend.shipped import test_windows
-    from zoo.pretrained import verified_dir
+    from zoo.pretrained import archive_root, list_pretrained, verified_dir
 
-    step = verified_dir(tag) / "export-step-int8"
+    step = verified_dir(tag, None if tag in list_pretrained() else archive_root()) / "export-step-int8"
     card = read_step_export(step)
     x, y, why = test_windows(card, read_normalization(step, card),
                              Path(data_root) / SHIPPED_IMU[tag])

@@ -105,7 +105,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--data-dir", required=True, help="the test-set archive or folder")
     parser.add_argument("--models", nargs="+", default=["sirnn", "gru", "fastgrnn"],
-                        help="shipped models (MODEL means models/pretrained/MODEL.google12_testset)"
+                        help="shipped models (MODEL means models/pretrained/MODEL.kws12)"
                              ", or NAME=EXPORT: an int8 step export folder of any KWS run")
     parser.add_argument("--c-check", action="store_true",
                         help="also compare kws_app with the streaming reference on every clip")
@@ -114,7 +114,7 @@ def main(argv=None):
     for model in args.models:
         model, _, folder = model.partition("=")
         export_dir = (Path(folder) if folder
-                      else PRETRAINED / f"{model}.google12_testset" / "export-step-int8")
+                      else PRETRAINED / f"{model}.kws12" / "export-step-int8")
         result = accuracies(export_dir, waves, y)
         if args.c_check:
             result["c_check"] = c_check(export_dir, clips)

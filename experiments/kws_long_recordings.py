@@ -58,6 +58,7 @@ LATE = RATE // 2  # samples after a clip's end in which its report still counts
 GAP = (RATE // 2, 2 * RATE)  # the silence (noise) between clips, in samples
 REPO = Path(__file__).resolve().parents[1]
 PRETRAINED = REPO / "models" / "pretrained"
+ARCHIVE = REPO / "models" / "archive"  # the earlier tags this study measured (docs/kws.md)
 TAGS = ("sirnn.google12_testset", "sirnn.google12_testset_int")
 NOISE_DIR = REPO.parent / "shared" / "data" / "speech_commands_v0.01" / "_background_noise_"
 WINDOWS, THRESHOLDS, SUPPRESSIONS, INSTANCES = (10, 20, 30, 50), (100, 120, 140, 160, 180, 200), \
@@ -217,7 +218,8 @@ class Scorer:
 
     @staticmethod
     def export_dir(tag: str) -> Path:
-        return PRETRAINED / tag / "export-step-int8"
+        folder = PRETRAINED / tag if (PRETRAINED / tag).is_dir() else ARCHIVE / tag
+        return folder / "export-step-int8"
 
     def counts(self, tag: str, subset: str, setting) -> Counts:
         instances, recognizer = setting

@@ -107,9 +107,12 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
     summaries = [_seed_summary(Path(r)) for r in seed_runs] or [_seed_summary(run_dir)]
     seeds = [s.val_accuracy for s in summaries]
     accuracy = export_card.accuracy
+    frames = config.get("task_options_resolved", {}).get("frames_per_step", 1) or 1
     return PretrainedCfg(
         version=CARD_VERSION, tag=tag, model=config["model"], task=config["task"],
-        input_shape=(export_card.timesteps, export_card.features),
+        # the raw window: the loader puts the Reshape to the model's frames in front
+        input_shape=(export_card.timesteps * frames, export_card.features // frames),
+        frames_per_step=frames,
         num_classes=export_card.classes, class_names=export_card.class_names,
         parameters=metrics["parameters"],
         metrics=Metrics(
@@ -248,11 +251,25 @@ def _shipped_tags(dest: Path) -> list[str]:
 
 
 def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None,
-         quantize: str = "int8") -> PretrainedCfg:
+         quantize: str = "int8", keep_as: str | None = None, archive=None) -> PretrainedCfg:
     """Ship the finished run ``run_dir`` as ``DEST/TAG`` with its ``quantize`` export
     (`zoo.training.storage.replacing`: built in a staging folder beside it, swapped in once
-    complete; an existing folder is replaced only when it is a shipped tag)."""
+    complete; an existing folder is replaced only when it is a shipped tag).
+
+    ``keep_as``: the generation being replaced moves into ``ARCHIVE/KEEP_AS`` in the same
+    step (its card's tag renamed, its files as they were; ``archive`` defaults to the
+    ``archive/`` folder beside DEST): copied there complete once the new tag is built, before
+    the new one is swapped in. Checked before anything is exported: DEST/TAG must be a shipped
+    tag and ARCHIVE/KEEP_AS must not exist.
+
+    Example:
+
+    ```python
+    ship("runs/har2-g6", "sirnn.har2", command="zoo train ...", keep_as="sirnn.har2_gen6")
+    ```
+    """
     final = _tag_folder(tag, dest)
+    kept = _keep_target(final, tag, keep_as, archive) if keep_as is not None else None
     run_dir = Path(run_dir)
     for run in (run_dir, *map(Path, seed_runs)):
         RunDirectory(run).check_finished()
@@ -267,10 +284,51 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
         files = pack(stage, export_name)
         card = _card(tag, run_dir, export_card, export_name, seed_runs, command, files)
         (stage / CARD).write_text(card.to_json())
+        if kept is not None:
+            _keep(final, kept)
         _swap_in_tag(replacement, tag)
     size = sum(p.stat().st_size for p in final.rglob("*") if p.is_file())
     _log.info("shipped %s: %s bytes in %s", tag, f"{size:,}", final)
     return card
+
+
+def _keep_target(final: Path, tag: str, keep_as: str, archive) -> Path:
+    """``ARCHIVE/KEEP_AS`` for the tag in ``final``, refused (ValueError) unless ``final`` is a
+    shipped tag and the target a new folder."""
+    check_tag_name(keep_as, "--keep-as")
+    if keep_as == tag:
+        raise ValueError(f"--keep-as {keep_as!r} is the tag being shipped; name the generation "
+                         f"it replaces, e.g. {tag}_gen2")
+    if not _is_shipped(final, tag):
+        raise ValueError(f"--keep-as {keep_as}: {final} is not a shipped tag (no valid {CARD}); "
+                         "there is no generation to keep")
+    folder = Path(archive) if archive else final.parent.parent / "archive"
+    target = storage.real_target(folder / keep_as, "--keep-as")
+    if os.path.lexists(target):
+        raise ValueError(f"--keep-as {keep_as}: {target} already exists; choose another name "
+                         "(nothing was changed)")
+    return target
+
+
+def _keep(final: Path, target: Path) -> None:
+    """A copy of the shipped tag ``final`` as ``target`` (its card's tag its new folder name,
+    every other byte as it was), built beside it and swapped in once complete."""
+    check = functools.partial(_check_new_folder, option="--keep-as")
+    with storage.replacing(target, storage.PRETRAINED_MARKER, "archived tag folder",
+                           check=check, option="--keep-as") as replacement:
+        stage = replacement.stage()
+        shutil.copytree(final, stage, dirs_exist_ok=True,
+                        ignore=lambda d, names: [n for n in names if _bookkeeping(Path(d) / n, final)])
+        card = read_card(final / CARD).replace(tag=target.name)
+        (stage / CARD).write_text(card.to_json())
+        replacement.swap_in()
+    (target / storage.PRETRAINED_MARKER).unlink(missing_ok=True)
+    _log.info("kept the replaced %s as %s", final.name, target)
+
+
+def _check_new_folder(target: Path, option: str) -> None:
+    if os.path.lexists(target) and (not target.is_dir() or any(target.iterdir())):
+        raise storage.StorageError(f"{option} {target} already exists; choose another name")
 
 
 def record_c_figures(tag_folder, figures) -> PretrainedCfg:
@@ -306,6 +364,11 @@ def main(argv=None) -> int:
     parser.add_argument("--command", help="the command that trained the run (required to ship)")
     parser.add_argument("--data-dir", help="dataset folder or archive (default: the run's)")
     parser.add_argument("--dest", help="pretrained folder (default: the package's)")
+    parser.add_argument("--keep-as", metavar="NAME",
+                        help="move the generation this ship replaces into the archive as NAME "
+                             "(e.g. sirnn.har2_gen5), in the same step")
+    parser.add_argument("--archive", help="where --keep-as puts it (default: the archive/ "
+                                          "folder beside --dest's)")
     parser.add_argument("--quantize", choices=QUANTIZATIONS, default="int8",
                         help="the shipped export's integer form: int8 (default), or int16x8 "
                              "(16-bit activations and state, 8-bit weights; TFLite Micro runs "
@@ -313,6 +376,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not args.repack and (not args.run_dir or not args.command):
         parser.error("shipping a run needs RUN_DIR and --command")
+    if args.repack and args.keep_as:
+        parser.error("--keep-as applies to shipping a run, not to --repack")
     from zoo.export.exporter import AccuracyDropError
 
     try:
@@ -320,7 +385,8 @@ def main(argv=None) -> int:
             repack(args.tag, args.dest)
         else:
             ship(args.run_dir, args.tag, seed_runs=args.seed_runs, command=args.command,
-                 data_dir=args.data_dir, dest=args.dest, quantize=args.quantize)
+                 data_dir=args.data_dir, dest=args.dest, quantize=args.quantize,
+                 keep_as=args.keep_as, archive=args.archive)
     except AccuracyDropError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 3

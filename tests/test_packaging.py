@@ -48,8 +48,11 @@ def test_wheel_carries_every_model_file(wheel_build):
     shipped = {"zoo/models/" + p.relative_to(ROOT / "models").as_posix()
                for p in (ROOT / "models").rglob("*")
                if p.is_file() and "__pycache__" not in p.parts
+               and not p.is_relative_to(ROOT / "models" / "archive")
                and not (p.name.startswith(".") and p.name.endswith(".lock"))}
     assert shipped - names == set()
+    # The earlier generations stay in the repository, out of the wheel (issue 43 item 1).
+    assert not [n for n in names if n.startswith("zoo/models/archive")]
 
 
 def test_license_metadata(wheel_build):

@@ -1,11 +1,13 @@
 """Pretrained models, timm style: ``zoo.create_model("sirnn", pretrained="har2")``.
 
-A pretrained model is tagged ``<model>.<task>`` (timm's ``model.tag``) and ships as a folder
-``pretrained/<tag>/`` of the installed ``zoo.models`` package (``models/pretrained/`` in a source
-checkout)::
+A pretrained model is tagged ``<model>.<use>`` (timm's ``model.tag``: ``sirnn.har2``,
+``sirnn.kws12``), one per model and task, and ships as a folder ``pretrained/<tag>/`` of the
+installed ``zoo.models`` package (``models/pretrained/`` in a source checkout; the earlier
+generations are in ``models/archive/``, not installed: `archive_root`)::
 
-    card.json            what it is, the data, split, seeds and command that made it, its
-                         accuracy, size and arena, and the sha256 of every file below
+    card.json            `zoo.pretrained_card.PretrainedCfg`: what it is, the data, split,
+                         seeds and command that made it, its accuracy and size, and the
+                         sha256 of every file below
     model.keras          the trained float model (input: normalised features)
     config.yaml, normalization.json, metrics.json
                          the rest of its `zoo train` run directory, so `zoo export` takes the
@@ -24,7 +26,7 @@ Example:
 
     >>> import zoo
     >>> zoo.list_pretrained()                           # doctest: +SKIP
-    ['gru.har2', 'sirnn.dsa19', 'sirnn.har2', ...]
+    ['dscnn.kws12', 'fastgrnn.kws12', 'gru.dsa19', 'gru.har2', 'gru.kws12', 'sirnn.dsa19', ...]
     >>> model = zoo.create_model("sirnn", pretrained="har2")   # doctest: +SKIP
     >>> model.predict(raw_windows)                      # (N, 128, 9) raw UCI HAR signals
 """
@@ -53,10 +55,18 @@ def pretrained_root() -> Path:
     return Path(str(importlib.resources.files("zoo.models"))) / "pretrained"
 
 
-def _cards() -> dict[str, PretrainedCfg | ValueError]:
-    """Every shipped tag (its folder name) -> its card, or the error reading it: one damaged
-    card must not hide the others, and asking for it must name its file."""
-    root = pretrained_root()
+def archive_root() -> Path:
+    """The folder of the earlier generations of the tags (``models/archive/``, beside
+    ``pretrained/``): kept in the repository, not installed; a wheel install has none. Every
+    function here takes it as ``root``: ``load_pretrained("sirnn.har2_gen1",
+    root=archive_root())``."""
+    return pretrained_root().parent / "archive"
+
+
+def _cards(root: Path | None = None) -> dict[str, PretrainedCfg | ValueError]:
+    """Every tag in ``root`` (default: the installed ones) -> its card, or the error reading
+    it: one damaged card must not hide the others, and asking for it must name its file."""
+    root = pretrained_root() if root is None else Path(root)
     cards = {}
     for path in sorted(root.glob(f"*/{CARD}")) if root.is_dir() else []:
         try:
@@ -66,11 +76,12 @@ def _cards() -> dict[str, PretrainedCfg | ValueError]:
     return cards
 
 
-def list_pretrained(pattern: str | None = None) -> list[str]:
-    """Tags of the shipped pretrained models (``model.task``), sorted; ``pattern`` filters. A
-    tag whose card is damaged is left out, with a warning naming the file."""
+def list_pretrained(pattern: str | None = None, root: Path | None = None) -> list[str]:
+    """Tags of the shipped pretrained models (``model.name``), sorted; ``pattern`` filters;
+    ``root``: another folder of tags (`archive_root`). A tag whose card is damaged is left out,
+    with a warning naming the file."""
     tags = []
-    for tag, card in sorted(_cards().items()):
+    for tag, card in sorted(_cards(root).items()):
         if pattern is not None and pattern not in tag:
             continue
         if isinstance(card, ValueError):
@@ -80,14 +91,17 @@ def list_pretrained(pattern: str | None = None) -> list[str]:
     return tags
 
 
-def get_pretrained_cfg(tag: str) -> PretrainedCfg:
-    cards = _cards()
+def get_pretrained_cfg(tag: str, root: Path | None = None) -> PretrainedCfg:
+    """The card (`zoo.pretrained_card.PretrainedCfg`) of ``tag``, installed or in ``root``;
+    ValueError naming the closest tags when there is none."""
+    cards = _cards(root)
     if isinstance(cards.get(tag), ValueError):
         raise cards[tag]
     if tag not in cards:
         close = difflib.get_close_matches(tag, cards, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise ValueError(f"no pretrained model {tag!r}.{hint} Shipped: "
+        where = "" if root is None else f" in {root}"
+        raise ValueError(f"no pretrained model {tag!r}{where}.{hint} Shipped: "
                          f"{', '.join(sorted(cards)) or 'none'}")
     return cards[tag]
 
@@ -115,11 +129,11 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verified_dir(tag: str) -> Path:
-    """The folder of ``tag`` after checking every file of its card against its sha256 (each a
-    file inside the folder, symlinks resolved)."""
-    cfg = get_pretrained_cfg(tag)
-    folder = pretrained_root() / tag
+def verified_dir(tag: str, root: Path | None = None) -> Path:
+    """The folder of ``tag`` (installed, or in ``root``) after checking every file of its card
+    against its sha256 (each a file inside the folder, symlinks resolved)."""
+    cfg = get_pretrained_cfg(tag, root)
+    folder = (pretrained_root() if root is None else Path(root)) / tag
     real_folder = folder.resolve()
     for rel, want in cfg.files.items():
         path = folder / rel
@@ -135,26 +149,40 @@ def verified_dir(tag: str) -> Path:
     return folder
 
 
-def load_pretrained(tag: str, normalize: bool = True):
-    """The trained `keras.Model` of ``tag``. With ``normalize`` (default) its first layer applies
-    the training split's per-feature z-score, so it takes raw features; without it, the model
-    expects features normalised with ``normalization.json``. Every file is sha256-checked
-    first, and the model must take the card's ``input_shape`` and give its ``num_classes``:
-    anything else is a `PretrainedError` naming the file."""
+def load_pretrained(tag: str, normalize: bool = True, root: Path | None = None):
+    """The trained `keras.Model` of ``tag`` (installed, or in ``root``).
+
+    With ``normalize`` (default) it takes the card's ``input_shape``, raw windows: a model that
+    reads several samples per step (``frames_per_step`` k > 1) gets a Reshape in front, (T, C)
+    to (T / k, k * C), as the task stacks them; then the training split's per-feature z-score.
+    Without it, the trained model as it is: its input is ``model_input_shape``, normalised with
+    ``normalization.json``. Every file is sha256-checked first, and the model must take the
+    card's shape and give its ``num_classes``: anything else is a `PretrainedError` naming the
+    file.
+
+    Example:
+
+        >>> model = load_pretrained("sirnn.har2")                 # doctest: +SKIP
+        >>> model.input_shape                                      # doctest: +SKIP
+        (None, 128, 9)
+    """
     import keras
 
     from zoo.model_table import register_layers
 
     register_layers()  # whatever imported Keras first in this program
-    cfg = get_pretrained_cfg(tag)
-    folder = verified_dir(tag)
+    cfg = get_pretrained_cfg(tag, root)
+    folder = verified_dir(tag, root)
     trained = _load_model(folder / MODEL_FILE)
     _check_model(trained, cfg, folder)
     if not normalize:
         return trained
-    mean, std = _read_normalization(folder / NORMALIZATION_FILE, cfg.input_shape[-1])
+    mean, std = _read_normalization(folder / NORMALIZATION_FILE, cfg.model_input_shape[-1])
     inputs = keras.Input(shape=cfg.input_shape, name="x")
-    scaled = keras.layers.Normalization(mean=mean, variance=std ** 2, name="normalization")(inputs)
+    frames = inputs
+    if cfg.frames_per_step > 1:  # k consecutive samples per step, sample-major (the task's)
+        frames = keras.layers.Reshape(cfg.model_input_shape, name="frames")(inputs)
+    scaled = keras.layers.Normalization(mean=mean, variance=std ** 2, name="normalization")(frames)
     return keras.Model(inputs, trained(scaled), name=tag.replace(".", "_"))
 
 
@@ -170,12 +198,15 @@ def _load_model(path: Path):
 
 
 def _check_model(model, cfg: PretrainedCfg, folder: Path) -> None:
-    """The model must take the card's input shape and give its number of classes."""
+    """The model must take the card's input shape (with its frames per step) and give its
+    number of classes."""
     takes, gives = tuple(model.input_shape[1:]), model.output_shape[-1]
     card = folder / CARD
-    if takes != tuple(cfg.input_shape):
-        raise PretrainedError(f"{card}: input_shape {list(cfg.input_shape)}, but the model "
-                              f"({folder / MODEL_FILE}) takes {takes}")
+    if takes != cfg.model_input_shape:
+        frames = (f" at frames_per_step {cfg.frames_per_step}, {cfg.model_input_shape}"
+                  if cfg.frames_per_step > 1 else "")
+        raise PretrainedError(f"{card}: input_shape {list(cfg.input_shape)}{frames}, but the "
+                              f"model ({folder / MODEL_FILE}) takes {takes}")
     if gives != cfg.num_classes:
         raise PretrainedError(f"{card}: num_classes {cfg.num_classes}, but the model "
                               f"({folder / MODEL_FILE}) has {gives} outputs")

@@ -29,7 +29,7 @@ __all__ = ["CARD", "CARD_VERSION", "MODEL_FILE", "NORMALIZATION_FILE", "REQUIRED
            "TrainingData", "SeedResult", "read_card", "check_tag_name"]
 
 CARD = "card.json"
-CARD_VERSION = 1
+CARD_VERSION = 2  # 2: frames_per_step (input_shape: the raw window)
 MODEL_FILE = "model.keras"
 NORMALIZATION_FILE = "normalization.json"
 # Files every card must list (and so sha256-check): what the loader opens.
@@ -253,7 +253,10 @@ class TrainingData(_Record):
 class PretrainedCfg(_Record):
     """The card of one pretrained tag (``card.json``); see `zoo.pretrained` for the folder.
 
-    ``input_shape`` is what the loaded model takes, ``files`` the sha256 of every file of the
+    ``input_shape`` is the raw window the loaded model takes ([timesteps, channels]);
+    ``frames_per_step`` the samples its recurrent step reads at once (the task option of that
+    name): ``model.keras``, the export and the device step take ``model_input_shape``, k
+    consecutive samples' channels per step. ``files`` holds the sha256 of every file of the
     tag (``model.keras`` and ``normalization.json`` among them), ``training`` the run's
     hyperparameters as its config had them, ``command`` what rebuilds it.
     """
@@ -263,6 +266,7 @@ class PretrainedCfg(_Record):
     model: str = _key(_str)
     task: str = _key(_str)
     input_shape: tuple = _key(_input_shape)
+    frames_per_step: int = _key(_count)
     num_classes: int = _key(_count)
     class_names: list = _key(_list_of(_str))
     parameters: int = _key(_count)
@@ -279,10 +283,20 @@ class PretrainedCfg(_Record):
         if card.version != CARD_VERSION:
             raise ValueError(f"version {card.version}: this zoo reads card version "
                              f"{CARD_VERSION}")
+        if card.input_shape[0] % card.frames_per_step:
+            raise ValueError(f"frames_per_step {card.frames_per_step} does not divide the "
+                             f"window's {card.input_shape[0]} samples")
         if len(card.class_names) != card.num_classes:
             raise ValueError(f"class_names has {len(card.class_names)} names for num_classes "
                              f"{card.num_classes}")
         return card
+
+    @property
+    def model_input_shape(self) -> tuple[int, int]:
+        """What ``model.keras``, the export and the device step take: (steps per window,
+        features per step) = (T / k, k * C) for k ``frames_per_step``."""
+        (steps, channels), k = self.input_shape, self.frames_per_step
+        return steps // k, channels * k
 
     def replace(self, **changes) -> "PretrainedCfg":
         """A copy with ``changes`` (``tag=...``, ``export=...``), checked as a read card is."""

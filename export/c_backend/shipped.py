@@ -33,12 +33,15 @@ def tag_card(source: Path) -> PretrainedCfg | None:
 
 
 def check_against_tag(tag: PretrainedCfg, card: ModelCard, source: Path) -> None:
-    """The step export's ``timesteps`` and ``features`` must be the tag's ``input_shape``."""
+    """The step export's ``timesteps`` and ``features`` must be the tag's model input (its
+    ``input_shape`` at its ``frames_per_step``)."""
     shape = (card.timesteps, card.features)
-    if tuple(tag.input_shape) != shape:
+    if tag.model_input_shape != shape:
+        frames = (f" at frames_per_step {tag.frames_per_step}, {tag.model_input_shape}"
+                  if tag.frames_per_step > 1 else "")
         raise CExportError(f"{source / tag.export.folder / CARD_FILE}: timesteps x features is "
                            f"{shape[0]} x {shape[1]}, but {source / TAG_CARD} says input_shape "
-                           f"{list(tag.input_shape)}")
+                           f"{list(tag.input_shape)}{frames}")
 
 
 @contextlib.contextmanager

@@ -26,18 +26,18 @@ def _has_tflm():
 
 @pytest.fixture(scope="module")
 def sirnn_export():
-    from zoo.pretrained import verified_dir
+    from zoo.pretrained import archive_root, verified_dir
 
     # Generation 1: its step clamps the state with MINIMUM and RELU (the QAT step of sirnn.har2
     # saturates in its ADD and has neither), the ops these tests are about.
-    return verified_dir("sirnn.har2_gen1") / "export-step-int8"
+    return verified_dir("sirnn.har2_gen1", root=archive_root()) / "export-step-int8"
 
 
 @pytest.fixture(scope="module")
 def gru_export():
-    from zoo.pretrained import verified_dir
+    from zoo.pretrained import archive_root, verified_dir
 
-    return verified_dir("gru.har2_gen1") / "export-step-int8"
+    return verified_dir("gru.har2_gen1", root=archive_root()) / "export-step-int8"
 
 
 @pytest.fixture(scope="module")

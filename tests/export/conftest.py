@@ -20,10 +20,10 @@ def har_run(tmp_path_factory) -> Path:
 
     import yaml
 
-    from zoo.pretrained import verified_dir
+    from zoo.pretrained import archive_root, verified_dir
 
     run = tmp_path_factory.mktemp("runs") / "har2-sirnn"
-    shutil.copytree(verified_dir("sirnn.har2_gen1"), run)
+    shutil.copytree(verified_dir("sirnn.har2_gen1", root=archive_root()), run)
     config = yaml.safe_load((run / "config.yaml").read_text())
     config["task_options"] = {"val_fold": [1, 5]}
     config.pop("task_options_resolved", None)

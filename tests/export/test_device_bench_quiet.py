@@ -9,7 +9,7 @@ import pytest
 
 from zoo.export import device_bench
 
-SHIPPED = Path(__file__).resolve().parents[2] / "models" / "pretrained" / "sirnn.har2_gen1"
+SHIPPED = Path(__file__).resolve().parents[2] / "models" / "archive" / "sirnn.har2_gen1"
 
 
 @pytest.mark.skipif(not __import__("importlib").util.find_spec("tflite_micro"),

@@ -94,10 +94,10 @@ def shipped_int16x8_export(har_dir, tmp_path_factory):
     import yaml
 
     from zoo.export.exporter import export_run
-    from zoo.pretrained import verified_dir
+    from zoo.pretrained import archive_root, verified_dir
 
     run = tmp_path_factory.mktemp("shipped-run") / "sirnn.har2_gen1"
-    shutil.copytree(verified_dir("sirnn.har2_gen1"), run, ignore=shutil.ignore_patterns("export-*"))
+    shutil.copytree(verified_dir("sirnn.har2_gen1", root=archive_root()), run, ignore=shutil.ignore_patterns("export-*"))
     config = yaml.safe_load((run / "config.yaml").read_text())
     (run / "config.yaml").write_text(yaml.safe_dump({**config, "task_options": {}}))
     out = tmp_path_factory.mktemp("device-exports") / "sirnn.har2_gen1-int16x8"

@@ -11,8 +11,9 @@ from zoo.export.exporter import frontend_entry
 from zoo.training.tasks import get_task
 from zoo.training.tasks import int_frontend
 
-PRETRAINED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
-KWS_CARDS = sorted(PRETRAINED.glob("*.google12*/export-*/model_card.json"))
+MODELS = Path(__file__).resolve().parents[2] / "models"  # installed tags and the archive
+KWS_CARDS = sorted(MODELS.glob("*/*.*kws12*/export-*/model_card.json")) + \
+    sorted(MODELS.glob("*/*.google12*/export-*/model_card.json"))
 
 
 def test_the_integer_task_gets_the_integer_front_end_with_its_constants():

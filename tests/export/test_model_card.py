@@ -12,8 +12,8 @@ from zoo.export.card import card_markdown
 from zoo.export.card_schema import CARD_SCHEMA_VERSION, CardError, ModelCard
 from zoo.export.exportdir import ExportDirectory
 
-PRETRAINED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
-SHIPPED = sorted(PRETRAINED.glob("*/export-*/model_card.json"))
+PRETRAINED = Path(__file__).resolve().parents[2] / "models"  # installed tags and the archive
+SHIPPED = sorted(PRETRAINED.glob("*/*/export-*/model_card.json"))
 LEGACY = [p for p in SHIPPED if "schema_version" not in json.loads(p.read_text())]
 VERSIONED = [p for p in SHIPPED if p not in LEGACY]
 

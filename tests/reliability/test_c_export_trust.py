@@ -23,16 +23,18 @@ from zoo.export.c_backend.command import export_c
 
 REPO = Path(__file__).resolve().parents[2]
 PRETRAINED = REPO / "models" / "pretrained"
+ARCHIVE = REPO / "models" / "archive"  # the earlier generations (not installed)
 
 
 def copy_tag(tag: str, dest: Path, with_tag_card: bool = True) -> Path:
     """A copy of ``tag``'s card.json and export-step-int8 (the tag folder), or of the step export
-    alone (a plain step export, no tag card)."""
+    alone (a plain step export, no tag card). An installed tag or an archived one."""
+    folder = (PRETRAINED if (PRETRAINED / tag).is_dir() else ARCHIVE) / tag
     if not with_tag_card:
-        return Path(shutil.copytree(PRETRAINED / tag / "export-step-int8", dest))
+        return Path(shutil.copytree(folder / "export-step-int8", dest))
     dest.mkdir()
-    shutil.copy(PRETRAINED / tag / "card.json", dest / "card.json")
-    shutil.copytree(PRETRAINED / tag / "export-step-int8", dest / "export-step-int8")
+    shutil.copy(folder / "card.json", dest / "card.json")
+    shutil.copytree(folder / "export-step-int8", dest / "export-step-int8")
     return dest
 
 
@@ -63,7 +65,7 @@ def absurd_timesteps(step: Path) -> None:
 
 
 def other_cell_no_bytes(step: Path) -> None:
-    shutil.copy(PRETRAINED / "gru.har2_gen1" / "export-step-int8" / "step.tflite", step / "step.tflite")
+    shutil.copy(ARCHIVE / "gru.har2_gen1" / "export-step-int8" / "step.tflite", step / "step.tflite")
     edit_card(step, bytes=None)
 
 
@@ -73,7 +75,7 @@ def other_cell_only_ops(step: Path) -> None:
 
 
 def other_cell(step: Path) -> None:
-    shutil.copy(PRETRAINED / "gru.har2_gen1" / "export-step-int8" / "step.tflite", step / "step.tflite")
+    shutil.copy(ARCHIVE / "gru.har2_gen1" / "export-step-int8" / "step.tflite", step / "step.tflite")
 
 
 def other_x_scale(step: Path) -> None:
@@ -115,7 +117,7 @@ def test_a_card_that_does_not_match_its_models_is_refused(case, tmp_path):
 
 def test_a_shipped_tag_whose_model_was_replaced_is_refused_by_its_sha256(tmp_path):
     tag = copy_tag("sirnn.har2_gen1", tmp_path / "sirnn.har2_gen1")
-    data = (PRETRAINED / "sirnn.har2_gen1" / "export-step-int8" / "step.tflite").read_bytes()
+    data = (ARCHIVE / "sirnn.har2_gen1" / "export-step-int8" / "step.tflite").read_bytes()
     (tag / "export-step-int8" / "step.tflite").write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     message = export_fails(tag, tmp_path)
     assert "step.tflite: sha256" in message and "card.json says" in message, message
@@ -206,7 +208,7 @@ def test_a_tag_without_a_step_export_is_refused_without_looking_for_its_data(tmp
         raise AssertionError("the C export tried to download a dataset")
 
     monkeypatch.setattr(download, "download", no_download)
-    tag = tmp_path / "dscnn.google12_testset"
+    tag = tmp_path / "dscnn.kws12"
     tag.mkdir()
     shutil.copy(PRETRAINED / tag.name / "card.json", tag / "card.json")
     shutil.copytree(PRETRAINED / tag.name / "export-sequence-int8", tag / "export-sequence-int8")

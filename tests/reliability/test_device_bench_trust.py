@@ -21,12 +21,13 @@ from zoo.export import device_bench
 
 REPO = Path(__file__).resolve().parents[2]
 PRETRAINED = REPO / "models" / "pretrained"
+ARCHIVE = REPO / "models" / "archive"  # the earlier generations (not installed)
 FAST = ["--runtime", "litert", "--runs", "2", "--warmup", "0"]
 
 
 @pytest.fixture
 def step_export(tmp_path) -> Path:
-    return Path(shutil.copytree(PRETRAINED / "sirnn.har2_gen1" / "export-step-int8", tmp_path / "e"))
+    return Path(shutil.copytree(ARCHIVE / "sirnn.har2_gen1" / "export-step-int8", tmp_path / "e"))
 
 
 def edit_card(folder: Path, edit) -> None:
@@ -49,7 +50,7 @@ def test_the_shipped_export_runs(step_export, capsys):
 
 
 def swap_in_gru_step(folder: Path) -> None:
-    shutil.copy(PRETRAINED / "gru.har2_gen1" / "export-step-int8" / "step.tflite",
+    shutil.copy(ARCHIVE / "gru.har2_gen1" / "export-step-int8" / "step.tflite",
                 folder / "step.tflite")
 
 
@@ -84,8 +85,8 @@ def test_a_card_that_does_not_match_its_models_is_refused(case, step_export, cap
 def test_a_shipped_tag_file_without_its_sha256_is_refused(tmp_path, capsys):
     tag = tmp_path / "sirnn.har2_gen1"
     tag.mkdir()
-    shutil.copy(PRETRAINED / "sirnn.har2_gen1" / "card.json", tag / "card.json")
-    export = Path(shutil.copytree(PRETRAINED / "sirnn.har2_gen1" / "export-step-int8",
+    shutil.copy(ARCHIVE / "sirnn.har2_gen1" / "card.json", tag / "card.json")
+    export = Path(shutil.copytree(ARCHIVE / "sirnn.har2_gen1" / "export-step-int8",
                                   tag / "export-step-int8"))
     head = (export / "head.tflite").read_bytes()
     (export / "head.tflite").write_bytes(head[:-1] + bytes([head[-1] ^ 1]))

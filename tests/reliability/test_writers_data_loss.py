@@ -198,7 +198,7 @@ def test_a_users_empty_folder_named_like_the_creating_stage_is_not_consumed(
 
 def test_the_staging_a_killed_c_export_left_is_swept(tmp_path):
     from zoo.export.c_backend.command import export_c
-    from zoo.pretrained import verified_dir
+    from zoo.pretrained import archive_root, verified_dir
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -206,7 +206,7 @@ def test_the_staging_a_killed_c_export_left_is_swept(tmp_path):
         (tmp_path / name).mkdir()
         storage.write_marker(tmp_path / name, storage.EXPORT_MARKER)
     users = _user_folder(tmp_path / f".c.partial-{dead.pid + 1}")
-    export_c(verified_dir("sirnn.har2_gen1"), tmp_path / "c")
+    export_c(verified_dir("sirnn.har2_gen1", root=archive_root()), tmp_path / "c")
     assert sorted(p.name for p in tmp_path.iterdir()) == [".c.lock", f".c.partial-{dead.pid + 1}",
                                                           "c"]
     assert _snapshot(tmp_path / f".c.partial-{dead.pid + 1}") == users

@@ -49,9 +49,9 @@ def _export(target, env):
 
 def _c_export(target, env):
     from zoo.export.c_backend.command import export_c
-    from zoo.pretrained import verified_dir
+    from zoo.pretrained import archive_root, verified_dir
 
-    export_c(verified_dir("sirnn.har2_gen1"), target, overwrite=True)
+    export_c(verified_dir("sirnn.har2_gen1", root=archive_root()), target, overwrite=True)
     return "zoo_model.c"
 
 
@@ -129,14 +129,14 @@ _KILLED_C_EXPORT = """
 import os, signal, sys
 from zoo.training import storage
 from zoo.export.c_backend.command import export_c
-from zoo.pretrained import verified_dir
+from zoo.pretrained import archive_root, verified_dir
 
 def point(label):
     if label == sys.argv[2]:
         os.kill(os.getpid(), signal.SIGKILL)
 
 storage.crash_point = point
-export_c(verified_dir("sirnn.har2_gen1"), sys.argv[1], overwrite=True)
+export_c(verified_dir("sirnn.har2_gen1", root=archive_root()), sys.argv[1], overwrite=True)
 """
 
 

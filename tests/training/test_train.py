@@ -130,10 +130,10 @@ def shipped_finished_run(tmp_path) -> Path:
     """A copy of a finished run (the shipped sirnn.har2: config, model, metrics), no training."""
     import shutil
 
-    from zoo.pretrained import verified_dir
+    from zoo.pretrained import archive_root, verified_dir
 
     out = tmp_path / "finished"
-    shutil.copytree(verified_dir("sirnn.har2_gen1"), out, ignore=shutil.ignore_patterns("export-*"))
+    shutil.copytree(verified_dir("sirnn.har2_gen1", root=archive_root()), out, ignore=shutil.ignore_patterns("export-*"))
     return out
 
 

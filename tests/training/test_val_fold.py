@@ -23,14 +23,15 @@ def test_shipped_recipes_name_the_pretrained_models_validation_subjects():
     """har2-sirnn.yaml and dsa19-sirnn.yaml reproduce the splits of the pretrained runs trained
     with a validation subject fold (generation 1; generation 2 trained on every subject)."""
     import zoo
+    from zoo.pretrained import archive_root
 
     for task, tag, subjects in (("har2", "sirnn.har2_gen1", HAR_TRAIN),
                                 ("dsa19", "sirnn.dsa19_gen1", [1, 2, 3, 4])):
         recipe = yaml.safe_load((RECIPES_DIR / f"{task}-sirnn.yaml").read_text())
-        card = zoo.get_pretrained_cfg(tag)
+        card = zoo.get_pretrained_cfg(tag, root=archive_root())
         assert fold_subjects(subjects, recipe["task_options"]["val_fold"]) == \
-            card.data["task_options"]["val_subjects"]
-        assert recipe["seed"] == card.data["seed"]
+            card.data.task_options["val_subjects"]
+        assert recipe["seed"] == card.data.seed
 
 
 def test_val_fold_on_the_subsets(shared_data):

@@ -72,6 +72,7 @@ def test_a_missing_key_is_named(card_path):
     ({"class_names": ["a"]}, "class_names has 1 names for num_classes 2"),
     ({"tag": "../gru.har2"}, "is not a tag name"),
     ({"version": 99}, "this zoo reads card version"),
+    ({"frames_per_step": 5}, "does not divide the window's 128 samples"),
 ])
 def test_a_value_of_the_wrong_kind_is_named(card_path, change, match):
     _refused(card_path, match, **change)

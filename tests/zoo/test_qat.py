@@ -577,9 +577,9 @@ def test_a_qat_model_saved_before_qat_bias_keeps_its_float_bias():
     assert zoo.GRU.from_config({k: v for k, v in gru_config.items() if k != "qat_bias"}).qat_bias \
         is False
     from zoo.layers import recurrent_layers
-    from zoo.pretrained import load_pretrained
+    from zoo.pretrained import archive_root, load_pretrained
 
-    shipped = load_pretrained("sirnn.har2_gen3", normalize=False)
+    shipped = load_pretrained("sirnn.har2_gen3", normalize=False, root=archive_root())
     assert [layer.cell.qat_bias for layer in recurrent_layers(shipped)] == [False]
 
 

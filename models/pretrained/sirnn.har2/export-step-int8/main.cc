@@ -2,7 +2,7 @@
 // Streaming inference with TensorFlow Lite Micro: the time loop runs here, one step model invoke
 // per sample, the state h fed back; the head model classifies the final state.
 //
-//   step.tflite: (x_t [1, 9], h_prev [1, 80]) -> h_t [1, 80]   inputs x=1, h=0
+//   step.tflite: (x_t [1, 36], h_prev [1, 80]) -> h_t [1, 80]   inputs x=1, h=0
 //   head.tflite: h_T [1, 80] -> logits [1, 2]
 //
 // x_t must be normalised first: x = (raw - mean) / std per feature, with normalization.json.

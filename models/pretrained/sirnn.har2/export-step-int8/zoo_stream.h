@@ -3,8 +3,8 @@
 #ifndef ZOO_EXPORT_ZOO_STREAM_H_
 #define ZOO_EXPORT_ZOO_STREAM_H_
 
-constexpr int kZooTimesteps = 128;  // samples per window
-constexpr int kZooFeatures = 9;           // features per sample
+constexpr int kZooTimesteps = 32;  // samples per window
+constexpr int kZooFeatures = 36;           // features per sample
 constexpr int kZooUnits = 80;          // state size
 constexpr int kZooClasses = 2;
 
