@@ -23,25 +23,36 @@ def add_list_arguments(parser: argparse.ArgumentParser) -> None:
 def print_pretrained() -> None:
     from zoo.pretrained import get_pretrained_cfg, list_pretrained
 
-    print("Pretrained models (zoo.create_model(MODEL, pretrained=TASK)); accuracy %: val = the "
-          "selected epoch on validation subjects or speakers, mean ± sd over seeds (HAR-2 and "
-          "DSA-19: each seed holds out another subject fold, a subject cross-validation); test = "
-          "the visible official test windows; export = the shipped int8 (or int16x8, or float) "
-          "TFLite model on them:\n")
+    print("Pretrained models (zoo.create_model(MODEL, pretrained=NAME), NAME after the dot); "
+          "accuracy %: val = the selected epoch on validation subjects or speakers, mean ± sd "
+          "over seeds (HAR-2 and DSA-19: each seed holds out another subject fold, a subject "
+          "cross-validation); test = the visible official test windows; int8 = the shipped "
+          "int8 TFLite model on them. Cortex-M4 instructions (the zoo's C, -O2; a KWS model "
+          "with its integer front end; the DS-CNN under TFLite Micro): per step, per window "
+          "and per second of signal (a step reads 'frames' samples):\n")
     tags = list_pretrained()
     width = max(len(t) for t in tags) if tags else 3
-    print(f"  {'tag':<{width}} {'params':>7} {'val':>12} {'test':>6} {'export':>7} "
-          f"{'form':<14} {'bytes':>7} {'arena':>6}")
+    print(f"  {'tag':<{width}} {'params':>7} {'val':>12} {'test':>6} {'int8':>6} {'bytes':>7} "
+          f"{'frames':>6} {'M4 / step':>10} {'/ window':>9} {'/ second':>9}")
     for tag in tags:
         c = get_pretrained_cfg(tag)
-        m, e = c.metrics, c.export
+        m, e, cost = c.metrics, c.export, c.cost
         val = f"{m.val_accuracy_subject_cv_mean:.2f}"
         if m.val_accuracy_subject_cv_std is not None:
             val += f"±{m.val_accuracy_subject_cv_std:.2f}"
-        arena = e.tflite_micro_arena_bytes
         print(f"  {tag:<{width}} {c.parameters:>7,} {val:>12} {m.test_accuracy_visible:>6.2f} "
-              f"{m.export_accuracy:>7.2f} {e.quantize + ' ' + e.form:<14} "
-              f"{e.total_bytes:>7,} {arena if arena else '-':>6}")
+              f"{m.export_accuracy:>6.2f} {e.total_bytes:>7,} {c.frames_per_step:>6} "
+              f"{_count(cost.instructions_per_step):>10} {_count(cost.instructions_per_window):>9} "
+              f"{_count(cost.instructions_per_second):>9}")
+
+
+def _count(value) -> str:
+    """An instruction count as people read it: 22,593; 723 k; 7.43 M; '-' when not measured."""
+    if value is None:
+        return "-"
+    if value >= 1e6:
+        return f"{value / 1e6:.2f} M"
+    return f"{value / 1e3:.0f} k" if value >= 1e5 else f"{value:,.0f}"
 
 
 def print_models() -> None:

@@ -1,7 +1,9 @@
 """The accuracy x device-cost frontier (issue 28 item 3): subject-CV accuracy against the
-Cortex-M4 cost of each graph, as a table (docs/frontier.md) and a plot (docs/img/frontier_har2.png).
+Cortex-M4 cost of each graph per window and per second of signal (issue 43 item 2: a step of a
+model that reads k samples at once covers k samples), as a table (docs/frontier.md) and a plot
+(docs/img/frontier_har2.png).
 
-Two inputs, both committed:
+Three inputs, all committed:
 
 - the device JSON (``experiments/results/frontier/har2_device.json``, written by
   ``tools/cortexm/c_frontier.py``): per graph variant its MACs per step, Cortex-M4 instructions per
@@ -9,12 +11,16 @@ Two inputs, both committed:
   of a graph does not depend on how well it was trained);
 - the per-trial CV results files of ``zoo sweep cv`` (``experiments/results/<study>/<task>/
   <label>/<variant>/fold<k>.json``): the validation accuracy at the CV epoch, mean ± sd over the
-  folds done (`zoo.experiments.tables.cv_rows`, the sweep's own table code).
+  folds done (`zoo.experiments.tables.cv_rows`, the sweep's own table code);
+- the installed tags' cards (`zoo.pretrained_card`): their C figures (``export.c``), the cost of
+  the graphs the device JSON has not measured (a model reading several samples per step).
 
-A CV variant is joined to the device variant with the same graph: the same model and the same
+A CV variant is joined to the device variant with the same graph: the same model, the same
 graph-defining options (units, rank, premultiply, QAT, state clip, FastGRNN ranks, the GRU's
-step graph), the model's registered defaults filling what a config leaves out, so augmentation
-or learning-rate variants share their graph's cost. Variants without CV results yet are in the
+step graph) and samples per step (the task option ``frames_per_step``), the model's registered
+defaults filling what a config leaves out, so augmentation or learning-rate variants share
+their graph's cost. Per window = per step x steps per window (window samples / samples per
+step); per second = per window / the window's seconds (the task's rate). Variants without CV results yet are in the
 table with '-' and not in the plot; rerun when the campaign has finished:
 
     zoo bench frontier            # or: python -m zoo.experiments.frontier --help
@@ -55,16 +61,57 @@ GOALS = {
 TASK_NAMES = {"har2": "HAR-2", "dsa19": "DSA-19"}
 
 
-def graph_key(model: str, options: dict) -> tuple:
-    """What identifies a step graph: the model and its graph options, defaults filled in."""
+def graph_key(model: str, options: dict, frames_per_step: int = 1) -> tuple:
+    """What identifies a step graph: the model, its graph options (defaults filled in) and
+    the samples it reads per step."""
     from zoo.registry import get_model_entry
 
     resolved = {**get_model_entry(model).options(), **options}
-    return (model, *((name, resolved[name]) for name in GRAPH_OPTIONS if name in resolved))
+    return (model, *((name, resolved[name]) for name in GRAPH_OPTIONS if name in resolved),
+            ("frames_per_step", frames_per_step))
 
 
-def describe(model: str, options: dict) -> str:
-    """A short name of a graph: ``sirnn 80u r16 premultiply QAT``."""
+def frames_of(config_or_figures: dict) -> int:
+    """Samples per step of a CV config or a device variant (1 unless it says otherwise)."""
+    options = config_or_figures.get("task_options") or {}
+    return int(config_or_figures.get("frames_per_step") or options.get("frames_per_step") or 1)
+
+
+def signal(task: str) -> tuple[int, float]:
+    """(samples per window, seconds per window) of ``task`` (`zoo.training.tasks`)."""
+    from zoo.training.tasks import get_task
+
+    t = get_task(task)
+    return t.window_shape[0], t.window_seconds
+
+
+def card_variants(task: str, root: Path | None = None) -> dict[str, dict]:
+    """Device variants from the installed tags of ``task`` that carry C figures (their cards'
+    ``export.c``), keyed ``card: TAG``: the graphs the device JSON has not measured."""
+    from zoo.pretrained import get_pretrained_cfg, list_pretrained
+
+    variants = {}
+    for tag in list_pretrained(root=root):
+        card = get_pretrained_cfg(tag, root)
+        c = card.export.c
+        if card.task != task or c is None:
+            continue
+        variants[f"card: {tag}"] = {
+            "model": card.model, "model_options": card.training.get("model_options") or {},
+            "frames_per_step": card.frames_per_step, "parameters": card.parameters,
+            "cortex_m4_instructions_per_step_O2": c.cortex_m4_instructions_per_step_O2,
+            "cortex_m4_flash_bytes_Os": c.cortex_m4_flash_bytes_Os,
+            "cortex_m4_ram_bytes": c.cortex_m4_ram_bytes, "const_bytes": c.const_bytes,
+            "shipped": True, "source": f"models/pretrained/{tag}/card.json (export.c)",
+            "bit_exact_with": c.bit_exact_with, "commands": [c.measured_by],
+            "export_check": {"drop_points": card.metrics.export_drop_points,
+                             "test_sequences": card.data.test_windows}}
+    return variants
+
+
+def describe(model: str, options: dict, frames_per_step: int = 1) -> str:
+    """A short name of a graph: ``sirnn 80u r16 premultiply QAT`` (``... 4/step`` when a step
+    reads 4 samples)."""
     from zoo.registry import get_model_entry
 
     o = {**get_model_entry(model).options(), **options}
@@ -79,6 +126,8 @@ def describe(model: str, options: dict) -> str:
         words.append(f"W r{o.get('w_rank')} U r{o.get('u_rank')}")
     if o.get("qat"):
         words.append(f"QAT {o['qat']}")
+    if frames_per_step > 1:
+        words.append(f"{frames_per_step}/step")
     return " ".join(words)
 
 
@@ -197,9 +246,12 @@ def cv_by_graph(results_dirs: list[Path], task: str) -> list[dict]:
         configs = {(t.label, t.variant): t.config for t in trials}
         for row in cv_rows(trials):
             config = configs[(row["label"], row["variant"])]
+            frames = frames_of(config)
             rows.append({**row, "study": Path(results).name,
-                         "graph": graph_key(config["model"], config.get("model_options", {})),
-                         "describe": describe(config["model"], config.get("model_options", {}))})
+                         "graph": graph_key(config["model"], config.get("model_options", {}),
+                                            frames),
+                         "describe": describe(config["model"], config.get("model_options", {}),
+                                              frames)})
     return rows
 
 
@@ -227,33 +279,42 @@ def _read_json(path: Path, what: str) -> dict:
 
 
 def frontier_rows(device: dict[str, dict], cv: list[dict],
-                  drops: dict[tuple, list[float]] | None = None) -> list[dict]:
+                  drops: dict[tuple, list[float]] | None = None, task: str = "har2") -> list[dict]:
     """One row per CV variant (with its graph's device figures, or none measured), then one per
-    device variant that no CV variant uses; sorted by instructions per step. Where two device
-    variants share a graph (a shipped tag and a 1-epoch run of it), CV rows take the shipped one
-    and the other stays a row of its own."""
+    device variant that no CV variant uses; each with its instructions per window and per
+    second (`signal`); sorted by instructions per window. Where two device variants share a
+    graph (a shipped tag and a 1-epoch run of it), CV rows take the shipped one and the other
+    stays a row of its own."""
     by_graph: dict[tuple, str] = {}  # one device variant per graph: a shipped tag first
     for key, fig in sorted(device.items(), key=lambda item: (not item[1].get("shipped"), item[0])):
-        by_graph.setdefault(graph_key(fig["model"], fig.get("model_options", {})), key)
+        by_graph.setdefault(graph_key(fig["model"], fig.get("model_options", {}), frames_of(fig)),
+                            key)
     used, rows = set(), []
     for r in cv:
         key = by_graph.get(r["graph"])
         used.add(key)
         accuracy = r["val_at_epoch"]
         rows.append({"graph": r["describe"], "device_key": key, "device": device.get(key, {}),
+                     "frames": r["graph"][-1][1],
                      "cv": f"{r['study']}: {r['label']} / {r['variant']}",
                      "accuracy": accuracy, "folds": r["folds"], "planned": r["planned"],
                      "epoch": r["epoch"], "drops": (drops or {}).get((r["label"], r["variant"]), []),
                      "parameters": r["runs"][0]["parameters"] if r["runs"] else None})
     for key, fig in device.items():
         if key not in used:
-            rows.append({"graph": describe(fig["model"], fig.get("model_options", {})),
-                         "device_key": key, "device": fig, "cv": "-", "accuracy": [],
+            rows.append({"graph": describe(fig["model"], fig.get("model_options", {}),
+                                           frames_of(fig)),
+                         "device_key": key, "device": fig, "frames": frames_of(fig), "cv": "-",
+                         "accuracy": [],
                          "folds": [], "planned": 0, "epoch": None, "parameters": None,
                          "drops": []})
+    samples, seconds = signal(task)
+    for r in rows:
+        per_step = r["device"].get("cortex_m4_instructions_per_step_O2")
+        r["per_window"] = None if per_step is None else per_step * samples / r["frames"]
+        r["per_second"] = None if per_step is None else r["per_window"] / seconds
     inf = float("inf")
-    return sorted(rows, key=lambda r: (r["device"].get("cortex_m4_instructions_per_step_O2") or inf,
-                                       r["graph"], r["cv"]))
+    return sorted(rows, key=lambda r: (r["per_window"] or inf, r["graph"], r["cv"]))
 
 
 def _int(value) -> str:
@@ -274,8 +335,9 @@ def int8_drop(fig: dict, drops: list[float]) -> str:
 
 def frontier_table(rows: list[dict]) -> str:
     lines = ["| graph | device variant | CV variant | params | MACs / step | M4 instructions / step "
-             "(-O2) | flash (-Os, B) | RAM (B) | step ops | CV val % at the CV epoch (mean ± sd) "
-             "| folds | int8 drop (points) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "(-O2) | / window | / second | flash (-Os, B) | RAM (B) | step ops | CV val % at the "
+             "CV epoch (mean ± sd) | folds | int8 drop (points) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         fig = r["device"]
         params = fig.get("parameters", r["parameters"])
@@ -285,6 +347,7 @@ def frontier_table(rows: list[dict]) -> str:
         lines.append(
             f"| {r['graph']} | {r['device_key'] or '-'}{note} | {r['cv']} | {_int(params)} | "
             f"{_int(fig.get('macs_per_step'))} | {_int(fig.get('cortex_m4_instructions_per_step_O2'))} | "
+            f"{_int(r['per_window'])} | {_int(r['per_second'])} | "
             f"{_int(fig.get('cortex_m4_flash_bytes_Os'))} | {_int(fig.get('cortex_m4_ram_bytes'))} | "
             f"{_int(ops)} | {mean_sd(r['accuracy'])} | {folds} | {int8_drop(fig, r['drops'])} |")
     return "\n".join(lines) + "\n"
@@ -305,8 +368,10 @@ def plotted(rows: list[dict]) -> list[dict]:
 
 
 def frontier_plot(rows: list[dict], path: Path, title: str, task: str = "har2") -> int:
-    """Two panels, CV accuracy (mean, sd bars) against instructions per step and against flash,
-    the issue's goal drawn as the region to reach; returns the number of points drawn."""
+    """Two panels, CV accuracy (mean, sd bars) against instructions per window of signal (per
+    second on the top axis) and against flash, the issue's goal drawn as the region to reach
+    (its per-step instructions at one sample per step, per window); returns the number of
+    points drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -314,14 +379,17 @@ def frontier_plot(rows: list[dict], path: Path, title: str, task: str = "har2") 
     from matplotlib.ticker import FuncFormatter
 
     points = plotted(rows)
+    samples, seconds = signal(task)
     goal_instructions, goal_flash, _ = GOALS.get(task, (None, None, ""))
+    goal_window = None if goal_instructions is None else goal_instructions * samples
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
     for ax, key, goal, xlabel in (
-            (axes[0], "cortex_m4_instructions_per_step_O2", goal_instructions,
-             "Cortex-M4 instructions per step (C backend, -O2)"),
+            (axes[0], "per_window", goal_window,
+             f"Cortex-M4 instructions per {seconds:g} s window (C backend, -O2)"),
             (axes[1], "cortex_m4_flash_bytes_Os", goal_flash, "flash bytes (C backend, -Os)")):
         for r in points:
-            x, y = r["device"][key], statistics.mean(r["accuracy"])
+            x = r[key] if key == "per_window" else r["device"][key]
+            y = statistics.mean(r["accuracy"])
             sd = statistics.stdev(r["accuracy"]) if len(r["accuracy"]) > 1 else 0.0
             color = "tab:blue" if r["device"].get("model") in ("sirnn", "irnn") else "tab:gray"
             marker = "s" if r["device"].get("model_options", {}).get("qat") else "o"
@@ -339,6 +407,12 @@ def frontier_plot(rows: list[dict], path: Path, title: str, task: str = "har2") 
         ax.tick_params(axis="x", which="minor", labelsize=6)
         ax.set_xlabel(xlabel)
         ax.grid(True, which="both", alpha=0.3)
+    per_second = axes[0].secondary_xaxis("top", functions=(lambda w: w / seconds,
+                                                            lambda p: p * seconds))
+    per_second.set_xlabel("per second of signal", fontsize=8)
+    for axis in (per_second.xaxis.set_major_formatter, per_second.xaxis.set_minor_formatter):
+        axis(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    per_second.tick_params(axis="x", which="both", labelsize=6)
     axes[0].set_ylabel("subject-CV validation accuracy % (mean ± sd over folds)")
     fig.suptitle(f"{title}: upper left is better (blue: SiRNN family; squares: QAT)")
     fig.tight_layout()
@@ -357,6 +431,11 @@ def device_table(device: dict[str, dict]) -> str:
         if "c_export_error" in fig:
             lines.append(f"| {key} | `{fig['source']}` | no C export: "
                          f"{fig['c_export_error'].splitlines()[-1][:200]} | - | - | - | "
+                         f"{'; '.join(f'`{c}`' for c in fig.get('commands', []))} |")
+            continue
+        if "step_ops" not in fig:  # an installed tag's card: its figures, no op list
+            lines.append(f"| {key} | `{fig['source']}` | - | {_int(fig['const_bytes'])} | - | "
+                         f"bit-exact with {fig.get('bit_exact_with')} (the card) | "
                          f"{'; '.join(f'`{c}`' for c in fig.get('commands', []))} |")
             continue
         ops = ", ".join(f"{n} {name}" for name, n in fig["step_ops"]["histogram"].items())
@@ -378,20 +457,25 @@ def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) 
              if plot and points else "(no variant has both CV results and a measured cost yet: "
                                      "no plot)\n\n")
     sources = ", ".join(f"`{_shown(p)}`" for p in args.results)
+    samples, seconds = signal(args.task)
     return (
         f"# The accuracy x device-cost frontier ({TASK_NAMES.get(args.task, args.task)})\n\n"
         "Issue 28 item 3. Subject-CV validation accuracy (at the CV epoch, mean ± sd over the "
         "folds done) against what the int8 C export of the same graph costs a Cortex-M4: "
-        "instructions per step (`-O2`, qemu-arm + the instruction-count plugin), flash (`-Os`, "
+        "instructions per step (`-O2`, qemu-arm + the instruction-count plugin) and, since a "
+        "step may read several samples (`frames_per_step`), per window of signal "
+        f"({samples} samples, {seconds:g} s: per step x {samples} / samples per step) and per "
+        "second (issue 43 item 2; the plot's axis, per second on top), flash (`-Os`, "
         "the smallest program running the model once minus an empty one) and RAM "
         "([cortexm.md](cortexm.md), [c_backend.md](c_backend.md)). The zoo's point is the upper "
         f"left corner. {GOALS.get(args.task, (None, None, ''))[2]} The plot shows one point per "
         "graph, its best CV variant; the table lists every variant.\n\n"
         "A graph's cost hardly depends on its training (only through its scales: compare a "
         "shipped tag with the 1-epoch run of the same graph below): each was measured on a "
-        f"1-epoch or CV run of that graph (`tools/cortexm/frontier_{args.task}.sh`) or on "
-        "the shipped tag, and joined to every CV variant with the same graph (model, units, "
-        "rank, premultiply, QAT, state clip). Accuracy: the CV results files in "
+        f"1-epoch or CV run of that graph (`tools/cortexm/frontier_{args.task}.sh`), on "
+        "the shipped tag, or is an installed tag's own C figures (`card: TAG`, its card's "
+        "`export.c`), and joined to every CV variant with the same graph (model, units, "
+        "rank, premultiply, QAT, state clip, samples per step). Accuracy: the CV results files in "
         f"{sources}; a variant without them yet shows '-' and is not plotted. 'int8 drop' is "
         "per CV fold where `zoo bench fold-int8` measured it (the int8 step model below its "
         "Keras model on the fold's validation subjects), else for a shipped tag (its export "
@@ -448,9 +532,11 @@ def main(argv=None) -> int:
     try:  # every input and output checked before the plot is drawn or anything written
         check_outputs(args.doc, args.plot)
         device, toolchain = read_device(args.device)
+        device.update(card_variants(args.task))
         rows = frontier_rows(device, cv_by_graph([r for r in args.results if r.is_dir()],
                                                  args.task),
-                             int8_drops([r for r in args.int8_results if r.is_dir()], args.task))
+                             int8_drops([r for r in args.int8_results if r.is_dir()], args.task),
+                             args.task)
         text = document(rows, device, toolchain, args.plot, args.doc, args)
         for missing in (r for r in args.results if not r.is_dir()):
             print(f"note: {missing}: no such results folder (no CV accuracy from it yet)")

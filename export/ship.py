@@ -31,9 +31,9 @@ from pathlib import Path
 
 from zoo.export.exportdir import C_ARRAY_FILES, TESTSET_FILE, ModelCard
 from zoo.pretrained import pretrained_root, sha256
-from zoo.pretrained_card import (CARD, CARD_VERSION, CFigures, Metrics, PretrainedCfg,
-                                 PretrainedError, SeedResult, ShippedExport, TrainingData,
-                                 check_tag_name, read_card)
+from zoo.pretrained_card import (C_BACKEND, CARD, CARD_VERSION, CFigures, Cost, Metrics,
+                                 PretrainedCfg, PretrainedError, SeedResult, ShippedExport,
+                                 TrainingData, check_tag_name, read_card)
 from zoo.training import storage
 from zoo.training.rundir import RunDirectory
 
@@ -127,6 +127,7 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
                              quantize=export_card.quantize, bytes=export_card.bytes,
                              total_bytes=export_card.total_bytes,
                              tflite_micro_arena_bytes=(export_card.tflite_micro or {}).get("arena_bytes")),
+        cost=signal_cost(config["task"], frames, export_card),
         data=TrainingData(task_options=config.get("task_options_resolved", {}),
                           train_windows=metrics["data"]["train"], val_windows=metrics["data"]["val"],
                           test_windows=metrics["data"]["test"],
@@ -139,6 +140,40 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
                  | {"model_options": config.get("model_options_resolved"),
                     "best_epoch": metrics["best_epoch"], "epochs_run": metrics["epochs_run"]},
         command=command, files=files)
+
+
+# Cortex-M4 instructions of the C integer log-mel front end per 10 ms hop (`kws_stream_write` of
+# 160 samples, -O2, qemu-arm; tools/cortexm/kws_measure.py, docs/kws.md section 7): a speech
+# model's features cost this on top of its steps.
+INT_FRONTEND_M4_INSTRUCTIONS_PER_HOP = 52_308
+
+
+def signal_cost(task_name: str, frames_per_step: int, export_card: ModelCard,
+                figures: CFigures | None = None) -> Cost:
+    """The tag's `Cost` per second of signal: the task's rate and window, the export's form (a
+    step per ``frames_per_step`` rows, or a whole window at once), the front end its features
+    need, and the C figures' instructions per step when measured (``tools/cortexm/c_cards.py``
+    adds them later through `record_c_figures`)."""
+    from zoo.training.tasks import get_task
+
+    task = get_task(task_name)
+    if task.rows_per_second is None or task.window_seconds is None:
+        raise ValueError(f"task {task_name!r} has no rows_per_second / window_seconds: no cost "
+                         "per second of signal to put on its card")
+    if export_card.form == "step":
+        steps_per_second = task.rows_per_second / frames_per_step
+    else:  # the whole window at once, once per window
+        steps_per_second = 1 / task.window_seconds
+    # A speech model's features come from the zoo's C integer log-mel front end on a device:
+    # it feeds the models trained on the float log-mel features at the same int8 accuracy too
+    # (docs/kws.md section 7: SiRNN 78.54 % on both).
+    frontend = (0.0 if not export_card.frontend
+                else task.rows_per_second * INT_FRONTEND_M4_INSTRUCTIONS_PER_HOP)
+    per_step = None if figures is None else figures.cortex_m4_instructions_per_step_O2
+    return Cost.derive(window_seconds=task.window_seconds, steps_per_second=steps_per_second,
+                       instructions_per_step=per_step, frontend_instructions_per_second=frontend,
+                       runtime=None if figures is None else C_BACKEND,
+                       measured_by=None if figures is None else figures.measured_by)
 
 
 # The run's hyperparameters a card records (``training``), as its config has them.
@@ -334,7 +369,8 @@ def _check_new_folder(target: Path, option: str) -> None:
 def record_c_figures(tag_folder, figures) -> PretrainedCfg:
     """Put the C backend's measured figures (a `CFigures`, or its dict as
     ``tools/cortexm/c_cards.py`` measures it) into the card of the shipped tag in
-    ``tag_folder`` as ``export.c``: checked as every card is, written atomically under the
+    ``tag_folder`` as ``export.c``, and its cost per step, window and second with them
+    (`PretrainedCfg.with_c_figures`): checked as every card is, written atomically under the
     tag's lock. ``card.json`` is not among the hashed files: the tag's files stay as shipped.
 
     Example:
@@ -347,8 +383,7 @@ def record_c_figures(tag_folder, figures) -> PretrainedCfg:
     if not isinstance(figures, CFigures):
         figures = CFigures.from_dict(figures, "export.c")
     with storage.exclusive(folder, "pretrained tag folder", "tag"):
-        card = read_card(folder / CARD)
-        card = card.replace(export=dataclasses.replace(card.export, c=figures))
+        card = read_card(folder / CARD).with_c_figures(figures)
         storage.write_text_atomic(folder / CARD, card.to_json())
     return card
 

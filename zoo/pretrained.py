@@ -6,8 +6,8 @@ installed ``zoo.models`` package (``models/pretrained/`` in a source checkout; t
 generations are in ``models/archive/``, not installed: `archive_root`)::
 
     card.json            `zoo.pretrained_card.PretrainedCfg`: what it is, the data, split,
-                         seeds and command that made it, its accuracy and size, and the
-                         sha256 of every file below
+                         seeds and command that made it, its accuracy, size and cost per
+                         second of signal, and the sha256 of every file below
     model.keras          the trained float model (input: normalised features)
     config.yaml, normalization.json, metrics.json
                          the rest of its `zoo train` run directory, so `zoo export` takes the

@@ -26,10 +26,10 @@ from typing import Any, Callable
 
 __all__ = ["CARD", "CARD_VERSION", "MODEL_FILE", "NORMALIZATION_FILE", "REQUIRED_FILES",
            "PretrainedError", "PretrainedCfg", "Metrics", "ShippedExport", "CFigures",
-           "TrainingData", "SeedResult", "read_card", "check_tag_name"]
+           "TrainingData", "SeedResult", "Cost", "C_BACKEND", "read_card", "check_tag_name"]
 
 CARD = "card.json"
-CARD_VERSION = 2  # 2: frames_per_step (input_shape: the raw window)
+CARD_VERSION = 2  # 2: frames_per_step, cost (input_shape: the raw window)
 MODEL_FILE = "model.keras"
 NORMALIZATION_FILE = "normalization.json"
 # Files every card must list (and so sha256-check): what the loader opens.
@@ -224,6 +224,67 @@ class ShippedExport(_Record):
     c: CFigures | None = _key(_optional(_record(CFigures)), omit_none=True, default=None)
 
 
+C_BACKEND = "zoo C backend"  # Cost.runtime of a per-step figure taken from ``export.c``
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost(_Record):
+    """What the tag costs a Cortex-M4 per second of signal, beside per step (issue 43 item 2).
+
+    A step reads ``frames_per_step`` samples (a speech model: one 10 ms hop of features), so a
+    step model runs ``steps_per_second`` = rows per second / frames per step; a whole-window
+    model (the DS-CNN) runs once per window, ``1 / window_seconds``. Per second =
+    steps per second x ``instructions_per_step`` + ``frontend_instructions_per_second`` (the
+    features' own cost: a speech model's integer log-mel front end, 0 for sensor samples; None
+    when not measured); per window = per second x ``window_seconds``. The two totals are
+    None when a part is not measured. ``runtime`` says what ran the step (`C_BACKEND`: the
+    figure of ``export.c``), ``measured_by`` how.
+
+    Example:
+
+        >>> Cost.derive(window_seconds=2.56, steps_per_second=12.5, instructions_per_step=22593.4,
+        ...             frontend_instructions_per_second=0, runtime=C_BACKEND,
+        ...             measured_by="tools/cortexm/c_cards.py").instructions_per_window
+        722989
+    """
+
+    window_seconds: float = _key(_number)
+    steps_per_second: float = _key(_number)
+    instructions_per_step: float | None = _key(_optional(_number))
+    frontend_instructions_per_second: float | None = _key(_optional(_number))
+    instructions_per_second: int | None = _key(_optional(_int))
+    instructions_per_window: int | None = _key(_optional(_int))
+    runtime: str | None = _key(_optional(_str))
+    measured_by: str | None = _key(_optional(_str))
+
+    @classmethod
+    def derive(cls, *, window_seconds: float, steps_per_second: float,
+               instructions_per_step: float | None, frontend_instructions_per_second: float | None,
+               runtime: str | None, measured_by: str | None) -> "Cost":
+        """The record with its totals computed from its parts."""
+        per_second = None
+        if instructions_per_step is not None and frontend_instructions_per_second is not None:
+            per_second = steps_per_second * instructions_per_step + frontend_instructions_per_second
+        return cls(window_seconds=window_seconds, steps_per_second=steps_per_second,
+                   instructions_per_step=instructions_per_step,
+                   frontend_instructions_per_second=frontend_instructions_per_second,
+                   instructions_per_second=None if per_second is None else round(per_second),
+                   instructions_per_window=(None if per_second is None
+                                            else round(per_second * window_seconds)),
+                   runtime=runtime, measured_by=measured_by)
+
+    def check(self) -> None:
+        """ValueError unless the totals are the parts' (a hand-edited card)."""
+        again = self.derive(**{k: getattr(self, k) for k in (
+            "window_seconds", "steps_per_second", "instructions_per_step",
+            "frontend_instructions_per_second", "runtime", "measured_by")})
+        if again != self:
+            raise ValueError(f"cost: instructions_per_second {self.instructions_per_second} and "
+                             f"instructions_per_window {self.instructions_per_window} are not "
+                             f"its parts' ({again.instructions_per_second}, "
+                             f"{again.instructions_per_window})")
+
+
 @dataclasses.dataclass(frozen=True)
 class SeedResult(_Record):
     """One seed of the recipe: its validation subjects, the validation accuracy of its
@@ -272,6 +333,7 @@ class PretrainedCfg(_Record):
     parameters: int = _key(_count)
     metrics: Metrics = _key(_record(Metrics))
     export: ShippedExport = _key(_record(ShippedExport))
+    cost: Cost = _key(_record(Cost))
     data: TrainingData = _key(_record(TrainingData))
     training: dict = _key(_dict)
     command: str = _key(_str)
@@ -286,6 +348,13 @@ class PretrainedCfg(_Record):
         if card.input_shape[0] % card.frames_per_step:
             raise ValueError(f"frames_per_step {card.frames_per_step} does not divide the "
                              f"window's {card.input_shape[0]} samples")
+        card.cost.check()
+        c = card.export.c
+        if c is not None and (card.cost.runtime, card.cost.instructions_per_step) != (
+                C_BACKEND, c.cortex_m4_instructions_per_step_O2):
+            raise ValueError(f"cost.instructions_per_step {card.cost.instructions_per_step} "
+                             f"({card.cost.runtime}) is not export.c's "
+                             f"{c.cortex_m4_instructions_per_step_O2} ({C_BACKEND})")
         if len(card.class_names) != card.num_classes:
             raise ValueError(f"class_names has {len(card.class_names)} names for num_classes "
                              f"{card.num_classes}")
@@ -297,6 +366,15 @@ class PretrainedCfg(_Record):
         features per step) = (T / k, k * C) for k ``frames_per_step``."""
         (steps, channels), k = self.input_shape, self.frames_per_step
         return steps // k, channels * k
+
+    def with_c_figures(self, figures: CFigures, measured_by: str | None = None) -> "PretrainedCfg":
+        """The card with the C backend's figures as ``export.c`` and its cost per step, per
+        window and per second taken from them."""
+        cost = Cost.derive(**{**{k: getattr(self.cost, k) for k in (
+            "window_seconds", "steps_per_second", "frontend_instructions_per_second")},
+            "instructions_per_step": figures.cortex_m4_instructions_per_step_O2,
+            "runtime": C_BACKEND, "measured_by": measured_by or figures.measured_by})
+        return self.replace(export=dataclasses.replace(self.export, c=figures), cost=cost)
 
     def replace(self, **changes) -> "PretrainedCfg":
         """A copy with ``changes`` (``tag=...``, ``export=...``), checked as a read card is."""

@@ -57,7 +57,9 @@ def _expected(curves):
     return epoch + 1, f"{at.mean():.2f} ± {at.std(ddof=1):.2f}"
 
 
-def test_the_table_gives_numpys_cv_figures_joined_to_each_graphs_cost(tmp_path, capsys):
+def test_the_table_gives_numpys_cv_figures_joined_to_each_graphs_cost(tmp_path, capsys,
+                                                                       monkeypatch):
+    monkeypatch.setattr(frontier, "card_variants", lambda task: {})  # the planted graphs only
     results, device = tmp_path / "results", tmp_path / "device.json"
     _device(device)
     rot15 = 85 + 10 * RNG.random((5, 6))  # five folds, six epochs
@@ -83,11 +85,13 @@ def test_the_table_gives_numpys_cv_figures_joined_to_each_graphs_cost(tmp_path, 
     _, rot15_cell = _expected(rot15)
     _, lean_cell = _expected(lean)
     assert f"| {rot15_cell} | 5 / 5 |" in rows["results: sirnn / rot15"]
-    assert "| 20,837 | 8,008 | 760 |" in rows["results: sirnn / rot15"]
+    # per step, per 128-sample window and per second of HAR's 2.56 s windows
+    assert f"| 20,837 | {20837.1 * 128:,.0f} | {20837.1 * 50:,.0f} | 8,008 | 760 |" in \
+        rows["results: sirnn / rot15"]
     assert "0.57 (shipped, 701 test windows)" in rows["results: sirnn / rot15"]
     assert f"| {lean_cell} | 3 / 5 |" in rows["results: sirnn / lean_rot15_qat"]
     assert "| lean_qat | " in rows["results: sirnn / lean_rot15_qat"]
-    assert "| 15,000 | 7,000 |" in rows["results: sirnn / lean_rot15_qat"]
+    assert "| 15,000 | 1,920,000 | 750,000 | 7,000 |" in rows["results: sirnn / lean_rot15_qat"]
     d = np.array(drops)
     assert rows["results: sirnn / lean_rot15_qat"].endswith(
         f"| {d.mean():.2f} ± {d.std(ddof=1):.2f}, worst {d.max():.2f} (2 folds) |")
@@ -95,10 +99,11 @@ def test_the_table_gives_numpys_cv_figures_joined_to_each_graphs_cost(tmp_path, 
     assert "| - | - | - | - | - |" in rows["results: gru / base"]
     alone = [line for line in table.splitlines() if " | - | 3,523 | " in line]
     assert alone[0].startswith("| sirnn 48u r16 premultiply | units48 | - |")
-    assert "| 9,000 | 5,000 |" in alone[0] and alone[0].endswith("| - | - | - |")
+    assert "| 9,000 | 1,152,000 | 450,000 | 5,000 |" in alone[0]
+    assert alone[0].endswith("| - | - | - |")
     assert alone[1].startswith("| sirnn 80u r16 premultiply | a_run | - |")
-    assert "| 20,840 | 8,016 |" in alone[1]
-    # sorted by instructions per step, the unmeasured last
+    assert "| 20,840 | 2,667,520 | 1,042,000 | 8,016 |" in alone[1]
+    # sorted by instructions per window, the unmeasured last
     order = [line.split(" | ")[1] for line in table.splitlines()[2:] if line.startswith("| ")]
     assert order == ["units48", "lean_qat", "premultiply", "a_run", "-"]
     assert table.splitlines()[-1].endswith("(2 points)")
@@ -123,3 +128,28 @@ def test_a_results_file_that_is_not_one_is_named(tmp_path):
         frontier.cv_by_graph([tmp_path / "r"], "har2")
     with pytest.raises(FileNotFoundError, match="no device JSON"):
         frontier.load_device(tmp_path / "none.json")
+
+
+def test_a_model_reading_frames_costs_its_steps_per_window():
+    """Issue 43 item 2: a CV variant reading 4 samples per step joins the installed tag of that
+    graph (its card's C figures) and costs 32 steps per 128-sample window, not 128."""
+    cards = frontier.card_variants("har2")
+    fig = cards["card: sirnn.har2"]
+    from zoo import get_pretrained_cfg
+
+    card = get_pretrained_cfg("sirnn.har2")
+    assert fig["frames_per_step"] == 4
+    assert fig["cortex_m4_instructions_per_step_O2"] == \
+        card.export.c.cortex_m4_instructions_per_step_O2
+    config = {"model": "sirnn", "model_options": card.training["model_options"],
+              "task_options": {"frames_per_step": 4}}
+    row = {"label": "sirnn", "variant": "f4", "val_at_epoch": [96.0, 97.0], "folds": [0, 1],
+           "planned": 2, "epoch": 3, "runs": [], "study": "s",
+           "graph": frontier.graph_key("sirnn", config["model_options"], frontier.frames_of(config)),
+           "describe": "f4"}
+    [joined, *_] = [r for r in frontier.frontier_rows(cards, [row]) if r["cv"] != "-"]
+    assert joined["device_key"] == "card: sirnn.har2"
+    per_step = fig["cortex_m4_instructions_per_step_O2"]
+    assert joined["per_window"] == pytest.approx(32 * per_step)
+    assert joined["per_window"] == pytest.approx(card.cost.instructions_per_window, abs=1)
+    assert joined["per_second"] == pytest.approx(card.cost.instructions_per_second, abs=1)

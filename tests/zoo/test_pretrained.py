@@ -50,6 +50,23 @@ def test_every_installed_tag_passes_the_rules(tag):
     assert cfg.metrics.export_drop_points <= MAX_DROP_POINTS, cfg.metrics
     if cfg.export.form == "step":
         assert cfg.export.c is not None and cfg.export.c.bit_exact_with == "tflite-micro", tag
+    # issue 43 item 2: its cost per window and per second of signal, beside per step
+    assert cfg.cost.instructions_per_window and cfg.cost.instructions_per_second, cfg.cost
+
+
+def test_cost_per_second_of_signal_follows_the_task_and_the_step():
+    """sirnn.har2 reads 4 of HAR's 50 samples per second per step: 12.5 steps per second and
+    32 per 2.56 s window; a KWS step model steps every 10 ms hop and runs the integer front end
+    (52,308 instructions per hop) each hop; the DS-CNN runs once per 1 s window: its 57.3 M
+    plus the front end is the 62,536,347 docs/kws.md measured for the whole pipeline."""
+    har = zoo.get_pretrained_cfg("sirnn.har2").cost
+    per_step = zoo.get_pretrained_cfg("sirnn.har2").export.c.cortex_m4_instructions_per_step_O2
+    assert har.instructions_per_window == round(32 * per_step)
+    assert har.instructions_per_second == round(12.5 * per_step)
+    kws = zoo.get_pretrained_cfg("sirnn.kws12").cost
+    assert kws.instructions_per_second == round(100 * (kws.instructions_per_step + 52_308))
+    dscnn = zoo.get_pretrained_cfg("dscnn.kws12").cost
+    assert dscnn.instructions_per_second == pytest.approx(62_536_347, abs=100)
 
 
 def test_a_model_that_reads_frames_takes_raw_windows():

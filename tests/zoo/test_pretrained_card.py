@@ -72,6 +72,8 @@ def test_a_missing_key_is_named(card_path):
     ({"class_names": ["a"]}, "class_names has 1 names for num_classes 2"),
     ({"tag": "../gru.har2"}, "is not a tag name"),
     ({"version": 99}, "this zoo reads card version"),
+    ({"cost__instructions_per_second": 1}, "are not its parts'"),
+    ({"cost__runtime": "TFLite Micro"}, "is not export.c's"),
     ({"frames_per_step": 5}, "does not divide the window's 128 samples"),
 ])
 def test_a_value_of_the_wrong_kind_is_named(card_path, change, match):
@@ -94,7 +96,11 @@ def test_c_figures_reach_the_card_through_the_type(card_path):
     after = record_c_figures(card_path.parent, figures)
     assert read_card(card_path) == after
     assert after.export.c.cortex_m4_instructions_per_step_O2 == 1234.5
-    assert after.replace(export=before.export) == before  # nothing else changed
+    # the cost follows: 50 samples per second, one per step, 2.56 s windows (gru.har2)
+    assert after.cost.instructions_per_step == 1234.5
+    assert after.cost.instructions_per_second == round(50 * 1234.5)
+    assert after.cost.instructions_per_window == round(50 * 1234.5 * 2.56)
+    assert after.replace(export=before.export, cost=before.cost) == before  # nothing else
     with pytest.raises(ValueError, match="export.c.const_bytes must be an integer"):
         record_c_figures(card_path.parent, {**figures, "const_bytes": "big"})
     assert read_card(card_path) == after  # a refused write leaves the card as it was

@@ -157,6 +157,11 @@ class Task:
     # triples (accelerometer, gyroscope, ...), which a rotation of the device turns together.
     # What the rotation augmentation (zoo.training.augment) needs; empty for non-IMU tasks.
     sensors: ClassVar[tuple[tuple[tuple[int, int, int], ...], ...]] = ()
+    # A time signal's rate and window, for the cost per second of signal of a model
+    # (`zoo.pretrained_card.Cost`): the window's rows (samples, or feature frames) per second,
+    # and the seconds of signal one window covers. None: not a time signal (synthetic tasks).
+    rows_per_second: ClassVar[float | None] = None
+    window_seconds: ClassVar[float | None] = None
 
     @property
     def num_classes(self) -> int:

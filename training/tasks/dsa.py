@@ -114,6 +114,7 @@ class DSA19(FramesPerStep, Task):
     paper_split = ("subjects p1-p4 train / p5-p8 test (4,560 / 4,560 windows on the full data); "
                    "validation = whole training subjects held out (val_fraction, split_seed)")
     window_shape = (STEPS, CHANNELS)
+    rows_per_second, window_seconds = 25.0, 5.0  # 125 samples at 25 Hz
     class_names = list(ACTIVITIES)
     # Five units of 9 channels each (acc, gyro, mag xyz), each unit its own sensor.
     window_sensors = tuple(tuple((9 * u + 3 * k, 9 * u + 3 * k + 1, 9 * u + 3 * k + 2)

@@ -114,6 +114,7 @@ class HARTask(FramesPerStep, Task):
     DEFAULTS = {"val_fraction": 0.2, "val_subjects": None, "val_fold": None, "split_seed": 0,
                 "frames_per_step": 1}
     window_shape = (STEPS, len(CHANNELS))
+    rows_per_second, window_seconds = 50.0, 2.56  # 128 samples at 50 Hz
     # One phone: body_acc, body_gyro and total_acc turn together.
     window_sensors = (((0, 1, 2), (3, 4, 5), (6, 7, 8)),)
     paper_split = ("official UCI HAR split: train subjects (7,352 windows) / test subjects "

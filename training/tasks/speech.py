@@ -158,6 +158,9 @@ class SpeechTask(Task):
     AUGMENT = {"noise_mixing": False, "background_frequency": 0.8, "background_volume": 0.1,
                "time_shift_ms": 0}
     DEFAULTS = {"version": "v0.01", "pad": "end", "features": "logmel", **FRONTEND, **AUGMENT}
+    # One feature frame per 10 ms hop (winstep 0.01 s; the integer front end's HOP of 160
+    # samples at 16 kHz); a window is a 1 s clip.
+    rows_per_second, window_seconds = 100.0, 1.0
 
     def _validate(self):
         o = self._options
