@@ -167,6 +167,27 @@ def _export(run_dir: Path, mode: str, out: Path, args):
     return None, {"errors": errors}
 
 
+def _entries(args) -> list[tuple]:
+    """(label, model, options, family) of every model to measure; ValueError naming a bad
+    ``--models`` or ``--baselines`` entry."""
+    unknown = [label for label in args.models if label not in ZOO_MODELS]
+    if unknown:
+        raise ValueError(f"--models {unknown[0]!r}; valid: {', '.join(ZOO_MODELS)}")
+    entries = [(label, model, {**opts, "units": args.units}, "zoo")
+               for label, (model, opts) in ((label, ZOO_MODELS[label]) for label in args.models)]
+    for spec in args.baselines:
+        name, _, sizes = spec.partition(":")
+        if name not in BASELINES:
+            raise ValueError(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}")
+        try:
+            units = [int(u) for u in (sizes or "80").split(",")]
+        except ValueError:
+            raise ValueError(f"--baselines {spec!r}: NAME:UNITS,UNITS with whole numbers, e.g. "
+                             "lstm:16,32") from None
+        entries += [(f"{name}-{u}", name, {"units": u}, "keras") for u in units]
+    return entries
+
+
 def measure(args) -> list[dict]:
     """Train or reuse, export and time every model; its progress logged, the table printed."""
     from zoo.training.runs import load_keras_model
@@ -175,16 +196,12 @@ def measure(args) -> list[dict]:
 
     task = get_task(args.task)
     out = Path(args.out or Path("bench") / args.task)
+    entries = _entries(args)
+    # The data first, before anything is measured or written: without it the command used to
+    # time the runtime and create OUT, then fail (and leave OUT behind). The load is what the
+    # first training does anyway (its arrays are cached for the runs).
+    task.load(args.data_dir, seed=args.seed)
     out.mkdir(parents=True, exist_ok=True)
-    entries = [(label, *ZOO_MODELS[label], "zoo") for label in args.models]
-    entries = [(label, model, {**opts, "units": args.units}, fam)
-               for label, model, opts, fam in entries]
-    for spec in args.baselines:
-        name, _, sizes = spec.partition(":")
-        if name not in BASELINES:
-            raise ValueError(f"unknown baseline {name!r}; valid: {', '.join(BASELINES)}")
-        for units in (int(u) for u in (sizes or "80").split(",")):
-            entries.append((f"{name}-{units}", name, {"units": units}, "keras"))
     _log.info("measuring the runtime's matrix-multiply peak ...")
     peak = matmul_peak()
     _log.info(f"  peak (LiteRT, 1 thread, 128x512 @ 512x512 FULLY_CONNECTED): float32 "
@@ -325,9 +342,11 @@ def pareto_plot(rows, path: Path) -> None:
 
 
 def run_bench(args) -> int:
+    import sys
+
     try:
         measure(args)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"zoo bench: error: {err}")
+    except (ValueError, FileNotFoundError) as err:  # DataError, DataNotFoundError among them
+        print(f"zoo bench: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -228,7 +228,7 @@ def check_c(c_dir: Path, match: str, windows=None, card: ModelCard | None = None
     if windows is not None:
         x, why = windows
         if x is None:
-            _log.info("  no C check on test windows: %s", why)
+            _log.warning("  no C check on test windows: %s", why)
             return {"skipped": why}
     elif not (c_dir / "testset.npz").is_file():
         return {"skipped": "the step export has no testset.npz"}

@@ -74,10 +74,9 @@ def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
     try:
         with _offline():
             data = get_task(card.task, **_test_options(card)).load(data_dir, seed=0)
-    except (DataNotFoundError, DataError) as err:
-        first = str(err).split(". ")[0].splitlines()[0]
-        return None, None, (f"the {card.task} data is not at hand ({first}); pass --data-dir to "
-                            "check the C code on its test windows")
+    except (DataNotFoundError, DataError) as err:  # what is missing and how to get it
+        return None, None, (f"pass --data-dir to check the C code on the {card.task} test "
+                            f"windows; the data is not at hand: {' '.join(str(err).split())}")
     if tuple(data.test.x.shape[1:]) != (card.timesteps, card.features):
         return None, None, (f"the {card.task} test windows here are {data.test.x.shape[1:]}, "
                             f"the export takes ({card.timesteps}, {card.features})")

@@ -57,3 +57,21 @@ def test_zoo_bench_one_small_run(tmp_path, shared_data):
     table = (out / "results.md").read_text()
     assert "GMAC/s" in table and "Best zoo int8 step model: sirnn" in table
     assert (out / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_zoo_bench_without_data_says_so_first_and_leaves_nothing(tmp_path, monkeypatch, capsys):
+    """Issue 43 item 7: on a fresh clone `zoo bench --task har2` (a README command) timed the
+    runtime, created bench/har2, then failed for want of data and left it behind. The data is
+    checked first: one line saying where it looked and what to fetch, nothing written."""
+    from edge_rnn_zoo.cli import main
+    from zoo.experiments import bench
+
+    monkeypatch.setattr(bench, "matmul_peak", lambda: pytest.fail("timed before the data check"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "no-data").mkdir()
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "no-data"))
+    assert main(["bench", "--task", "har2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("zoo bench: error: ") and len(err.splitlines()) == 1, err
+    assert "not found" in err and str(tmp_path / "no-data") in err
+    assert not (tmp_path / "bench").exists()

@@ -277,6 +277,9 @@ def test_a_shipped_tag_without_its_data_at_hand_says_so_and_downloads_nothing(tm
     assert "not at hand" in summary["check"]["skipped"] and "--data-dir" in summary["check"][
         "skipped"]
     assert "no C check on test windows" in caplog.text, caplog.text
+    # ... and how to get it (issue 43 item 7: a newcomer was not told)
+    assert "Download https://archive.ics.uci.edu" in summary["check"]["skipped"]
+    assert "\n" not in summary["check"]["skipped"]
     assert np.all([(tmp_path / "c" / name).is_file() for name in ("zoo_model.c", "main.c")])
 
 
