@@ -95,9 +95,10 @@ def test_pretrained_with_another_num_classes_keeps_the_trained_recurrent_layer()
     # the features feeding the new head are the trained model's h_T on raw windows
     x = np.random.default_rng(0).normal(size=(3,) + trained.input_shape[1:]).astype("float32")
     features = keras.Model(tuned.inputs, head.input)(x)
-    inner = trained.layers[-1]  # input -> normalization -> the trained model (its head last)
+    inner = trained.layers[-1]  # x -> frames -> normalization -> the model (its head last)
     body = keras.Model(inner.inputs, inner.layers[-1].input)
-    want = body(trained.get_layer("normalization")(x))
+    steps, width = trained.get_layer("normalization").output.shape[1:]  # 4 samples a step
+    want = body(trained.get_layer("normalization")(x.reshape(len(x), steps, width)))
     np.testing.assert_allclose(np.asarray(features), np.asarray(want), rtol=0, atol=0)
     tuned.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     tuned.fit(x, np.array([0, 3, 4]), epochs=1, verbose=0)  # it trains as a normal model
