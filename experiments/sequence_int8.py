@@ -202,12 +202,12 @@ def smallest_arena_or_none(blob: bytes, runtime: str) -> int | None:
     return smallest_arena(blob)
 
 
-def build_and_check(args, print_fn=None) -> dict:
+def build_and_check(args) -> dict:
     """Build, check against the step loop in every runtime, time; the report as a dict. Each
-    check is logged at INFO as it finishes (``print_fn``, deprecated: given, it gets the lines)."""
+    check is logged at INFO as it finishes."""
     from zoo.export.micro import quiet_stderr
 
-    say = logs.reporter(_log, print_fn)
+    say = _log.info
     export_dir = Path(args.export_dir)
     out = Path(args.out) if args.out else export_dir / OUT_NAME
     built = build_from_export(export_dir, keep_identity_ops=args.keep_identity_ops)

@@ -27,7 +27,6 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -37,7 +36,7 @@ from zoo.export.card_schema import FORMS, ModelCard
 from zoo.export.exportdir import MARKER, ExportDirectory
 from zoo.export.quantize import CALIBRATED, MODES, accuracy_drop_advice
 from zoo.export.sources import ExportSource, frontend_entry, read_run
-from zoo.training import logs, storage
+from zoo.training import storage
 
 __all__ = ["export_run", "export_source", "ExportOptions", "ExportDirError", "AccuracyDropError",
            "FORMS", "frontend_entry"]
@@ -90,7 +89,6 @@ class ExportOptions:
     # Step form: convert in this process, not a child (a step model has no WHILE loop for the
     # calibrator to crash on, TF #75140); saves the child's TensorFlow import (tests).
     in_process: bool = False
-    print_fn: Callable | None = None  # deprecated: given, messages go to it, not to the log
 
     def __post_init__(self):
         if self.quantize not in MODES:
@@ -100,11 +98,6 @@ class ExportOptions:
         if self.unroll and self.form == "step":
             raise ValueError("--unroll applies to --form sequence (a step model has no loop)")
         check_export_numbers(self)
-
-    @property
-    def say(self) -> Callable:
-        """Where the export's messages go: the log (INFO), or the deprecated ``print_fn``."""
-        return logs.reporter(_log, self.print_fn)
 
     @property
     def calibrated(self) -> bool:
@@ -206,8 +199,8 @@ def export_source(read, out: Path, opts: ExportOptions) -> dict:
 def _say_source(run: ExportSource, opts: ExportOptions) -> None:
     accuracy = (f"Keras float accuracy {100 * run.float_accuracy:.2f}%" if run.labelled
                 else "no labels (the export is checked against the float model)")
-    opts.say(f"{run.title}: {accuracy} ({len(run.x_test)} test sequences); exporting --form "
-             f"{opts.form} --quantize {opts.quantize}")
+    _log.info(f"{run.title}: {accuracy} ({len(run.x_test)} test sequences); exporting --form "
+              f"{opts.form} --quantize {opts.quantize}")
 
 
 def convert_models(run: ExportSource, opts: ExportOptions) -> _Converted:
@@ -348,8 +341,8 @@ def check_litert(export: ExportDirectory, card: ModelCard, run: ExportSource, co
     scored = (f"accuracy {100 * card.accuracy['tflite']:.2f}% {every} "
               f"({versus_float(card.accuracy['drop_points'])}), " if run.labelled
               else f"{every}, no labels: ")
-    opts.say(f"  TFLite ({opts.quantize}, {opts.form}): {scored}argmax agreement with Keras "
-             f"{100 * agreement:.2f}%, {card.total_bytes:,} bytes, ops {ops}")
+    _log.info(f"  TFLite ({opts.quantize}, {opts.form}): {scored}argmax agreement with Keras "
+              f"{100 * agreement:.2f}%, {card.total_bytes:,} bytes, ops {ops}")
     return lite_logits
 
 
@@ -404,10 +397,10 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: ExportSour
               f"{100 * micro['litert_accuracy_same_sequences']:.2f}% on the same "
               f"{micro['test_sequences']})" if run.labelled
               else f", {on_sequences(micro['test_sequences'], len(run.x_test))}")
-    opts.say(f"  TFLite Micro: arena {card.arena_bytes:,} bytes"
-             + (f" (head {card.head_arena_bytes:,})" if step else "")
-             + f"{scored}, argmax agreement with LiteRT "
-             f"{100 * micro['argmax_agreement_with_litert']:.2f}%")
+    _log.info(f"  TFLite Micro: arena {card.arena_bytes:,} bytes"
+              + (f" (head {card.head_arena_bytes:,})" if step else "")
+              + f"{scored}, argmax agreement with LiteRT "
+              f"{100 * micro['argmax_agreement_with_litert']:.2f}%")
 
 
 def _agreement(micro_logits: np.ndarray, lite_logits: np.ndarray, y: np.ndarray | None) -> dict:
@@ -477,7 +470,7 @@ def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path) -> Non
     """``wrote OUT``, or AccuracyDropError saying where the failed export was kept instead."""
     acc = card.accuracy
     if acc["passed"] or opts.allow_drop:
-        opts.say(f"  wrote {out}")
+        _log.info(f"  wrote {out}")
         return
     kept = (f"the export is in {failed_path(out)} for inspection" if where.name.endswith(".failed")
             else f"the export is in {where} for inspection ({failed_path(out)} is not the zoo's "

@@ -68,3 +68,30 @@ def wheel_build_lock(tmp_path_factory):
 def har_dir(shared_data) -> Path:
     """The shared HAR subset (the export tests' data, and the sequence-int8 checks')."""
     return shared_data / "har"
+
+
+@pytest.fixture(scope="session")
+def log_lines():
+    """``with log_lines() as lines:`` collects the messages the zoo logs (INFO and up) inside the
+    block in ``lines``, as the ``zoo`` command prints them; usable in fixtures of any scope
+    (``caplog`` is per test)."""
+    import contextlib
+    import logging
+
+    @contextlib.contextmanager
+    def collecting(logger_name: str = "zoo", level: int = logging.INFO):
+        lines: list[str] = []
+        handler = logging.Handler(level)
+        handler.emit = lambda record: lines.append(record.getMessage())
+        logger = logging.getLogger(logger_name)
+        saved = logger.level
+        logger.addHandler(handler)
+        if not logger.isEnabledFor(level):
+            logger.setLevel(level)
+        try:
+            yield lines
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(saved)
+
+    return collecting

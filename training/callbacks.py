@@ -13,7 +13,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from zoo.training import logs, rundir, storage
+from zoo.training import rundir, storage
 from zoo.training.artifacts import ArtifactError, check_state, load_arrays
 
 _log = logging.getLogger(__name__)
@@ -218,12 +218,10 @@ def write_history_csv(history: list[dict], path: Path) -> None:
 class EpochProgress(keras.callbacks.Callback):
     """One line per epoch: loss, validation accuracy, epoch time and the time left for the run."""
 
-    def __init__(self, total_epochs: int, initial_epoch: int = 0, print_fn=None):
-        # print_fn (deprecated): given, the lines go to it instead of the log (INFO).
+    def __init__(self, total_epochs: int, initial_epoch: int = 0):
         super().__init__()
         self.total_epochs = total_epochs
         self.initial_epoch = initial_epoch
-        self.print_fn = logs.reporter(_log, print_fn)
         self._times = []
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -235,8 +233,8 @@ class EpochProgress(keras.callbacks.Callback):
         self._times.append(seconds)
         left = (self.total_epochs - epoch - 1) * float(np.mean(self._times[-5:]))
         metrics = "  ".join(format_metric(k, v) for k, v in logs.items() if k != "learning_rate")
-        self.print_fn(f"epoch {epoch + 1:>4}/{self.total_epochs}  {metrics}  "
-                      f"{seconds:.1f}s  ~{_duration(left)} left", flush=True)
+        _log.info(f"epoch {epoch + 1:>4}/{self.total_epochs}  {metrics}  "
+                  f"{seconds:.1f}s  ~{_duration(left)} left")
 
 
 def format_metric(name: str, value: float) -> str:

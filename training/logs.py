@@ -5,10 +5,9 @@ Library modules log through ``logging.getLogger(__name__)``: progress and notes 
 at DEBUG, problems at WARNING. Python's default (no handler configured) shows warnings only, so a
 notebook or a script stays quiet until it asks for more (``logging.basicConfig(level="INFO")``).
 The ``zoo`` command calls `configure`, which prints each record as its bare message, INFO and
-DEBUG on stdout and warnings on stderr: what the command printed before it used logging.
-
-Functions that took a ``print_fn`` still do (deprecated): given one, a function hands it its
-messages instead of logging them (`reporter`), so existing callers see what they saw.
+DEBUG on stdout and warnings on stderr: what the command printed before it used logging. A
+caller that wants the messages (a test, a notebook) reads the records: ``caplog``, or a handler
+of its own on the ``zoo`` logger; `quieted` silences the library for a block.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import Callable
 
 # The top-level packages whose loggers `configure` sets (every module logs under one of them).
 PACKAGES = ("zoo", "edge_rnn_zoo")
@@ -26,19 +24,6 @@ LIBRARY = ("zoo", )
 EXPERIMENTS = "zoo.experiments"
 # ... and a module run as a script (``python -m zoo.experiments.sweep``), whose logger is __main__.
 _CONFIGURED = (*PACKAGES, "__main__")
-
-
-def reporter(logger: logging.Logger, print_fn: Callable | None = None) -> Callable:
-    """The callable a function reports through: ``print_fn`` when a caller passed one, else
-    ``logger.info``. print's keywords (``flush=``, ``end=``) are accepted and, for the logger,
-    dropped: a record is one message and the handler flushes each."""
-    if print_fn is not None:
-        return print_fn
-
-    def say(*parts, **_print_options) -> None:
-        logger.info(" ".join(str(p) for p in parts), stacklevel=2)  # the caller's line
-
-    return say
 
 
 class CommandHandler(logging.Handler):
@@ -96,7 +81,7 @@ def command_output(level: int = logging.INFO):
 def quieted(packages: tuple[str, ...] = LIBRARY, level: int = logging.WARNING):
     """The loggers of ``packages`` (the library's, by default) at ``level`` at least for the
     block: an experiment that trains and exports on the way to its own table keeps their
-    progress out of its output (what passing ``print_fn=lambda *a, **k: None`` did). The
+    progress out of its output. The
     experiments' own logger keeps the level it had (it sits under ``zoo`` too)."""
     loggers = [logging.getLogger(name) for name in packages]
     kept = logging.getLogger(EXPERIMENTS)

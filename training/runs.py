@@ -19,8 +19,7 @@ __all__ = ["train_or_reuse", "read_finished_run", "load_keras_model", "load_norm
            "check_model_fits_task"]
 
 
-def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None,
-                   print_fn=None) -> Path:
+def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None) -> Path:
     """``run_dir`` after making sure it holds a finished run of ``config``.
 
     A finished run there is reused as it is (its settings are not compared: the caller names run
@@ -31,8 +30,8 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
         config: a `zoo.training.config.TrainConfig`.
         run_dir: the run directory.
         data_dir: the dataset folder or archive (None: the task's default location).
-        verbose, print_fn: passed to `zoo.training.trainer.train` (print_fn is deprecated: the
-            trainer logs its messages; see `zoo.training.logs`).
+        verbose: passed to `zoo.training.trainer.train` (which logs its progress at INFO:
+            `zoo.training.logs`).
 
     Returns:
         ``run_dir`` as a Path.
@@ -47,7 +46,7 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
     if not run.is_finished():
         from zoo.training.trainer import train
 
-        train(config, run.root, data_dir=data_dir, verbose=verbose, print_fn=print_fn)
+        train(config, run.root, data_dir=data_dir, verbose=verbose)
     return run.root
 
 

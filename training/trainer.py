@@ -27,7 +27,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import keras
 import numpy as np
@@ -37,7 +37,7 @@ import zoo
 from zoo import qat
 from zoo.training import callbacks as cb
 from zoo.layers import recurrent_layers
-from zoo.training import augment, distill, logs, qat_stage, rundir, storage
+from zoo.training import augment, distill, qat_stage, rundir, storage
 from zoo.training.artifacts import load_keras_model
 from zoo.training.provenance import hardware, versions
 from zoo.training.warm_start import warm_start_weights
@@ -149,11 +149,10 @@ def resolved_config(config: TrainConfig, task) -> dict:
 
 
 def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite: bool = False,
-          verbose: int | None = None, print_fn=None) -> dict:
+          verbose: int | None = None) -> dict:
     """Train ``config`` into ``run_dir`` and return the metrics written to ``metrics.json``.
 
-    Progress (one line per epoch, the result) is logged at INFO (`zoo.training.logs`); a
-    ``print_fn`` (deprecated) receives those lines instead.
+    Progress (one line per epoch, the result) is logged at INFO (`zoo.training.logs`).
 
     ``run_dir`` is locked for the whole run (a second process fails naming this one). When it
     holds an unfinished run of the same settings, training resumes from its newest committed
@@ -162,7 +161,6 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     """
     from zoo.training.tasks import get_task
 
-    say = logs.reporter(_log, print_fn)
     run_dir = Path(run_dir)
     if keras.backend.backend() != config.backend:
         raise RuntimeError(f"this process runs Keras on {keras.backend.backend()!r}, the config "
@@ -194,11 +192,11 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     with storage.replacing(real, RUN_MARKER, "run directory", check=refuse) as replacement:
         work = prepare_run_dir(real, config, overwrite)
         metrics = _train_in_cleaning_up(work, _Job(config, task, init_weights, data_dir, verbose,
-                                                   print_fn, teachers))
+                                                   teachers))
         if work.path != real:
-            _keep_extras(real, say)
+            _keep_extras(real)
             replacement.swap_in(work.path)
-    say(result_line(metrics, run_dir))
+    _log.info(result_line(metrics, run_dir))
     return metrics
 
 
@@ -223,14 +221,14 @@ def result_line(metrics: dict, run_dir: str | Path) -> str:
             f"{metrics['training_seconds']:.0f}s training) -> {run_dir}")
 
 
-def _keep_extras(run_dir: Path, say) -> None:
+def _keep_extras(run_dir: Path) -> None:
     """The exports (and anything else not the run's) in a run about to be replaced, moved
     aside (`rundir.move_aside_extras`) and said where."""
     moved = rundir.move_aside_extras(run_dir)
     if moved:
         aside, names = moved
-        say(f"kept what {run_dir} held besides the run ({', '.join(names)}) in {aside}: "
-            "exports there were made from the replaced model")
+        _log.info(f"kept what {run_dir} held besides the run ({', '.join(names)}) in {aside}: "
+                  "exports there were made from the replaced model")
 
 
 def check_monitor(config: TrainConfig, task) -> None:
@@ -244,19 +242,14 @@ def check_monitor(config: TrainConfig, task) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class _Job:
-    """What one `train` call trains and how it reports, handed down its stages whole."""
+    """What one `train` call trains, handed down its stages whole."""
 
     config: TrainConfig
     task: Any
     init_weights: list | None
     data_dir: Any
     verbose: int | None
-    print_fn: Callable | None  # deprecated: given, every message goes to it, not to the log
     teachers: list = dataclasses.field(default_factory=list)  # distill's (`distill.Teacher`)
-
-    @property
-    def say(self) -> Callable:
-        return logs.reporter(_log, self.print_fn)
 
 
 @dataclasses.dataclass
@@ -298,7 +291,7 @@ class _Arrays:
 
 def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dict:
     """Train into ``run_dir`` (the directory or its staging twin): the run's stages in order."""
-    config, say = job.config, job.say
+    config = job.config
     keras.utils.set_random_seed(config.seed)
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
@@ -316,10 +309,10 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     model, history = start.model, start.history
     if job.teachers:  # fresh or resumed: the loss is set on the model trained from here
         distill.install(model, job.teachers, config.distill, data.normalization)
-        say(distill.describe(config.distill, job.teachers))
-    say(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
-             f"{len(arrays.x_train)} train / {len(arrays.x_val)} val / {len(arrays.x_test)} "
-             f"test sequences, backend {keras.backend.backend()}")
+        _log.info(distill.describe(config.distill, job.teachers))
+    _log.info(f"{config.model} on {config.task}: {model.count_params():,} parameters, "
+              f"{len(arrays.x_train)} train / {len(arrays.x_val)} val / {len(arrays.x_test)} "
+              f"test sequences, backend {keras.backend.backend()}")
     resumed_seconds = sum(row.get("seconds", 0.0) for row in history[:start.initial_epoch])
     transform = augmenter(config, job.task, data.normalization)
     clock = time.perf_counter()
@@ -343,14 +336,13 @@ def _run_epochs(run: rundir.RunDirectory, job: _Job, start: _Start, arrays: _Arr
     stateful ones, kept in each checkpoint); returns the stateful callbacks."""
     callbacks, stateful = _callbacks(run, job, start, len(arrays.x_val) > 0, extra)
     callbacks = qat.tracking_callbacks(start.model, arrays.x_train, job.config.seed,
-                                       fresh=start.checkpoint is None,
-                                       print_fn=job.print_fn) + callbacks
+                                       fresh=start.checkpoint is None) + callbacks
     _fit(start, job, arrays, callbacks, stateful, transform)
     _check_trained(run, start.model, start.history)
     if "early_stopping" in stateful:
         said = stateful["early_stopping"].summary(job.config.epochs, len(start.history))
         if said:
-            job.say(said if extra is None else f"qat stage: {said}")
+            _log.info(said if extra is None else f"qat stage: {said}")
     return stateful
 
 
@@ -375,10 +367,10 @@ def _qat_stage(run: rundir.RunDirectory, job: _Job, start: _Start, stateful: dic
             distill.install(model, job.teachers, job.config.distill, normalization)
         start = _Start(model, mark.start_epoch, start.history, None, start.steps_per_epoch)
         val = mark.float_scores.get("val", {})
-        job.say(f"qat stage: {stage.config.epochs - mark.start_epoch} epochs of quantization-"
-                f"aware training at lr {stage.config.lr:g} from the float weights of epoch "
-                f"{mark.float_scores['best_epoch']}"
-                + "".join(f", {cb.format_metric('val_' + k, v)}" for k, v in val.items()))
+        _log.info(f"qat stage: {stage.config.epochs - mark.start_epoch} epochs of quantization-"
+                  f"aware training at lr {stage.config.lr:g} from the float weights of epoch "
+                  f"{mark.float_scores['best_epoch']}"
+                  + "".join(f", {cb.format_metric('val_' + k, v)}" for k, v in val.items()))
     return stage, start, _run_epochs(run, stage, start, arrays, transform,
                                      {qat_stage.STATE: mark}), mark
 
@@ -421,14 +413,14 @@ def _start(run: rundir.RunDirectory, job: _Job, checkpoint: cb.Checkpoint | None
                 role=f"; {run.root} cannot be resumed from this checkpoint: start it afresh "
                      "with --overwrite (the run is replaced only once the new one finishes), "
                      "or choose another --out")
-            job.say(f"resuming {run.root} after epoch {checkpoint.epochs_done}/"
-                         f"{config.epochs}")
+            _log.info(f"resuming {run.root} after epoch {checkpoint.epochs_done}/"
+                      f"{config.epochs}")
             return _Start(model, checkpoint.epochs_done, checkpoint.history, checkpoint,
                           steps_per_epoch)
         model = build_model(config, job.task)
         if job.init_weights is not None:
             model.set_weights(job.init_weights)
-            job.say(f"initialised from {config.init_from}")
+            _log.info(f"initialised from {config.init_from}")
         return _Start(model, 0, [], None, steps_per_epoch)
 
 
@@ -457,7 +449,7 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start, has_val: bool
     if config.ema_momentum is not None:  # validation scores the average, the model the run keeps
         callbacks.append(keras.callbacks.SwapEMAWeights())
     if not job.verbose:
-        callbacks.append(cb.EpochProgress(config.epochs, initial_epoch, print_fn=job.print_fn))
+        callbacks.append(cb.EpochProgress(config.epochs, initial_epoch))
     rate = epoch_learning_rate(config)
     if rate is not None:  # keyed on the epoch index, so a resumed run picks up the same rate
         callbacks.insert(0, keras.callbacks.LearningRateScheduler(rate))

@@ -296,8 +296,8 @@ def tracking_sample(x: np.ndarray, seed: int, size: int = 128) -> np.ndarray:
     return np.asarray(x[np.sort(idx)], np.float32)
 
 
-def tracking_callbacks(model: keras.Model, x_train: np.ndarray, seed: int, *, fresh: bool,
-                       print_fn=None) -> list:
+def tracking_callbacks(model: keras.Model, x_train: np.ndarray, seed: int, *,
+                       fresh: bool) -> list:
     """For a model trained with QAT: its ranges calibrated on training sequences before a
     ``fresh`` run's first epoch (`calibrate_ranges`), and the `RangeTracking` callback that
     tracks them every epoch (a resumed run keeps its checkpoint's ranges); for any other model,
@@ -308,7 +308,6 @@ def tracking_callbacks(model: keras.Model, x_train: np.ndarray, seed: int, *, fr
     sample = tracking_sample(x_train, seed)
     if fresh:
         calibrate_ranges(model, sample)
-        # print_fn (deprecated): given, the line goes to it instead of the log (INFO).
-        (print_fn or _log.info)(f"qat: ranges of {len(cells)} cell(s) set from {len(sample)} "
-                                "training sequences; tracked every epoch")
+        _log.info(f"qat: ranges of {len(cells)} cell(s) set from {len(sample)} training "
+                  "sequences; tracked every epoch")
     return [RangeTracking(sample)]

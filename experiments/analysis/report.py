@@ -12,7 +12,7 @@ import numpy as np
 from zoo.experiments.analysis import gradients, memory, stability, truncation
 from zoo.experiments.analysis.equilibrium import irnn_report
 from zoo.experiments.analysis.stepper import CellStepper, flatten_steps
-from zoo.training import logs, storage
+from zoo.training import storage
 from zoo.irnn import IRNNCell
 
 _log = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ def load_validation(run_dir: Path, data_dir=None):
     return config, model, norm.apply(split.x).astype("float32"), split.y, task.kind
 
 
-def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=None, **options) -> dict:
+def analyze_run(run_dir, out_dir=None, data_dir=None, **options) -> dict:
     """Analyse a `zoo train` run directory and write report.md, report.json and plots.
 
     Args:
@@ -182,15 +182,12 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=None, **options) 
         out_dir: where the report goes (default ``RUN_DIR/analysis``); created, and never
             written into when it already holds files other than a previous report.
         data_dir: the dataset (default: where the run found its data, `RunDirectory.data_source`).
-        print_fn: deprecated; given, it receives the progress and summary lines that are
-            otherwise logged at INFO (``zoo analyze`` prints them).
         **options: `analyze_model` options.
 
     Example:
 
     >>> report = analyze_run("runs/har2-fastrnn")  # writes runs/har2-fastrnn/analysis/
     """
-    say = logs.reporter(_log, print_fn)
     run_dir = Path(run_dir)
     out_dir = Path(out_dir) if out_dir else run_dir / "analysis"
     _check_out_dir(out_dir)
@@ -198,16 +195,16 @@ def analyze_run(run_dir, out_dir=None, data_dir=None, print_fn=None, **options) 
     # The run's lock, shared, until the report is written into it: `zoo train --overwrite`
     # cannot replace the model meanwhile (docs/reliability.md).
     with storage.shared(run_dir):
-        return _analyze(run_dir, out_dir, data_dir, say, start, options)
+        return _analyze(run_dir, out_dir, data_dir, start, options)
 
 
-def _analyze(run_dir: Path, out_dir: Path, data_dir, say, start: float, options: dict) -> dict:
+def _analyze(run_dir: Path, out_dir: Path, data_dir, start: float, options: dict) -> dict:
     """`analyze_run`'s work, once the run is locked."""
     from zoo.experiments.analysis.plots import write_plots
     from zoo.experiments.analysis.markdown import render, summary
 
     config, model, x, y, kind = load_validation(run_dir, data_dir)
-    say(f"analysing {config['model']} on {config['task']}: {len(x)} validation sequences")
+    _log.info(f"analysing {config['model']} on {config['task']}: {len(x)} validation sequences")
     result = analyze_model(model, x, y, kind, **options)
     result.update({"run_dir": str(run_dir), "model": config["model"], "task": config["task"],
                    "model_options": config.get("model_options_resolved",
@@ -218,8 +215,8 @@ def _analyze(run_dir: Path, out_dir: Path, data_dir, say, start: float, options:
     (out_dir / "report.json").write_text(json.dumps(result, indent=1))
     (out_dir / "report.md").write_text(render(result))
     for line in summary(result):
-        say(line)
-    say(f"report: {out_dir / 'report.md'} ({result['seconds']['total']:.1f}s)")
+        _log.info(line)
+    _log.info(f"report: {out_dir / 'report.md'} ({result['seconds']['total']:.1f}s)")
     return result
 
 

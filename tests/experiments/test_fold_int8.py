@@ -46,7 +46,7 @@ def test_a_run_scored_in_16x8_against_its_keras_model(tmp_path, shared_data):
                       model_options={"units": 8, "rank": 4, "state_clip": 1.0,
                                      "state_quant_bits": 8})
     run = tmp_path / "run"
-    train(cfg, run, data_dir=shared_data / "har", verbose=0, print_fn=lambda *a, **k: None)
+    train(cfg, run, data_dir=shared_data / "har", verbose=0)
     result = fold_int8.fold_int8(run, quantize="int16x8")
     assert (run / "export-step-int16x8" / "stream.tflite").is_file()
     config, model, norm = load_run(run)

@@ -20,7 +20,7 @@ def float_run(tmp_path_factory, shared_data):
                       model_options={"units": 8, "rank": 4, "state_clip": 1.0,
                                      "state_quant_bits": 8})
     out = tmp_path_factory.mktemp("runs") / "float"
-    train(cfg, out, data_dir=shared_data / "har", verbose=0, print_fn=lambda *a, **k: None)
+    train(cfg, out, data_dir=shared_data / "har", verbose=0)
     return out
 
 

@@ -32,15 +32,15 @@ def har_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def int8_step_printed(har_run, har_dir, tmp_path_factory):
+def int8_step_printed(har_run, har_dir, tmp_path_factory, log_lines):
     """(export dir, model card, the lines it printed) of ``zoo export --tflite --quantize int8
     --form step``."""
     from zoo.export.exporter import export_run
 
     out = tmp_path_factory.mktemp("exports") / "int8-step"
-    lines = []
-    card = export_run(har_run, out, quantize="int8", form="step", data_dir=har_dir,
-                      micro_sequences=60, print_fn=lambda *a, **k: lines.append(" ".join(a)))
+    with log_lines() as lines:
+        card = export_run(har_run, out, quantize="int8", form="step", data_dir=har_dir,
+                          micro_sequences=60)
     return out, card, lines
 
 

@@ -29,8 +29,7 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make
 @pytest.fixture(scope="module")
 def c_project(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("c") / "sirnn-c"
-    export_c(REPO / "models" / "archive" / "sirnn.har2_gen1", out, check=False,
-             print_fn=lambda *a, **k: None)
+    export_c(REPO / "models" / "archive" / "sirnn.har2_gen1", out, check=False)
     return out
 
 

@@ -27,10 +27,6 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make
                                 reason="the C backend's checks build with the host cc and make")
 
 
-def quiet(*args, **kwargs):
-    pass
-
-
 def assert_bit_exact(check: dict, windows: int = 701) -> None:
     assert check["windows"] == windows
     assert check["identical_logits"] == windows, check
@@ -76,7 +72,7 @@ def test_gru_c_from_a_run_directory_equals_tflite_micro(har_dir, tmp_path_factor
     run = tmp_path_factory.mktemp("runs") / "har2-gru"
     train(TrainConfig(task="har2", model="gru", model_options={"units": 16}, epochs=2,
                       batch_size=64, lr=1e-2, clipnorm=1.0, seed=0),
-          run, data_dir=har_dir, verbose=0, print_fn=quiet)
+          run, data_dir=har_dir, verbose=0)
     out = tmp_path_factory.mktemp("c") / "gru-c"
     with caplog.at_level(logging.INFO, logger="zoo"):
         summary = export_c(run, out, data_dir=har_dir, allow_drop=True, calibration_pairs=300,

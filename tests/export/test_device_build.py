@@ -27,10 +27,6 @@ pytestmark = pytest.mark.skipif(bool(_MISSING), reason="building the exported C+
                                 + ", ".join(_MISSING))
 
 
-def quiet(*args, **kwargs):
-    pass
-
-
 # Two cells as `zoo bench` trains them, 2 epochs each: enough for non-trivial logits. Their own
 # runs, so that the check does not depend on how well the longer export fixtures train.
 CELLS = {"sirnn": {"state_clip": 1.0, "state_quant_bits": 8}, "fastgrnn": {}}
@@ -50,11 +46,11 @@ def built(har_dir, tmp_path_factory):
             config = TrainConfig(task="har2", model=cell, model_options=CELLS[cell], epochs=2,
                                  batch_size=64, lr=1e-2, clipnorm=1.0, seed=0)
             runs[cell] = tmp_path_factory.mktemp("runs") / f"har2-{cell}"
-            train(config, runs[cell], data_dir=har_dir, verbose=0, print_fn=quiet)
+            train(config, runs[cell], data_dir=har_dir, verbose=0)
         if (cell, mode) not in exports:
             out = tmp_path_factory.mktemp("device-exports") / f"{cell}-{mode}"
             export_run(runs[cell], out, quantize=mode, form="step", data_dir=har_dir,
-                       allow_drop=True, calibration_pairs=300, micro_sequences=5, print_fn=quiet)
+                       allow_drop=True, calibration_pairs=300, micro_sequences=5)
             binary = build(out, TFLM, tmp_path_factory.mktemp("build") / f"{cell}-{mode}")
             exports[cell, mode] = out, binary
         return exports[cell, mode]

@@ -20,10 +20,6 @@ INT_OPS = {"FULLY_CONNECTED", "ADD", "SUB", "MUL", "MINIMUM", "MAXIMUM", "RELU",
            "QUANTIZE", "DEQUANTIZE"}
 
 
-def quiet(*args, **kwargs):
-    pass
-
-
 # ----------------------------------------------------------------------------------- int8 step
 @pytest.mark.slow
 def test_int8_step_export_is_builtin_and_accuracy_checked(int8_step):
@@ -224,7 +220,7 @@ def test_float_sequence_export_matches_keras(har_run, har_dir, tmp_path):
     from zoo.export.exporter import export_run
 
     card = export_run(har_run, tmp_path / "float", quantize="none", form="sequence",
-                      data_dir=har_dir, micro=False, print_fn=quiet)
+                      data_dir=har_dir, micro=False)
     acc = card["accuracy"]
     assert card["files"] == {"model": "model.tflite"} and "WHILE" in card["ops"]["model"]
     assert acc["argmax_agreement"] == 1.0 and acc["tflite"] == acc["keras_float"]
@@ -295,5 +291,5 @@ def test_real_while_calibration_crash_names_the_alternative(har_run, har_dir, tm
     with pytest.raises(ConversionCrashed, match=r"(?s)--quantize int8 --form sequence.*"
                                                 r"(SIGSEGV|SIGABRT|failed).*--form step"):
         export_run(har_run, tmp_path / "seq-int8", quantize="int8", form="sequence",
-                   data_dir=har_dir, print_fn=quiet)
+                   data_dir=har_dir)
     assert not (tmp_path / "seq-int8").exists()

@@ -17,8 +17,7 @@ def test_a_failed_export_is_kept_and_headed_failed(har_run, har_dir, tmp_path,
 
     out = tmp_path / "failed"
     with pytest.raises(AccuracyDropError, match="points below the Keras float model"):
-        export_run(har_run, out, quantize="none", form="step", data_dir=har_dir, micro=False,
-                   print_fn=lambda *a, **k: None)
+        export_run(har_run, out, quantize="none", form="step", data_dir=har_dir, micro=False)
     assert not out.exists()
     export = ExportDirectory(tmp_path / "failed.failed")
     assert json.loads(export.card.read_text())["accuracy"]["passed"] is False
@@ -34,7 +33,7 @@ def test_a_failed_int16x8_export_does_not_advise_int16x8(har_run, har_dir, tmp_p
 
     with pytest.raises(AccuracyDropError) as err:
         export_run(har_run, tmp_path / "out", quantize="int16x8", form="step", data_dir=har_dir,
-                   micro=False, print_fn=lambda *a, **k: None)
+                   micro=False)
     message = str(err.value)
     assert message.startswith("int16x8 step model") and "try int16x8" not in message
     assert "try --quantize dynamic or fp16 (float activations)" in message

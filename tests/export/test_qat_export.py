@@ -27,10 +27,10 @@ def qat_export(tmp_path_factory, shared_data):
     root = tmp_path_factory.mktemp("qat")
     cfg = TrainConfig(task="har2", model="sirnn", model_options=MODEL, epochs=2, batch_size=128,
                       lr=0.02, early_stopping_patience=0, seed=4)
-    train(cfg, root / "run", data_dir=har, verbose=0, print_fn=lambda *a, **k: None)
+    train(cfg, root / "run", data_dir=har, verbose=0)
     # The accuracy gate is not what is tested here (the agreement below is): allow_drop.
     card = export_run(root / "run", root / "export", quantize="int8", form="step", data_dir=har,
-                      micro=False, allow_drop=True, print_fn=lambda *a, **k: None)
+                      micro=False, allow_drop=True)
     return root / "run", root / "export", card
 
 

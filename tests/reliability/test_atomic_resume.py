@@ -34,7 +34,7 @@ def _run(config, out, monkeypatch, kill_at=None, **kwargs):
             raise Killed(label)
 
     monkeypatch.setattr(storage, "crash_point", point)
-    return train(config, out, print_fn=lambda *a, **k: None, verbose=0, **kwargs), labels
+    return train(config, out, verbose=0, **kwargs), labels
 
 
 def _outcome(out):

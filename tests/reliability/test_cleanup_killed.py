@@ -21,15 +21,11 @@ class Killed(BaseException):
     """Stands for SIGKILL (not an Exception: nothing under test catches it)."""
 
 
-def _quiet(*args, **kwargs):
-    pass
-
-
 def _c_export(target, env):
     from zoo.export.c_backend.command import export_c
     from zoo.pretrained import verified_dir
 
-    export_c(verified_dir("sirnn.har2_gen1"), target, overwrite=True, print_fn=_quiet)
+    export_c(verified_dir("sirnn.har2_gen1"), target, overwrite=True)
 
 
 def _c_check(target):
@@ -68,7 +64,7 @@ def tiny_run(tmp_path_factory, tiny_config):
     from zoo.training.trainer import train
 
     run = tmp_path_factory.mktemp("tiny") / "run"
-    train(tiny_config(epochs=1), run, print_fn=_quiet, verbose=0)
+    train(tiny_config(epochs=1), run, verbose=0)
     return run
 
 
@@ -121,7 +117,7 @@ def test_a_kill_at_any_deletion_of_the_old_directory_leaves_no_false_refusal(
     if writer == "run":  # the next command, `zoo train --overwrite` itself
         from zoo.training.trainer import train
 
-        train(tiny_config(epochs=1), target, overwrite=True, print_fn=_quiet, verbose=0)
+        train(tiny_config(epochs=1), target, overwrite=True, verbose=0)
     else:
         write(target, env)  # the next command: sweeps what the last kill left
     hidden = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))

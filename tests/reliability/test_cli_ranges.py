@@ -196,7 +196,7 @@ def test_empty_training_split_is_refused_not_waited_on(tiny_config, tmp_path, mo
     monkeypatch.setattr(synthetic.Adding, "_load", no_training_sequence)
     with pytest.raises(ValueError, match=r"task adding: the training split of generated .* is "
                                          r"empty; nothing to train on"):
-        train(tiny_config(), tmp_path / "run", print_fn=lambda *a, **k: None, verbose=0)
+        train(tiny_config(), tmp_path / "run", verbose=0)
     assert not (tmp_path / "run").exists()  # (its lock file stays, as after any run)
 
 

@@ -146,7 +146,7 @@ def test_resuming_with_fewer_epochs_than_trained_is_refused(tmp_path, tiny_confi
             raise Killed(label)
 
     out = tmp_path / "run"
-    quiet = dict(print_fn=lambda *a, **k: None, verbose=0)
+    quiet = dict(verbose=0)
     monkeypatch.setattr(storage, "crash_point", kill_after_epoch_3)
     with pytest.raises(Killed):
         train(tiny_config(epochs=30, early_stopping_patience=None), out, **quiet)

@@ -68,7 +68,7 @@ def test_zoo_train_overwrite_is_refused_while_an_export_reads_the_run(
             codes.append(main([*TRAIN, "--out", str(run), "--overwrite"]))
 
     monkeypatch.setattr(storage, "crash_point", point)
-    card = export_run(run, tmp_path / "e", micro=False, print_fn=lambda *a, **k: None)
+    card = export_run(run, tmp_path / "e", micro=False)
     err = capsys.readouterr().err
     assert codes == [2], err
     assert f"run directory {run} is in use by a command reading it (pid {os.getpid()}" in err
@@ -87,7 +87,7 @@ def test_an_export_started_while_zoo_train_overwrite_replaces_the_run_is_refused
     def point(label):
         if label == "checkpoint epoch-0001: committed" and not refused:
             try:
-                export_run(run, tmp_path / "during", micro=False, print_fn=lambda *a, **k: None)
+                export_run(run, tmp_path / "during", micro=False)
                 refused.append("not refused: exported")
             except ValueError as err:
                 refused.append(str(err))
@@ -97,7 +97,7 @@ def test_an_export_started_while_zoo_train_overwrite_replaces_the_run_is_refused
     assert refused and f"{run} is being written by pid {os.getpid()}" in refused[0], refused
     assert not (tmp_path / "during").exists()
     monkeypatch.setattr(storage, "crash_point", lambda label: None)
-    card = export_run(run, tmp_path / "after", micro=False, print_fn=lambda *a, **k: None)
+    card = export_run(run, tmp_path / "after", micro=False)
     metrics = json.loads((run / "metrics.json").read_text())
     assert card["accuracy"]["keras_float"] == pytest.approx(metrics["test"]["accuracy"], abs=1e-6)
 
@@ -121,7 +121,7 @@ def test_a_distilled_run_is_not_resumed_from_a_replaced_teacher(tmp_path, monkey
     from zoo.training.config import TrainConfig
     from zoo.training.trainer import train
 
-    quiet = {"verbose": 0, "print_fn": lambda *a, **k: None}
+    quiet = {"verbose": 0}
     teacher, student = tmp_path / "teacher", tmp_path / "student"
     train(TrainConfig(**PARITY, epochs=1, seed=1), teacher, **quiet)
     shutil.copytree(teacher, tmp_path / "first-teacher")

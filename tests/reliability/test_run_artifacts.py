@@ -100,7 +100,7 @@ def unfinished(tiny_config, tmp_path, monkeypatch):
 
     monkeypatch.setattr(storage, "crash_point", point)
     with pytest.raises(Killed):
-        train(config, out, print_fn=lambda *a, **k: None, verbose=0)
+        train(config, out, verbose=0)
     monkeypatch.setattr(storage, "crash_point", lambda label: None)
     (checkpoint,) = (out / "checkpoints").glob("epoch-*")
     return config, out, checkpoint
@@ -108,7 +108,7 @@ def unfinished(tiny_config, tmp_path, monkeypatch):
 
 def _resume_error(config, out):
     with pytest.raises(ValueError) as err:
-        train(config, out, print_fn=lambda *a, **k: None, verbose=0)
+        train(config, out, verbose=0)
     message = str(err.value)
     assert "\n" not in message, message
     return message

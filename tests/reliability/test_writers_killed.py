@@ -34,16 +34,11 @@ def _snapshot(folder):
             for p in sorted(folder.rglob("*")) if p.is_file() and p.name not in BOOKKEEPING}
 
 
-def _quiet(*args, **kwargs):
-    pass
-
-
 # ------------------------------------------------------------------------------- the writers
 def _export(target, env):
     from zoo.export.exporter import export_run
 
-    export_run(env.run, target, overwrite=True, micro=False, data_dir=env.data,
-               print_fn=_quiet)
+    export_run(env.run, target, overwrite=True, micro=False, data_dir=env.data)
     return "model_card.json"
 
 
@@ -58,7 +53,7 @@ def _c_export(target, env):
 def _train(target, env):
     from zoo.training.trainer import train
 
-    train(env.tiny_config(epochs=1), target, overwrite=True, print_fn=_quiet, verbose=0)
+    train(env.tiny_config(epochs=1), target, overwrite=True, verbose=0)
     return "metrics.json"
 
 

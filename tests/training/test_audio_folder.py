@@ -260,5 +260,5 @@ def test_train_eval_and_c_keyword_app_end_to_end(layout, tmp_path):
     shutil.copytree(layout / "yes", other)
     report = evaluate_run(run, data_dir=other.parent)
     assert report["class_names"] == list(WORDS) and report["test_sequences"] == 10
-    export_c(run, tmp_path / "c", print_fn=lambda *a, **k: None)
+    export_c(run, tmp_path / "c")
     assert (tmp_path / "c" / "kws_app.c").exists() and (tmp_path / "c" / "kws_input.c").exists()

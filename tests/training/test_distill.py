@@ -289,19 +289,20 @@ def test_a_teacher_must_be_a_finished_run_of_the_task_and_its_classes(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, shared_data):
+def runs(tmp_path_factory, shared_data, log_lines):
     """A tiny GRU teacher trained for one epoch on the HAR subset, and a SiRNN student
     distilled from it (alpha 0.5, T 2), one epoch."""
     root, har = tmp_path_factory.mktemp("distill"), shared_data / "har"
-    lines = []
-    quiet = {"data_dir": har, "verbose": 0, "print_fn": lambda *a, **k: lines.append(a[0])}
+    quiet = {"data_dir": har, "verbose": 0}
     common = dict(task="har2", epochs=1, batch_size=512, early_stopping_patience=0, seed=2)
-    trainer.train(TrainConfig(model="gru", model_options={"units": 8}, **common),
-                  root / "teacher", **quiet)
-    teacher_sha = sha256(root / "teacher" / "model.keras")
-    config = TrainConfig(model="sirnn", model_options={"units": 8, "rank": 4},
-                         distill={"teacher": str(root / "teacher"), "temperature": 2}, **common)
-    trainer.train(config, root / "student", **quiet)
+    with log_lines() as lines:
+        trainer.train(TrainConfig(model="gru", model_options={"units": 8}, **common),
+                      root / "teacher", **quiet)
+        teacher_sha = sha256(root / "teacher" / "model.keras")
+        config = TrainConfig(model="sirnn", model_options={"units": 8, "rank": 4},
+                             distill={"teacher": str(root / "teacher"), "temperature": 2},
+                             **common)
+        trainer.train(config, root / "student", **quiet)
     return SimpleNamespace(root=root, har=har, teacher=root / "teacher", sha=teacher_sha,
                            student=root / "student", config=config, lines=lines)
 
@@ -330,7 +331,7 @@ def test_a_distilled_run_records_its_teacher_and_saves_a_plain_student(runs):
 
 @pytest.mark.slow
 def test_a_resumed_run_distils_again_and_its_checkpoint_holds_the_student_alone(
-        runs, tmp_path, monkeypatch):
+        runs, tmp_path, monkeypatch, log_lines):
     """Killed after epoch 1's checkpoint, the same call resumes: the checkpoint's model is a
     plain student (the loss is set on it again when it is loaded), the run finishes."""
     from zoo.training import storage
@@ -344,16 +345,16 @@ def test_a_resumed_run_distils_again_and_its_checkpoint_holds_the_student_alone(
             raise Killed(label)
 
     config = TrainConfig(**{**runs.config.to_dict(), "epochs": 2})
-    lines, out = [], tmp_path / "student"
-    quiet = {"data_dir": runs.har, "verbose": 0, "print_fn": lambda *a, **k: lines.append(a[0])}
+    out = tmp_path / "student"
+    quiet = {"data_dir": runs.har, "verbose": 0}
     with monkeypatch.context() as m:
         m.setattr(storage, "crash_point", kill)
         with pytest.raises(Killed):
             trainer.train(config, out, **quiet)
     checkpoint = out / "checkpoints" / "epoch-0001" / "model.keras"
     assert saved_arrays(checkpoint) == arrays_of(trainer.build_model(config, get_task("har2")))
-    lines.clear()
-    trainer.train(config, out, **quiet)
+    with log_lines() as lines:
+        trainer.train(config, out, **quiet)
     assert any(line.startswith("resuming") for line in lines), lines
     assert any(line.startswith("distilling from") for line in lines), lines
     assert json.loads((out / "metrics.json").read_text())["epochs_run"] == 2
@@ -364,7 +365,7 @@ def test_a_distilled_student_exports_like_any_run(runs, tmp_path):
     from zoo.export.exporter import export_run
 
     card = export_run(runs.student, tmp_path / "float", quantize="none", form="sequence",
-                      data_dir=runs.har, micro=False, print_fn=lambda *a, **k: None)
+                      data_dir=runs.har, micro=False)
     assert card["accuracy"]["argmax_agreement"] == 1.0
 
 

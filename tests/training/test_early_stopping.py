@@ -21,10 +21,6 @@ def config(**changes) -> TrainConfig:
     return TrainConfig(**{**settings, **changes})
 
 
-def train(cfg, out, lines):
-    return trainer.train(cfg, out, print_fn=lambda *a, **k: lines.append(" ".join(map(str, a))))
-
-
 def check_line_against_the_run(lines, out, cfg):
     history = list(csv.DictReader((out / "history.csv").open()))
     metrics = json.loads((out / "metrics.json").read_text())
@@ -39,9 +35,11 @@ def check_line_against_the_run(lines, out, cfg):
                     f"({cfg.monitor} {100 * scores[best - 1]:.2f}%)"], lines
 
 
-def test_early_stop_is_said_in_one_line_that_agrees_with_history_and_metrics(tmp_path):
-    cfg, lines = config(), []
-    train(cfg, tmp_path / "run", lines)
+def test_early_stop_is_said_in_one_line_that_agrees_with_history_and_metrics(tmp_path,
+                                                                              log_lines):
+    cfg = config()
+    with log_lines() as lines:
+        trainer.train(cfg, tmp_path / "run")
     check_line_against_the_run(lines, tmp_path / "run", cfg)
     # Said once, before the test summary.
     assert [x.split(":")[0] for x in lines[-2:]] == ["early stopping", "test"]
@@ -56,7 +54,7 @@ class Killed(BaseException):
     ("model.keras: written, not renamed", 0),  # stopped before the kill: nothing left to train
 ])
 def test_early_stop_is_said_on_the_resume_that_finishes_the_run(tmp_path, monkeypatch, kill_at,
-                                                                epochs_left):
+                                                                epochs_left, log_lines):
     """Killed after epoch 2's checkpoint, or after the stopping epoch's but before the run was
     written: the resume restores the early-stopping state and says what it did."""
     cfg, out = config(), tmp_path / "run"
@@ -67,19 +65,19 @@ def test_early_stop_is_said_on_the_resume_that_finishes_the_run(tmp_path, monkey
             raise Killed(label)
 
     monkeypatch.setattr(storage, "crash_point", kill_once)
-    first = []
     with pytest.raises(Killed):
-        train(cfg, out, first)
+        trainer.train(cfg, out)
     assert not (out / "metrics.json").exists()
-    lines = []
-    train(cfg, out, lines)
+    with log_lines() as lines:
+        trainer.train(cfg, out)
     assert any(x.startswith("resuming") for x in lines)
     assert sum(x.lstrip().startswith("epoch ") for x in lines) == epochs_left, lines
     check_line_against_the_run(lines, out, cfg)
 
 
-def test_no_line_when_the_last_epoch_is_the_best(tmp_path):
+def test_no_line_when_the_last_epoch_is_the_best(tmp_path, log_lines):
     """Nothing to say: every epoch ran and the final weights are the last epoch's."""
-    cfg, lines = config(epochs=1), []
-    train(cfg, tmp_path / "run", lines)
+    cfg = config(epochs=1)
+    with log_lines() as lines:
+        trainer.train(cfg, tmp_path / "run")
     assert not any("early stopping" in x for x in lines), lines

@@ -150,8 +150,8 @@ def test_written_to_copies_the_zoos_records_to_a_file_whatever_the_level(tmp_pat
 
 def test_quieted_keeps_the_librarys_progress_out_and_puts_the_level_back(capsys,
                                                                           restore_loggers):
-    """What an experiment passed as ``print_fn=lambda *a, **k: None`` to train / export: their
-    INFO lines hidden for the block, warnings still shown, its own loggers untouched."""
+    """How an experiment trains and exports quietly: their INFO lines hidden for the block,
+    warnings still shown, its own loggers untouched."""
     logs.configure(logging.INFO)
     with logs.quieted():
         logging.getLogger("zoo.training.trainer").info("epoch line")

@@ -41,8 +41,7 @@ def test_bad_schedules_are_refused_naming_the_setting():
 def test_a_run_trains_each_epoch_at_the_cosine_rate(shared_data, tmp_path):
     config = _config(lr=0.01, epochs=3, batch_size=256, lr_schedule="cosine",
                      early_stopping_patience=0, backend=keras.backend.backend())
-    train(config, tmp_path / "run", data_dir=shared_data / "har", verbose=0,
-          print_fn=lambda *a, **k: None)
+    train(config, tmp_path / "run", data_dir=shared_data / "har", verbose=0)
     with open(tmp_path / "run" / "history.csv", newline="") as f:
         logged = [float(row["learning_rate"]) for row in csv.DictReader(f)]
     assert logged == pytest.approx([0.005 * (1 + math.cos(math.pi * e / 3)) for e in range(3)],

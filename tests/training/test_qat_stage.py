@@ -81,7 +81,7 @@ def train_killed_at(cfg, out, har, label, monkeypatch):
 
     monkeypatch.setattr(storage, "crash_point", crash)
     with pytest.raises(Killed):
-        train(cfg, out, data_dir=har, verbose=0, print_fn=lambda *a, **k: None)
+        train(cfg, out, data_dir=har, verbose=0)
     monkeypatch.undo()
 
 
@@ -91,7 +91,7 @@ def plain_weights(model):
 
 
 @pytest.fixture(scope="module")
-def stage_run(tmp_path_factory, shared_data):
+def stage_run(tmp_path_factory, shared_data, log_lines):
     """The run, killed after epoch 2 (the last float one) and after epoch 3 (the first QAT one),
     each time resumed; with the float weights of epoch 2's checkpoint and the log lines."""
     from zoo.training.trainer import train
@@ -104,9 +104,8 @@ def stage_run(tmp_path_factory, shared_data):
     with pytest.MonkeyPatch.context() as mp:
         train_killed_at(cfg, out, har, "checkpoint epoch-0003: committed", mp)
     state = json.loads((out / "checkpoints" / "epoch-0003" / "state.json").read_text())
-    lines = []
-    metrics = train(cfg, out, data_dir=har, verbose=0,
-                    print_fn=lambda *a, **k: lines.append(" ".join(map(str, a))))
+    with log_lines() as lines:
+        metrics = train(cfg, out, data_dir=har, verbose=0)
     return {"out": out, "cfg": cfg, "har": har, "float": plain_weights(float_model),
             "state": state, "metrics": metrics, "lines": lines}
 
@@ -146,7 +145,7 @@ def test_its_int8_step_export_takes_the_trained_ranges_and_agrees(stage_run, tmp
 
     out, har = stage_run["out"], stage_run["har"]
     export_run(out, tmp_path / "int8", quantize="int8", form="step", data_dir=har, micro=False,
-               allow_drop=True, print_fn=lambda *a, **k: None)
+               allow_drop=True)
     model = keras.saving.load_model(out / "model.keras")
     (cell,) = qat.qat_cells(model)
     lo, hi = cell.quant_points.as_dict()["x"]

@@ -24,9 +24,8 @@ def config(model_options, **changes):
     return TrainConfig(**settings)
 
 
-def run(cfg, out, data_dir, lines=None):
-    train(cfg, out, data_dir=data_dir, verbose=0,
-          print_fn=lambda *a, **k: None if lines is None else lines.append(" ".join(map(str, a))))
+def run(cfg, out, data_dir):
+    train(cfg, out, data_dir=data_dir, verbose=0)
     return out
 
 
@@ -79,17 +78,17 @@ def assert_warm_started(out, source, cfg, har, lines):
 
 
 @pytest.mark.slow
-def test_init_from_a_float_run_starts_a_qat_fine_tune(float_run, tmp_path, har):
+def test_init_from_a_float_run_starts_a_qat_fine_tune(float_run, tmp_path, har, log_lines):
     cfg = config(QAT, lr=1e-12, init_from=str(float_run))
-    lines = []
-    out = run(cfg, tmp_path / "qat", har, lines)
+    with log_lines() as lines:
+        out = run(cfg, tmp_path / "qat", har)
     assert f"initialised from {float_run}" in lines
     assert_warm_started(out, float_run, cfg, har, lines)
 
     # And a QAT run into a QAT model: its weights (ranges then set from the data again).
     cfg = config(QAT, lr=1e-12, init_from=str(out))
-    lines = []
-    again = run(cfg, tmp_path / "qat-again", har, lines)
+    with log_lines() as lines:
+        again = run(cfg, tmp_path / "qat-again", har)
     assert_warm_started(again, out, cfg, har, lines)
 
 
@@ -98,7 +97,8 @@ class Killed(BaseException):
 
 
 @pytest.mark.slow
-def test_resumed_qat_run_continues_from_the_checkpoints_ranges(tmp_path, har, monkeypatch):
+def test_resumed_qat_run_continues_from_the_checkpoints_ranges(tmp_path, har, monkeypatch,
+                                                               log_lines):
     """Killed after epoch 1's checkpoint, then the same command: epoch 2 starts from the
     checkpoint's ranges, updated once by the EMA (momentum 0.5) from the checkpoint's weights,
     and never reset from the data as a fresh run's are."""
@@ -126,8 +126,8 @@ def test_resumed_qat_run_continues_from_the_checkpoints_ranges(tmp_path, har, mo
         return real(model, x, momentum, percentile)
 
     monkeypatch.setattr(qat, "track_ranges", spy)
-    lines = []
-    run(cfg, out, har, lines)
+    with log_lines() as lines:
+        run(cfg, out, har)
     assert any(line.startswith(f"resuming {out} after epoch 1/2") for line in lines), lines
     assert [m for m, _ in calls] == [0.5]
     assert calls[0][1] == saved

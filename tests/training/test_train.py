@@ -153,7 +153,7 @@ def test_finished_run_is_refused_before_any_data_or_model(shipped_finished_run, 
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     config = TrainConfig(task="har2", model="sirnn", epochs=2)
     with pytest.raises(trainer.RunDirError, match="holds a finished run"):
-        trainer.train(config, out, print_fn=lambda *a, **k: None)
+        trainer.train(config, out)
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
     assert not (out.parent / f".{out.name}.lock").exists()  # refused before the lock
 
