@@ -11,9 +11,6 @@ import inspect
 import keras
 from keras import constraints, initializers, ops, regularizers
 from keras.layers import InputSpec
-# Not exported by keras.layers, but `keras.layers.RNN` prepares a cell's dropout masks outside its
-# step loop only for instances of this class, as it does for SimpleRNNCell / GRUCell / LSTMCell.
-from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
 # Layer arguments that both the cell and the RNN layer accept; the RNN keeps them.
 _SHARED = ("name", "dtype", "trainable")
@@ -33,7 +30,7 @@ def next_state(h, states):
     return [h] if isinstance(states, (list, tuple)) else h
 
 
-class ZooCell(keras.layers.Layer, DropoutRNNCell):
+class ZooCell(keras.layers.Layer):
     """Base of the zoo's cells: stores and serializes the Keras weight and dropout arguments.
 
     The arguments mean what they mean in `keras.layers.SimpleRNNCell`; a subclass lists them in
@@ -58,8 +55,17 @@ class ZooCell(keras.layers.Layer, DropoutRNNCell):
         seed: seed of the dropout masks.
         **kwargs: `keras.layers.Layer` arguments.
 
+    Call arguments (every cell):
+        inputs: ``(batch, d)``, the input x_t.
+        states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
+            back in the same form (as in `keras.layers.SimpleRNNCell`).
+        training: applies `dropout` / `recurrent_dropout` when True.
+
     With both rates 0 (the default) a cell computes exactly what it computed without them and
-    holds no random-generator state, so saved models and TFLite exports are unchanged.
+    holds no random-generator state, so saved models and TFLite exports are unchanged. The
+    masks are drawn once per sequence, before the step loop (`prepare_dropout_masks`): the
+    zoo's layers (`CellRNN`) do it around their loop, as `keras.layers.RNN` does for Keras's
+    own cells (through a class Keras does not export); a cell stepped by hand calls it first.
     """
 
     def __init__(self, units, use_bias=True, kernel_initializer="glorot_uniform",
@@ -111,15 +117,49 @@ class ZooCell(keras.layers.Layer, DropoutRNNCell):
                                initializer=initializer or self.bias_initializer,
                                regularizer=self.bias_regularizer, constraint=self.bias_constraint)
 
+    def prepare_dropout_masks(self, x_t, h):
+        """Draw this sequence's masks, one for x_t (shaped as ``x_t``) and one for h_{t-1}
+        (shaped as ``h``), kept for every step until `clear_dropout_masks` (Gal & Ghahramani's
+        one mask per sequence); kept entries are scaled by 1 / (1 - rate), as Keras's cells do.
+
+        Example:
+
+        ```python
+        cell = zoo.StableRNNCell(6, dropout=0.4, seed=7)
+        cell.prepare_dropout_masks(x_t, h)
+        h_next, _ = cell(x_t, [h], training=True)
+        ```
+        """
+        self._masks = {"x": self._drawn(x_t, self.dropout),
+                       "h": self._drawn(h, self.recurrent_dropout)}
+
+    def _drawn(self, like, rate):
+        return None if rate == 0 else keras.random.dropout(ops.ones_like(like), rate,
+                                                            seed=self.seed_generator)
+
+    def clear_dropout_masks(self):
+        """Forget the sequence's masks (the next sequence draws its own)."""
+        self._masks = None
+
+    def _mask(self, which: str, training):
+        rate = self.dropout if which == "x" else self.recurrent_dropout
+        if not training or rate == 0:
+            return None
+        masks = getattr(self, "_masks", None)
+        if masks is None:
+            raise ValueError(f"{type(self).__name__} with dropout in training needs its masks "
+                             "drawn once per sequence: use the zoo's layer (zoo.create_layer, a "
+                             "CellRNN), or call prepare_dropout_masks(x_t, h) before stepping it "
+                             "(keras.layers.RNN(cell) does that only for Keras's own cells)")
+        return masks[which]
+
     def input_dropout_mask(self, inputs, training):
         """The mask on x_t (None when not training or ``dropout`` is 0)."""
-        mask = self.get_dropout_mask(inputs)
-        return mask if training and mask is not None else None
+        return self._mask("x", training)
 
     def recurrent_dropout_mask(self, h_prev, training):
         """The mask on h_{t-1} where it enters U (None when not training or the rate is 0)."""
-        mask = self.get_recurrent_dropout_mask(h_prev)
-        return mask if training and mask is not None else None
+        return self._mask("h", training)
 
     def dropped(self, inputs, h_prev, training):
         """``(x_t, h_{t-1})`` as W and U see them: each times its dropout mask when training
@@ -199,7 +239,18 @@ class CellRNN(keras.layers.RNN):
         self.input_spec = [InputSpec(ndim=3)]
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
-        return super().call(sequences, mask=mask, training=training, initial_state=initial_state)
+        cell = self.cell
+        drawn = isinstance(cell, ZooCell) and training and (cell.dropout or cell.recurrent_dropout)
+        if drawn:  # one mask per sequence, drawn before the step loop
+            h = (initial_state[0] if isinstance(initial_state, (list, tuple)) else initial_state) \
+                if initial_state is not None else cell.get_initial_state(ops.shape(sequences)[0])[0]
+            cell.prepare_dropout_masks(sequences[:, 0, :], h)
+        try:
+            return super().call(sequences, mask=mask, training=training,
+                                initial_state=initial_state)
+        finally:
+            if drawn:
+                cell.clear_dropout_masks()
 
     @property
     def units(self):

@@ -164,9 +164,10 @@ def test_stable_cell_dropout_against_numpy():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(5, 4)).astype("float32")
     h = rng.normal(size=(5, 6)).astype("float32")
+    cell.prepare_dropout_masks(x, h)  # once per sequence, as the zoo's layer does it
     out, _ = cell(x, [h], training=True)
-    m_x = np.asarray(cell.get_dropout_mask(x))  # cached for the sequence, as Keras's cells
-    m_h = np.asarray(cell.get_recurrent_dropout_mask(h))
+    m_x = np.asarray(cell.input_dropout_mask(x, training=True))
+    m_h = np.asarray(cell.recurrent_dropout_mask(h, training=True))
     assert set(np.unique(m_x)) <= {0.0, np.float32(1 / 0.6)}
     assert set(np.unique(m_h)) <= {0.0, np.float32(1 / 0.7)}
     W, U = np.asarray(cell.kernel), np.asarray(cell.recurrent_kernel)
@@ -174,6 +175,18 @@ def test_stable_cell_dropout_against_numpy():
     pre = (x * m_x) @ W + (h * m_h) @ U + b
     want = np.asarray(cell.activation(pre))
     np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_in_training_without_the_sequence_masks_is_named():
+    """A zoo cell under a bare keras.layers.RNN (or stepped by hand) with dropout: its masks
+    were drawn by Keras through a private class before; now one line says how to get them."""
+    import keras
+
+    layer = keras.layers.RNN(zoo.StableRNNCell(6, dropout=0.4, seed=7))
+    x = np.zeros((2, 3, 4), "float32")
+    np.asarray(layer(x, training=False))  # inference needs no mask
+    with pytest.raises(ValueError, match="prepare_dropout_masks"):
+        layer(x, training=True)
 
 
 @pytest.mark.parametrize("rate", [-0.1, 1.0, 1.5])
