@@ -53,11 +53,7 @@ class AntisymmetricRNNCell(ZooCell):
         kernel_constraint, recurrent_constraint, bias_constraint: optional constraints of the same
             weights (the recurrent one acts on W, not on A).
 
-    Call arguments:
-        inputs: ``(batch, d)``, the input x_t.
-        states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
-            back in the same form (as in `keras.layers.SimpleRNNCell`).
-        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
+    Call arguments: as every `ZooCell` (x_t, h_{t-1} bare or in a list, ``training``).
 
     Example:
 

@@ -157,11 +157,7 @@ class DiagonalRNNCell(ZooCell):
             b. When projected, the constraint acts on ``W(0) + delta`` and the max-norm
             projection follows, so the ball around W(0) holds whatever the constraint does.
 
-    Call arguments:
-        inputs: ``(batch, d)``, the input x_t.
-        states: h_{t-1} of shape ``(batch, m)``, bare or as ``[h_{t-1}]``; the new state comes
-            back in the same form (as in `keras.layers.SimpleRNNCell`).
-        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
+    Call arguments: as every `ZooCell` (x_t, h_{t-1} of width m, bare or in a list, ``training``).
 
     Example:
 

@@ -99,11 +99,7 @@ class FastRNNCell(FastCellBase):
         kernel_constraint, recurrent_constraint, bias_constraint: optional constraints of the same
             weights.
 
-    Call arguments:
-        inputs: ``(batch, d)``, the input x_t.
-        states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
-            back in the same form (as in `keras.layers.SimpleRNNCell`).
-        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
+    Call arguments: as every `ZooCell` (x_t, h_{t-1} bare or in a list, ``training``).
 
     Example:
 
@@ -194,11 +190,7 @@ class FastGRNNCell(FastCellBase):
         qat_weights: with ``qat``, fake-quantize the weights too (default True; the export's
             copy sets it False, since the converter rounds the weights itself).
 
-    Call arguments:
-        inputs: ``(batch, d)``, the input x_t.
-        states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
-            back in the same form (as in `keras.layers.SimpleRNNCell`).
-        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
+    Call arguments: as every `ZooCell` (x_t, h_{t-1} bare or in a list, ``training``).
 
     Example:
 

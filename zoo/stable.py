@@ -79,11 +79,7 @@ class StableRNNCell(ZooCell):
         recurrent_constraint: an optional constraint of W, applied *before* the projection onto
             the spectral-norm ball, so that ``||W||_2 <= lambda`` holds whatever it does.
 
-    Call arguments:
-        inputs: ``(batch, d)``, the input x_t.
-        states: h_{t-1} of shape ``(batch, D)``, bare or as ``[h_{t-1}]``; the new state comes
-            back in the same form (as in `keras.layers.SimpleRNNCell`).
-        training: applies `dropout` / `recurrent_dropout` (see `ZooCell`) when True.
+    Call arguments: as every `ZooCell` (x_t, h_{t-1} bare or in a list, ``training``).
 
     Example:
 
