@@ -8,8 +8,8 @@ asked for.
 
 from __future__ import annotations
 
-import contextlib
 import os
+from unittest import mock
 from pathlib import Path
 
 import numpy as np
@@ -44,22 +44,6 @@ def check_against_tag(tag: PretrainedCfg, card: ModelCard, source: Path) -> None
                            f"{list(tag.input_shape)}{frames}")
 
 
-@contextlib.contextmanager
-def _offline():
-    """No download inside the block (`zoo.training.data.paths.offline` reads ZOO_OFFLINE)."""
-    from zoo.training.data.paths import OFFLINE_ENV
-
-    saved = os.environ.get(OFFLINE_ENV)
-    os.environ[OFFLINE_ENV] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(OFFLINE_ENV, None)
-        else:
-            os.environ[OFFLINE_ENV] = saved
-
-
 def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
     """(x, y, reason): the test windows of ``card.task`` from the data on disk (``data_dir``, or
     where the zoo looks by default), normalized with the tag's ``normalization`` (mean, std), as
@@ -69,10 +53,12 @@ def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
     may not exist in a partial copy, and do not change the test split); partial copies of a
     dataset are accepted: every window checks the C code."""
     from zoo.training.data.errors import DataError, DataNotFoundError
+    from zoo.training.data.paths import OFFLINE_ENV
     from zoo.training.tasks import get_task
 
     try:
-        with _offline():
+        # no download inside (`zoo.training.data.paths.offline` reads ZOO_OFFLINE)
+        with mock.patch.dict(os.environ, {OFFLINE_ENV: "1"}):
             data = get_task(card.task, **_test_options(card)).load(data_dir, seed=0)
     except (DataNotFoundError, DataError) as err:  # what is missing and how to get it
         return None, None, (f"pass --data-dir to check the C code on the {card.task} test "
