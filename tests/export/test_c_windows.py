@@ -14,7 +14,7 @@ from zoo.export.c_backend import CExportError
 from zoo.export.c_backend.windows import encode_windows, main, write_windows
 
 REPO = Path(__file__).resolve().parents[2]
-TAG_EXPORT = REPO / "models" / "pretrained" / "sirnn.har2_gen1" / "export-step-int8"
+TAG_EXPORT = REPO / "models" / "archive" / "sirnn.har2_gen1" / "export-step-int8"
 
 
 @pytest.mark.parametrize("kind,mark,dtype", [("raw", b"RAW ", "<f4"), ("normalized", b"NORM", "<f4"),

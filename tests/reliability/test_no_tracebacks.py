@@ -115,7 +115,7 @@ def test_a_stream_shorter_than_a_frame_has_no_hops():
     no posteriors, no detections, in the shapes a longer stream has."""
     from zoo.export.kws_stream import Recognizer, StreamReference
 
-    ref = StreamReference(REPO / "models/pretrained/sirnn.google12_testset/export-step-int8")
+    ref = StreamReference(REPO / "models/archive/sirnn.google12_testset/export-step-int8")
     longer = ref.run(np.zeros(400, np.int16), Recognizer())
     for n in (0, 1, 399):
         logits, post, detections = ref.run(np.zeros(n, np.int16), Recognizer())
@@ -123,7 +123,7 @@ def test_a_stream_shorter_than_a_frame_has_no_hops():
 
 
 def test_repack_lists_only_shipped_tags_not_a_killed_ships_staging(tmp_path, capsys):
-    from zoo.experiments import ship
+    from zoo.export import ship
 
     for folder in ("sirnn.har2", ".sirnn.har2.partial-4242", ".gru.har2.old"):
         (tmp_path / folder).mkdir()
