@@ -69,14 +69,14 @@ def failing_accuracy_check(monkeypatch):
 
 @pytest.fixture(scope="session")
 def kws_sirnn_app(tmp_path_factory) -> Path:
-    """``kws_app`` of the shipped ``sirnn.google12_testset`` step export, written by
+    """``kws_app`` of the archived ``sirnn.google12_testset`` step export, written by
     `write_kws_project` and built with ``make -f kws.mk`` (the host cc)."""
     import subprocess
 
     from zoo.export.c_backend.kws import write_kws_project
 
     out = tmp_path_factory.mktemp("kws") / "sirnn-kws"
-    write_kws_project(Path(__file__).resolve().parents[2] / "models" / "pretrained"
+    write_kws_project(Path(__file__).resolve().parents[2] / "models" / "archive"
                       / "sirnn.google12_testset" / "export-step-int8", out)
     done = subprocess.run(["make", "-s", "-C", str(out), "-f", "kws.mk"], capture_output=True,
                           text=True)

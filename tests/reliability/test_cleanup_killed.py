@@ -23,9 +23,9 @@ class Killed(BaseException):
 
 def _c_export(target, env):
     from zoo.export.c_backend.command import export_c
-    from zoo.pretrained import verified_dir
+    from zoo.pretrained import archive_root, verified_dir
 
-    export_c(verified_dir("sirnn.har2_gen1"), target, overwrite=True)
+    export_c(verified_dir("sirnn.har2_gen1", root=archive_root()), target, overwrite=True)
 
 
 def _c_check(target):
