@@ -93,7 +93,7 @@ def test_a_shipped_model_is_fine_tuned_on_the_users_classes_with_a_fresh_head(us
 
     config = TrainConfig(task="windows", model="sirnn", epochs=1, batch_size=100, lr=1e-12,
                          early_stopping_patience=0, model_options=SHIPPED,
-                         init_from="sirnn.har2")
+                         task_options={"frames_per_step": 4}, init_from="sirnn.har2")
     train(config, tmp_path / "tuned", data_dir=user_files["train"])
     _, tuned, _ = load_run(tmp_path / "tuned")
     shipped = zoo.create_model("sirnn", pretrained="har2").layers[-1]  # after its normalisation
@@ -102,10 +102,10 @@ def test_a_shipped_model_is_fine_tuned_on_the_users_classes_with_a_fresh_head(us
     assert len(tuned.layers[1].weights) == len(theirs) >= 4  # W, V, H, bias, eta...
     for ours, shipped_weight in zip(tuned.layers[1].weights, theirs):
         np.testing.assert_allclose(np.asarray(ours), np.asarray(shipped_weight), rtol=1e-6)
-    # Other features per step (frames_per_step 4: 36) cannot take its 9-feature weights.
-    wide = TrainConfig(task="windows", model="sirnn", epochs=1, model_options=SHIPPED,
-                       task_options={"frames_per_step": 4}, init_from="sirnn.har2")
-    with pytest.raises(ValueError, match=r"init_from sirnn.har2 takes windows of 128 x 9 "
-                                         r"\(steps x features\), this task's are 32 x 36"):
-        train(wide, tmp_path / "wide", data_dir=user_files["train"])
-    assert not (tmp_path / "wide").exists()
+    # Other features per step (one sample a step: 9) cannot take its 36-feature weights.
+    narrow = TrainConfig(task="windows", model="sirnn", epochs=1, model_options=SHIPPED,
+                         init_from="sirnn.har2")
+    with pytest.raises(ValueError, match=r"init_from sirnn.har2 takes windows of 32 x 36 "
+                                         r"\(steps x features\), this task's are 128 x 9"):
+        train(narrow, tmp_path / "narrow", data_dir=user_files["train"])
+    assert not (tmp_path / "narrow").exists()
