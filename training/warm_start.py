@@ -7,7 +7,9 @@ bridged, each said in the log: a QAT fine-tune of a float run (the QAT model's e
 left behind), and another number of classes (the head is a fresh one, as timm's
 ``reset_classifier``; `zoo.registry.reset_head`). Windows of another length carry over (a
 recurrent cell's weights do not depend on it); another number of features per step does not,
-and is refused naming both shapes.
+and is refused naming both shapes. A premultiplied iRNN run starting a lean model of the same
+shapes is folded into the lean graph exactly (`zoo.IRNNCell.lean_weights`); lean into
+premultiplied is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 import keras
 
 from zoo import qat
+from zoo.irnn import IRNNCell
+from zoo.layers import recurrent_layers
 from zoo.training import rundir, storage
 from zoo.training.artifacts import load_keras_model
 
@@ -39,7 +43,7 @@ def warm_start_weights(model: keras.Model, run_dir) -> list:
     keep, dropped = _kept(model, source, run_dir), _dropped(model, source)
     ours = [w for w in model.weights if not keep(w)]
     theirs = [w for w in source.weights if not dropped(w)]
-    values = iter(_checked_weights(ours, theirs, run_dir))
+    values = iter(_checked_weights(ours, theirs, run_dir, folded_values(model, source, run_dir)))
     return [keras.ops.convert_to_numpy(w) if keep(w) else next(values) for w in model.weights]
 
 
@@ -58,6 +62,26 @@ def _model_file(source) -> Path:
         raise FileNotFoundError(f"init_from: {source} is neither a finished `zoo train` run "
                                 f"directory nor a pretrained tag ({', '.join(tags)})")
     return pretrained.verified_dir(str(source)) / "model.keras"
+
+
+def folded_values(model: keras.Model, source: keras.Model, run_dir) -> dict:
+    """``{id(weight of source): value}`` for the weights of each premultiplied iRNN cell of
+    ``source`` whose counterpart in ``model`` is lean: the lean graph's equal weights
+    (`zoo.IRNNCell.lean_weights`). Same-shaped weights of two different graphs would otherwise
+    load as they are and compute another step; the other way (lean into premultiplied) has no
+    exact fold and is an error."""
+    values = {}
+    for ours, theirs in zip(recurrent_layers(model), recurrent_layers(source)):
+        a, b = ours.cell, theirs.cell
+        if not (isinstance(a, IRNNCell) and isinstance(b, IRNNCell)) or a.premultiply == b.premultiply:
+            continue
+        if a.premultiply:
+            raise ValueError(f"init_from {run_dir}: its {theirs.name} is lean (premultiply "
+                             "false) and this model's is premultiplied; only premultiplied -> "
+                             "lean folds exactly (train the lean model from a premultiplied run)")
+        folded = b.lean_weights()
+        values.update({id(w): folded[w.name] for w in b.weights if w.name in folded})
+    return values
 
 
 def _check_inputs(model: keras.Model, source: keras.Model, where) -> None:
@@ -107,8 +131,9 @@ def _dropped(model: keras.Model, source: keras.Model):
     return lambda w: id(w) in head or (ranges and w.path.endswith("qat_ranges"))
 
 
-def _checked_weights(ours: list, theirs: list, run_dir) -> list:
-    """The values of ``theirs`` after checking they match ``ours`` one for one."""
+def _checked_weights(ours: list, theirs: list, run_dir, folded: dict) -> list:
+    """The values of ``theirs`` (``folded``'s for the weights it holds, by ``id``) after
+    checking they match ``ours`` one for one."""
     mismatch = [(a.path, tuple(a.shape), b.path, tuple(b.shape))
                 for a, b in zip(ours, theirs) if tuple(a.shape) != tuple(b.shape)]
     if len(ours) != len(theirs) or mismatch:
@@ -118,4 +143,4 @@ def _checked_weights(ours: list, theirs: list, run_dir) -> list:
         raise ValueError(f"init_from {run_dir}: its weights do not match this model's "
                          f"({detail}); the same model and shape options are needed "
                          "(state_clip, state_quant_bits and constraints may differ)")
-    return [keras.ops.convert_to_numpy(w) for w in theirs]
+    return [folded[id(w)] if id(w) in folded else keras.ops.convert_to_numpy(w) for w in theirs]

@@ -243,6 +243,54 @@ class IRNNCell(ZooCell):
         eye = ops.eye(self.units, dtype=self.recurrent_v.dtype)
         return self.alpha_value() * eye + ops.matmul(self.recurrent_v, self.recurrent_h)
 
+    def lean_weights(self) -> dict:
+        """The weights of the lean graph (``premultiply=False``) whose step equals this
+        premultiplied cell's, as NumPy arrays keyed by weight name (``kernel``, ``bias``,
+        ``recurrent_h`` or ``recurrent_kernel``; ``recurrent_v`` and the step sizes are kept).
+
+        Eq. 9 applies ``U`` to ``U v + W x + b``: ``U^2 v + (W x + b) U`` in Keras orientation.
+        So the lean cell with ``W' = W U``, ``b' = b U`` and ``U' = U^2`` computes the same
+        step; low-rank ``U = I + V H`` squares to ``I + V (2 H + H V H)``, rank r again, so only
+        ``H`` changes (that needs alpha = 1, the paper's fixed value: the lean cell's identity
+        term is alpha, the square's alpha^2). A premultiplied model trains as the recipe does
+        and runs as the cheaper lean graph (U applied once) with the same float accuracy.
+
+        Example:
+
+        ```python
+        import numpy as np
+        import zoo
+
+        x = np.random.default_rng(0).normal(size=(4, 6, 9)).astype("float32")
+        p = zoo.SiRNN(16, rank=4, premultiply=True, state_clip=1.0)
+        lean = zoo.SiRNN(16, rank=4, premultiply=False, state_clip=1.0)
+        p(x), lean(x)
+        folded = p.cell.lean_weights()
+        for ours, theirs in zip(lean.cell.weights, p.cell.weights):
+            ours.assign(folded.get(ours.name, theirs))
+        assert np.allclose(p(x), lean(x), atol=1e-5)
+        ```
+        """
+        import numpy as np
+
+        if not self.premultiply:
+            raise ValueError("lean_weights: this cell is lean already (premultiply=False)")
+        if self.rank is not None and (self.trainable_alpha or self.alpha != 1.0):
+            raise ValueError(f"lean_weights: a low-rank U folds into the lean graph only at the "
+                             f"fixed alpha = 1, got alpha={self.alpha}, "
+                             f"trainable_alpha={self.trainable_alpha}")
+        value = lambda w: np.asarray(keras.ops.convert_to_numpy(w), dtype=np.float64)
+        u = value(self.recurrent_matrix())
+        folded = {"kernel": value(self.kernel) @ u}
+        if self.use_bias:
+            folded["bias"] = value(self.bias) @ u
+        if self.rank is None:
+            folded["recurrent_kernel"] = u @ u
+        else:
+            v, h = value(self.recurrent_v), value(self.recurrent_h)
+            folded["recurrent_h"] = 2.0 * h + h @ v @ h
+        return {name: array.astype(self.kernel.dtype) for name, array in folded.items()}
+
     def _apply_u(self, v, alpha):
         if self.rank is None:
             return ops.matmul(v, self.recurrent_kernel)
