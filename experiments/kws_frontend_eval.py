@@ -11,7 +11,8 @@ Both paths run the int8 step + head models under TensorFlow Lite Micro (`zoo.exp
 * integer: the C app's front end (`zoo.training.tasks.int_frontend`) -> `InputMap` (integers only).
 
 A model trained on the float features gets the integer ones as they are (through `InputMap`); a
-model trained on the integer ones (``features: int_logmel``) is scored on them alone.
+model trained on the integer ones (``features: int_logmel`` or ``int_logmel_q15``) is scored on
+those alone.
 
 ``--c-check`` also streams every clip (as it is, not padded) through the C app ``kws_app``
 (`zoo.export.c_backend.kws`) and through the Python streaming reference (`zoo.export.kws_stream`), and
@@ -37,7 +38,7 @@ from zoo.training.data.audio import FbankFrontend, pad_to
 from zoo.training.data.sources import locate
 from zoo.training.data.wav import read_wav
 from zoo.training.tasks import get_task
-from zoo.training.tasks.int_frontend import clip_log_mel_q8
+from zoo.training.tasks.int_frontend import INT_FEATURES, clip_log_mel_q8, integer_features
 from zoo.training.tasks.speech_layout import TESTSET_SPEC
 
 PRETRAINED = Path(__file__).resolve().parents[1] / "models" / "pretrained"
@@ -55,20 +56,21 @@ def load_clips(data_dir, split: str = "test"):
 
 
 def trained_on_integer_features(card) -> bool:
-    """Whether the export's model (its `ModelCard`) was trained on the integer front end
-    (``features: int_logmel``); the float front end's features are then not what it was trained
-    on."""
-    return (card.task_options or {}).get("features") == "int_logmel"
+    """Whether the export's model (its `ModelCard`) was trained on an integer front end
+    (``features: int_logmel`` or ``int_logmel_q15``); the float front end's features are then
+    not what it was trained on."""
+    return (card.task_options or {}).get("features") in INT_FEATURES
 
 
 def accuracies(export_dir: Path, waves: np.ndarray, y: np.ndarray) -> dict:
     card = read_card(str(export_dir))
     model = device_runtime.StepModel(str(export_dir), card, "tflite-micro", 1)
-    x_int = input_map(export_dir)(clip_log_mel_q8(waves))
+    features = integer_features((card.task_options or {}).get("features"))
+    x_int = input_map(export_dir)(clip_log_mel_q8(waves, features=features))
     pred_i = reference(model, x_int)[0].argmax(axis=1)
     pct = lambda v: round(100.0 * float(np.mean(v)), 2)
     result = {"clips": len(y),
-              "trained_on": "int_logmel" if trained_on_integer_features(card) else "logmel",
+              "trained_on": features if trained_on_integer_features(card) else "logmel",
               "int_frontend_int8_acc": pct(pred_i == y)}
     if result["trained_on"] == "logmel":
         norm = json.loads((export_dir / "normalization.json").read_text())

@@ -152,7 +152,7 @@ def classified_right(ref: StreamReference, clips) -> np.ndarray:
     if not clips:
         return np.zeros(0, bool)
     waves = np.stack([pad_to(c, RATE) for _, c in clips])
-    logits = reference(ref.model, ref.input_map(clip_log_mel_q8(waves)))[0]
+    logits = reference(ref.model, ref.input_map(clip_log_mel_q8(waves, features=ref.features)))[0]
     return logits.argmax(axis=1) == np.array([label for label, _ in clips])
 
 
@@ -175,7 +175,8 @@ def score(detections, recording: Recording) -> Counts:
 def stream_posteriors(export_dir: Path, recordings, instances: int) -> list[np.ndarray]:
     """Each recording's uint8 posteriors per hop (`StreamReference` with ``instances``)."""
     ref = StreamReference(export_dir, instances=instances)
-    return [ref.posteriors(ref.logits(stream_log_mel_q8(r.samples))) for r in recordings]
+    return [ref.posteriors(ref.logits(stream_log_mel_q8(r.samples, features=ref.features)))
+            for r in recordings]
 
 
 def grid() -> list[tuple[int, Recognizer]]:

@@ -103,7 +103,8 @@ def _running_it(card: ModelCard) -> list[str]:
              "normalised.", ""]
     if card.frontend:  # a speech model: the features it was trained on, which a device computes
         kind = {"logmel": "the float log-mel filterbank",
-                "int_logmel": "the integer log-mel front end"}.get(card.frontend.get("features"),
+                "int_logmel": "the integer log-mel front end",
+                "int_logmel_q15": "the q15 integer log-mel front end"}.get(card.frontend.get("features"),
                                                                      card.frontend.get("features"))
         lines += [f"The inputs are {kind} of the audio (`frontend` in `model_card.json`, step by "
                   f"step; reference: {card.frontend.get('reference_code')}).", ""]

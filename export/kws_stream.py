@@ -1,6 +1,7 @@
 """Streaming keyword spotting, the Python reference of the C app ``kws_app`` (export/c_backend/frontend).
 
-Per 10 ms hop of 16 kHz int16 audio: the integer front end's frame (`zoo.training.tasks.int_frontend`),
+Per 10 ms hop of 16 kHz int16 audio: the integer front end's frame (`zoo.training.tasks.int_frontend`,
+or its q15 twin for a model trained on ``int_logmel_q15``),
 mapped to the step model's int8 input with integers (`InputMap`), one step of the int8 step model
 under TensorFlow Lite Micro (the C backend is bit-exact with it), the head's int8 logits, integer
 posteriors (`Posteriors`: a softmax through a 256-entry exp table, uint8 0..255 per class) and
@@ -30,7 +31,8 @@ from zoo.training.data.errors import DataError
 from zoo.training.data.wav import read_wav
 from zoo.export.card_schema import read_card
 from zoo.export.c_backend.graph import read_graph
-from zoo.training.tasks.int_frontend import FILTERS, FRAME, HOP, InputMap, frames_log_mel_q8
+from zoo.training.tasks.int_frontend import (FILTERS, FRAME, HOP, InputMap, frames_function,
+                                             integer_features)
 from zoo.training.tasks.speech_layout import SILENCE, UNKNOWN
 
 MAX_INSTANCES = 8
@@ -99,8 +101,11 @@ def stream_frames(samples: np.ndarray):
     return frames, prev
 
 
-def stream_log_mel_q8(samples: np.ndarray, batch: int = 512) -> np.ndarray:
+def stream_log_mel_q8(samples: np.ndarray, batch: int = 512,
+                      features: str = "int_logmel") -> np.ndarray:
+    """int16 ``L`` (T, 32) of a stream by the integer front end called ``features``."""
     frames, prev = stream_frames(samples)
+    frames_log_mel_q8 = frames_function(features)
     out = [frames_log_mel_q8(frames[i:i + batch], prev[i:i + batch])
            for i in range(0, len(frames), batch)]
     return np.concatenate(out) if out else np.zeros((0, FILTERS), np.int16)
@@ -184,6 +189,7 @@ class StreamReference:
             raise ValueError(f"instances must be in 1..{MAX_INSTANCES} and at most period "
                              f"({period}); got {instances}")
         self.input_map = input_map(self.export_dir, card)
+        self.features = integer_features((card.frontend or {}).get("features"))
         self.posteriors = Posteriors.fit(self.model.lo_quant[0])
         self.classes = int(np.prod(self.model.head.output_quant(0)[2]))
         self.class_names = list(card.class_names or [])
@@ -230,7 +236,7 @@ class StreamReference:
     def run(self, samples: np.ndarray, recognizer: Recognizer):
         """(int8 logits (T, C), uint8 posteriors (T, C), detections) of a stream of int16
         samples; T = 0 for fewer samples than a frame (400), as ``kws_app`` prints no hop."""
-        logits = self.logits(stream_log_mel_q8(samples))
+        logits = self.logits(stream_log_mel_q8(samples, features=self.features))
         post = self.posteriors(logits)
         return logits, post, recognizer.run(post)
 

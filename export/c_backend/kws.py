@@ -24,12 +24,16 @@ import numpy as np
 from zoo.export.c_backend.graph import read_graph
 from zoo.export.c_backend.project import read_step_export, write_c_project
 from zoo.export.kws_stream import Posteriors, ignored_classes, input_map
-from zoo.training.tasks.int_frontend import FILTERS, Tables, tables
+from zoo.training.tasks import int_frontend_q15
+from zoo.training.tasks.int_frontend import FILTERS, Tables, integer_features, tables
 
 FRONTEND_DIR = Path(__file__).parent / "frontend"
 FRONTEND_FILES = ("kws_frontend.h", "kws_frontend.c", "kws_frontend_tables.c", "kws_input.h",
                   "kws_model_io.c", "kws_recognizer.h", "kws_audio.h", "kws_audio.c", "kws_app.c",
                   "kws.mk")
+# The front end's C file by the features the model was trained on; the project calls it
+# kws_frontend.c whichever it is.
+FRONTEND_C = {"int_logmel": "kws_frontend.c", "int_logmel_q15": "kws_frontend_q15.c"}
 MAX_CLASSES = 64  # kws_posteriors' buffer
 README_KWS = """
 ## Keyword spotting from 16 kHz audio (`kws_app`)
@@ -72,8 +76,21 @@ def tables_source(t: Tables | None = None) -> str:
              _c_list("kws_mel_len", "uint16_t", t.mel_len, 16),
              _c_list("kws_mel_weights", "uint16_t", t.mel_weights),
              "/* round(2^16 log2(1 + i / 64)), i = 0..64 */",
-             _c_list("kws_log2_table", "uint32_t", t.log2_table, 8)]
+             _c_list("kws_log2_table", "uint32_t", t.log2_table, 8),
+             "/* kws_frontend_q15.c (training/tasks/int_frontend_q15.py): the FFT's twiddles c - i s",
+             " * as (c, s) int16 pairs, low half c, in the order its stages use them (stage_twiddles)",
+             " * and the real split's -i W512^k, k = 0..128 (split_twiddles) */",
+             _c_list("kws_fft_twiddle_q15", "uint32_t",
+                     _packed(int_frontend_q15.stage_twiddles().reshape(-1, 2)), 6),
+             _c_list("kws_split_twiddle_q15", "uint32_t",
+                     _packed(np.stack(int_frontend_q15.split_twiddles(), axis=-1)), 6)]
     return "\n".join(parts)
+
+
+def _packed(pairs: np.ndarray) -> list[int]:
+    """(c, s) int16 pairs as the uint32 words the C code reads: c in the low half."""
+    pairs = np.asarray(pairs, np.int64)
+    return [int(c & 0xFFFF) | int(s & 0xFFFF) << 16 for c, s in pairs]
 
 
 def input_source(export_dir: Path, card=None) -> str:
@@ -123,8 +140,11 @@ def add_kws_files(step_export: Path, out: Path, card=None) -> dict:
     README section (``card``: the export's `ModelCard`, when the caller has read it). Returns
     ``{"kws_files": [...]}``."""
     kws_input = input_source(Path(step_export), card)
+    card = card or read_step_export(Path(step_export))
+    features = integer_features((card.frontend or {}).get("features"))
     for name in FRONTEND_FILES:
-        shutil.copyfile(FRONTEND_DIR / name, Path(out) / name)
+        source = FRONTEND_C[features] if name == "kws_frontend.c" else name
+        shutil.copyfile(FRONTEND_DIR / source, Path(out) / name)
     (Path(out) / "kws_input.c").write_text(kws_input)
     with (Path(out) / "README.md").open("a") as readme:
         readme.write(README_KWS)

@@ -335,7 +335,8 @@ def test_speech_tasks_take_the_integer_front_end_as_an_option(word_clips):
         fe = get_task(task, features="int_logmel").frontend
         assert np.array_equal(fe(x), F.log_mel(F.clip_log_mel_q8(x)))
         assert fe.settings() != get_task(task).frontend.settings()  # a separate feature cache
-    with pytest.raises(ValueError, match="option features must be 'logmel' or 'int_logmel'"):
+    with pytest.raises(ValueError, match="option features must be one of 'logmel', 'int_logmel', "
+                                         "'int_logmel_q15', got 'int8'"):
         get_task("google12", features="int8").frontend
 
 

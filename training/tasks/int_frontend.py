@@ -173,10 +173,36 @@ def clip_frames(signals: np.ndarray, num_frames: int = 99):
     return padded[:, idx], padded[:, starts]
 
 
-def clip_log_mel_q8(signals: np.ndarray, num_frames: int = 99) -> np.ndarray:
-    """int16 ``(N, 99, 32)`` Q8 log2 energies of 1 s int16 clips."""
+# The integer front ends, by their ``features`` name: the same frames and units (``L``), other
+# arithmetic (`zoo.training.tasks.int_frontend_q15`: dual 16-bit, about a third of the Cortex-M4
+# instructions of this module's; docs/kws.md section 8).
+INT_FEATURES = ("int_logmel", "int_logmel_q15")
+
+
+def frames_function(features: str = "int_logmel"):
+    """``frames_log_mel_q8`` of the integer front end called ``features`` (`INT_FEATURES`)."""
+    if features == "int_logmel":
+        return frames_log_mel_q8
+    if features == "int_logmel_q15":
+        from zoo.training.tasks import int_frontend_q15
+
+        return int_frontend_q15.frames_log_mel_q8
+    raise ValueError(f"features {features!r}: not an integer front end; valid: "
+                     f"{', '.join(INT_FEATURES)}")
+
+
+def integer_features(features: str | None) -> str:
+    """The integer front end that feeds a model trained on ``features`` on a device: itself,
+    or ``int_logmel`` for the float log-mel (through `InputMap`)."""
+    return features if features in INT_FEATURES else "int_logmel"
+
+
+def clip_log_mel_q8(signals: np.ndarray, num_frames: int = 99,
+                    features: str = "int_logmel") -> np.ndarray:
+    """int16 ``(N, 99, 32)`` Q8 log2 energies of 1 s int16 clips, by the integer front end
+    called ``features``."""
     frames, prev = clip_frames(signals, num_frames)
-    return frames_log_mel_q8(frames, prev)
+    return frames_function(features)(frames, prev)
 
 
 def log_mel(q8: np.ndarray) -> np.ndarray:
@@ -213,12 +239,33 @@ class InputMap:
 
 @dataclasses.dataclass(frozen=True)
 class IntLogMelFrontend:
-    """Drop-in for `FbankFrontend` in the speech tasks (task option ``features: int_logmel``):
-    float32 ``(N, 99, 32)`` features ``log_mel(L)`` of the integer front end."""
+    """Drop-in for `FbankFrontend` in the speech tasks (task option ``features: int_logmel`` or
+    ``int_logmel_q15``): float32 ``(N, 99, 32)`` features ``log_mel(L)`` of that integer front
+    end.
+
+    Args:
+        sample_rate, clip_samples, num_frames: the clips' geometry (16 kHz, 1 s, 99 frames).
+        features: which integer front end (`INT_FEATURES`): ``"int_logmel"`` (this module) or
+            ``"int_logmel_q15"`` (`zoo.training.tasks.int_frontend_q15`, cheaper on a device).
+
+    Example:
+
+    ```python
+    import numpy as np
+    from zoo.training.tasks.int_frontend import IntLogMelFrontend
+
+    clip = np.random.default_rng(0).normal(0, 3000, 16000)
+    IntLogMelFrontend(features="int_logmel_q15")(clip).shape  # (1, 99, 32)
+    ```
+    """
 
     sample_rate: int = 16000
     clip_samples: int = 16000
     num_frames: int = 99
+    features: str = "int_logmel"
+
+    def __post_init__(self):
+        frames_function(self.features)  # a clear error for an unknown name
 
     @property
     def output_shape(self) -> tuple[int, int]:
@@ -235,19 +282,21 @@ class IntLogMelFrontend:
         if x.ndim != 2 or x.shape[1] != self.clip_samples:
             raise ValueError(f"expected signals of shape (N, {self.clip_samples}), got {x.shape}")
         x = np.clip(np.round(x), -32768, 32767).astype(np.int16)
-        out = [log_mel(clip_log_mel_q8(x[i:i + batch], self.num_frames))
+        out = [log_mel(clip_log_mel_q8(x[i:i + batch], self.num_frames, self.features))
                for i in range(0, len(x), batch)]
         return np.concatenate(out) if out else np.empty((0, *self.output_shape), np.float32)
 
     def settings(self) -> dict:
-        return {"features": "int_logmel", **dataclasses.asdict(self)}
+        geometry = {k: v for k, v in dataclasses.asdict(self).items() if k != "features"}
+        return {"features": self.features, **geometry}  # the feature cache's key: keep its order
 
     def describe(self) -> dict:
         """What a device must compute before the model (a model card's ``frontend``): the
         integer steps of this module's docstring, whose C is written by the export."""
-        steps = __doc__[__doc__.index("Per frame"):__doc__.index("Units:")]  # one source
+        doc, end = (__doc__, "Units:") if self.features == "int_logmel" else (_q15_doc(), "Every int16")
+        steps = doc[doc.index("Per frame"):doc.index(end)]  # one source: the module's docstring
         return {
-            "features": "int_logmel",
+            "features": self.features,
             "input": "16 kHz mono PCM, int16 samples; a clip shorter than 1 s is zero-padded "
                      f"at the end to {self.clip_samples} samples; {FRAME}-sample frames every "
                      f"{HOP} samples, {self.num_frames} frames",
@@ -256,7 +305,16 @@ class IntLogMelFrontend:
                            f"{ENERGY_OFFSET_LOG2}) ln 2 normalised per filter; on a device "
                            "InputMap (export/kws_stream.py, kws_input.c) maps L to the int8 input "
                            "with integers only",
-            "reference_code": "training/tasks/int_frontend.py (NumPy), bit-exact with the C "
-                              "kws_frontend.c that `zoo export RUN --form c` writes beside the "
-                              "model",
+            "reference_code": (f"training/tasks/{_MODULES[self.features]}.py (NumPy), bit-exact "
+                               "with the C kws_frontend.c that `zoo export RUN --form c` writes "
+                               "beside the model"),
         }
+
+
+_MODULES = {"int_logmel": "int_frontend", "int_logmel_q15": "int_frontend_q15"}
+
+
+def _q15_doc() -> str:
+    from zoo.training.tasks import int_frontend_q15
+
+    return int_frontend_q15.__doc__

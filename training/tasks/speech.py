@@ -27,7 +27,7 @@ from zoo.training.data.errors import DataError
 from zoo.training.data.sources import Archive, DatasetSpec, fingerprint, locate
 from zoo.training.data.wav import read_wav
 from zoo.training.tasks.base import Normalization, Split, Task, TaskData, register_task
-from zoo.training.tasks.int_frontend import IntLogMelFrontend
+from zoo.training.tasks.int_frontend import INT_FEATURES, IntLogMelFrontend
 from zoo.training.tasks.speech_layout import SILENCE, UNKNOWN, WORDS10, find_layout, load_layout
 
 _TORCHAUDIO = "torchaudio datasets/speechcommands.py _CHECKSUMS"
@@ -142,8 +142,9 @@ def mix_background(x: np.ndarray, noise: list[np.ndarray], rng: np.random.Genera
 class SpeechTask(Task):
     """Shared loader for Google-30 / Google-12.
 
-    Options (front end): ``features`` "logmel" (float, as below) or "int_logmel" (the integer
-    front end of the C app, `zoo.training.tasks.int_frontend`; it ignores the options that follow),
+    Options (front end): ``features`` "logmel" (float, as below), "int_logmel" (the integer
+    front end of the C app, `zoo.training.tasks.int_frontend`) or "int_logmel_q15" (its cheaper
+    dual 16-bit twin, `zoo.training.tasks.int_frontend_q15`; both ignore the options that follow),
     ``nfilt`` 32, ``winlen`` 0.025 s, ``winstep`` 0.01 s, ``nfft`` 512,
     ``preemph`` 0.97, ``lowfreq`` 0, ``highfreq`` 8000, ``pad`` "end" (EdgeML process_g30.py;
     its SRNN script pads at the "front").
@@ -176,10 +177,11 @@ class SpeechTask(Task):
     @property
     def frontend(self) -> FbankFrontend:
         features = self._options.get("features", "logmel")
-        if features not in ("logmel", "int_logmel"):
-            raise ValueError(f"option features must be 'logmel' or 'int_logmel', got {features!r}")
-        if features == "int_logmel":  # the integer front end of the C app (docs/kws.md)
-            return IntLogMelFrontend()
+        if features not in ("logmel", *INT_FEATURES):
+            raise ValueError(f"option features must be one of 'logmel', "
+                             f"{', '.join(repr(f) for f in INT_FEATURES)}, got {features!r}")
+        if features in INT_FEATURES:  # an integer front end of the C app (docs/kws.md)
+            return IntLogMelFrontend(features=features)
         return FbankFrontend(**{k: self._options[k] for k in self.FRONTEND})
 
     @property
