@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from zoo.training.tasks.int_frontend import (FILTERS, FRAME, HALF, PREEMPH_Q15, Tables,
-                                             log2_q8, tables)
+from zoo.training.tasks.int_frontend_tables import (FILTERS, FRAME, HALF, PREEMPH_Q15, Tables,
+                                                    log2_q8, tables)
 
 TWIDDLES = 384                  # W512^k for k = 0..383 (the FFT's W256^e is W512^(2e))
 STAGES = (64, 16, 4)            # the quarters q of the stages with twiddles (the last: all 1)
