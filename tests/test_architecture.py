@@ -8,10 +8,13 @@ The folders are the layers (each may import only the layers before it, and its o
     2 training/                            trainer, run directory, evaluation
     3 export/                              TFLite / TFLite Micro export and its device files
     4 experiments/                         benchmarks, studies, the theory report, shipping
+      tools/cortexm/                       the device measurements (scripts beside the layers)
     5 edge_rnn_zoo/                        the `zoo` dispatcher and each subcommand's module
 
 A module's layer is that of the deepest folder (or file) of `LAYER_OF_PATH` that holds it; no
-entry puts a module in a higher layer than its folder. Besides: no import cycle between modules,
+entry puts a module in a higher layer than its folder. The script folders (`SCRIPT_DIRS`, not
+installed) import each other by bare name (``import measurement``), which is resolved here to the
+file beside the importer. Besides: no import cycle between modules,
 no private name (``_x``) imported from another module, no module over `MAX_LINES` lines.
 """
 
@@ -30,6 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = {"zoo.training": "training", "zoo.export": "export",
                 "zoo.experiments": "experiments", "zoo": "zoo", "edge_rnn_zoo": "edge_rnn_zoo"}
 PACKAGES = ("zoo", "edge_rnn_zoo")
+# Folders of scripts run from the checkout (python tools/cortexm/x.py): checked as modules named
+# by their path (tools.cortexm.measurement).
+SCRIPT_DIRS = ("tools/cortexm",)
 
 # Folder (or file) -> layer; the deepest entry holding a module wins.
 LAYER_OF_PATH = {
@@ -37,7 +43,7 @@ LAYER_OF_PATH = {
     "training/data": 1, "training/tasks": 1, "training/storage.py": 1, "training/locking.py": 1,
     "training": 2,
     "export": 3,
-    "experiments": 4,
+    "experiments": 4, "tools/cortexm": 4,
     "edge_rnn_zoo": 5,
 }
 LAYER_NAMES = ["cells (zoo)", "data and tasks", "training", "export", "experiments",
@@ -76,11 +82,19 @@ def layer(module: str) -> int | None:
 
 
 def project_modules():
-    for folder in PACKAGE_DIRS.values():
+    for folder in (*PACKAGE_DIRS.values(), *SCRIPT_DIRS):
         if not (REPO / folder).is_dir():
             continue
         for path in sorted((REPO / folder).rglob("*.py")):
             yield module_of(path), path
+
+
+def _sibling(imported: str, module: str, modules) -> str:
+    """A script folder's bare import (``measurement``) as the module beside the importer."""
+    folder = module.rsplit(".", 1)[0]
+    if folder.replace(".", "/") in SCRIPT_DIRS and f"{folder}.{imported}" in modules:
+        return f"{folder}.{imported}"
+    return imported
 
 
 def _absolute(node: ast.ImportFrom, module: str, path: Path) -> str | None:
@@ -130,6 +144,7 @@ def import_graph() -> dict[str, set[str]]:
     graph = {m: set() for m in modules}
     for module, path in modules.items():
         for _, imported in imports_of(path, module):
+            imported = _sibling(imported, module, modules)
             if imported in modules and imported != module:
                 graph[module].add(imported)
     # `from a import b` yields both a and a.b: keep a only where b is not a module of a
@@ -193,7 +208,7 @@ def private_imports() -> list[str]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.ImportFrom):
                 continue
-            source = _absolute(node, module, path)
+            source = _sibling(_absolute(node, module, path) or "", module, modules)
             if source not in modules or source == module:
                 continue
             for alias in node.names:

@@ -1,30 +1,28 @@
-# c_frontier.py --out JSON [--work DIR] KEY=SOURCE ...: the Cortex-M4 cost of C exports, for the
-# accuracy x device-cost frontier (issue 28 item 3, docs/frontier.md). SOURCE is a `zoo train`
-# run directory (exported first: `zoo export RUN --quantize int8 --form step --allow-drop`) or a
-# shipped tag's folder (its own int8 step models); then `zoo export STEP --form c` and
-# c_cards.py's protocol: flash = the smallest program running the model once minus an empty one
-# (-Os, `make sizes`' C half), RAM = its data + bss + the deepest stack chain (-fstack-usage),
-# instructions per step under qemu-arm with libinsncount.so (-O2, (count(200) - count(100)) / 100
-# minus the driver's loop). MACs per step: zoo.macs on the run's Keras model. Each KEY's figures
-# are merged into JSON (other keys kept) with the commands that made them.
-import argparse, json, os, subprocess, sys, tempfile
+"""c_frontier.py --out JSON [--work DIR] KEY=SOURCE ...: the Cortex-M4 cost of C exports, for
+the accuracy x device-cost frontier (issue 28 item 3, docs/frontier.md). SOURCE is a `zoo train`
+run directory (exported first: `zoo export RUN --quantize int8 --form step --allow-drop`) or a
+shipped tag's folder (its own int8 step models); then `zoo export STEP --form c` and
+`measurement.c_firmware`: flash = the smallest program running the model once minus an empty one
+(-Os), RAM = its data + bss + the deepest stack chain (-fstack-usage), instructions per step
+under qemu-arm (-O2, net of the driver's loop) and per window (steps per window x step + head).
+MACs per step: zoo.macs on the run's Keras model. Each KEY's figures are merged into JSON (other
+keys kept) with the commands that made them."""
+import argparse
+import json
+import sys
+import tempfile
 from pathlib import Path
 
-import insncount  # the counting protocol (beside this file)
+import measurement
 
 HERE = Path(__file__).resolve().parent
 
 
-def sh(cmd, **kw):
-    done = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if done.returncode:
-        raise SystemExit(f"{' '.join(map(str, cmd))}: exit {done.returncode}: {done.stderr[-800:]}")
-    return done.stdout
-
-
 def zoo(*args):
-    cmd = [sys.executable, "-m", "edge_rnn_zoo.cli", *map(str, args)]
-    sh(cmd)
+    try:
+        measurement.sh([sys.executable, "-m", "edge_rnn_zoo.cli", *map(str, args)])
+    except measurement.MeasurementError as err:
+        raise SystemExit(str(err)) from None
     return "zoo " + " ".join(map(str, args))
 
 
@@ -41,44 +39,11 @@ def step_ops(step_tflite):
             "fc_weights": "per-tensor" if scales <= {1} else "per-channel"}
 
 
-def keras_figures(source):
-    """Parameters and MACs per step of the Keras model of a run or shipped tag."""
-    from zoo.training.evaluate import load_run
-    from zoo.layers import recurrent_layers
-    from zoo.macs import cell_macs_per_step
-
-    config, model, _ = load_run(source)
-    rnn = recurrent_layers(model)[0]
-    return {"model": config["model"], "parameters": int(model.count_params()),
-            "macs_per_step": cell_macs_per_step(rnn.cell, rnn.input.shape[-1]),
-            "cell": type(rnn.cell).__name__,
-            "model_options": {k: v for k, v in rnn.cell.get_config().items()
-                              if isinstance(v, (int, float, str, bool)) and k not in ("name", "trainable")}}
-
-
-def firmware(c_dir, name, build):
-    """c_cards.py's flash / RAM / instructions of one C export."""
-    sh(["make", "-s", "-C", str(HERE), f"B={build}", f"{build}/syscalls.o", f"{build}/empty.elf"])
-    sh(["make", "-s", "-C", str(HERE), f"B={build}", f"C={c_dir}", f"NAME={name}",
-        f"{build}/min-c-{name}.elf", f"{build}/c-{name}.elf"])
-    size = lambda elf: [int(v) for v in sh(["arm-none-eabi-size", elf]).splitlines()[1].split()[:3]]
-    empty, mine = size(f"{build}/empty.elf"), size(f"{build}/min-c-{name}.elf")
-    stack = {}
-    for line in open(f"{build}/min-zoo_model-{name}.su"):
-        stack[line.split("\t")[0].split(":")[-1]] = int(line.split("\t")[1])
-    elf = f"{build}/c-{name}.elf"
-    per = lambda part: insncount.per_call(elf, "m", part, 100)
-    return {"cortex_m4_flash_bytes_Os": mine[0] + mine[1] - empty[0] - empty[1],
-            "cortex_m4_ram_bytes": mine[2] - empty[2] + stack["zoo_push_q"] + stack.get("zoo_step_run", 0),
-            "cortex_m4_instructions_per_step_O2": round(per("step") - per("loop"), 1),
-            "cortex_m4_head_instructions_O2": round(per("head"), 1)}
-
-
 def measure(key, source, work):
     source = Path(source).resolve()
     commands, shipped = [], (source / "export-step-int8").is_dir()
     shown = source.relative_to(HERE.parent.parent) if source.is_relative_to(HERE.parent.parent) else source
-    fig = {"source": str(shown), "shipped": shipped, **keras_figures(source)}
+    fig = {"source": str(shown), "shipped": shipped, **measurement.keras_figures(source)}
     step, c_dir = (source if shipped else work / f"{key}-step"), work / f"{key}-c"
     try:  # a shipped tag: `--form c` takes its own step models
         if not shipped:
@@ -99,7 +64,11 @@ def measure(key, source, work):
                             ("keras_float", "tflite", "drop_points", "argmax_agreement", "test_sequences")},
            "const_bytes": check["const_bytes"], "state_bytes": check["state_bytes"],
            "c_check": check["check"],
-           **firmware(c_dir, key, work / "build")}
+           **measurement.c_firmware(c_dir, key, work / "build")}
+    if fig["steps_per_window"]:
+        fig["cortex_m4_instructions_per_window_O2"] = round(measurement.per_window(
+            fig["cortex_m4_instructions_per_step_O2"], fig["cortex_m4_head_instructions_O2"],
+            fig["steps_per_window"]), 1)
     commands.append(f"make sizes/c-app B=BUILD C={c_dir.name} NAME={key} (tools/cortexm); qemu-arm "
                     "-cpu cortex-a15 -plugin libinsncount.so: (count(200) - count(100)) / 100, step - loop")
     fig["commands"] = commands
@@ -112,8 +81,7 @@ def main(argv=None):
     p.add_argument("--work", type=Path, help="exports and builds (default: a temporary folder)")
     p.add_argument("items", nargs="+", metavar="KEY=SOURCE")
     args = p.parse_args(argv)
-    if not os.path.isfile(insncount.PLUGIN):
-        sh(["make", "-s", "-C", str(HERE), "libinsncount.so"])
+    measurement.ensure_plugin()
     items = []
     for item in args.items:
         if "=" not in item:
@@ -126,10 +94,7 @@ def main(argv=None):
             fig = measure(key, source, work)
             data = json.loads(args.out.read_text()) if args.out.is_file() else {}
             data.setdefault("variants", {})[key] = fig
-            data["toolchain"] = {"cc": sh(["arm-none-eabi-gcc", "--version"]).splitlines()[0],
-                                 "qemu": sh(["qemu-arm", "--version"]).splitlines()[0],
-                                 "cpu": "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16, DSP path",
-                                 "script": "tools/cortexm/c_frontier.py"}
+            data["toolchain"] = {**measurement.toolchain(), "script": "tools/cortexm/c_frontier.py"}
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
             if "c_export_error" in fig:

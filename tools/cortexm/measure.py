@@ -1,76 +1,116 @@
-# measure.py MODE ELF [MACHINE] [--c sirnn=C_ELF,gru=C_ELF] [--models sirnn,sirnn16]: executed-instruction
-# counts per Invoke of the zoo's HAR-2 step/head models (main.cc's MODEL names; default sirnn,gru,
-# the int8 ones; sirnn16 is the 16x8 export). With --models, also the cost of one 128-sample
-# window: steps per window x net step + head (sirnn, gru: 128 steps; sirnn16: 4 samples a step, 32).
-# MODE user: qemu-arm (linux-user, -cpu cortex-a15 running the Cortex-M Thumb-2 binary); MODE system: qemu-system-arm -M MACHINE (a real M-profile CPU model).
-# Per invoke = (count(2N) - count(N)) / N, so set-up (AllocateTensors etc.) cancels; the
-# step figure also subtracts the driver's per-step input/feedback copying ("loop").
-# measure.py c LABEL=MODEL:C_ELF,...: only C backend builds (e.g. before / after a kernel change), side by side.
-# With --c, the same counts for the C backend's drivers (c_main.c, `make c-app`) of the same
-# models, in the same run, side by side: instructions per step and the ratio TFLM / C.
-import sys
+"""measure.py: executed-instruction counts per Invoke of the zoo's HAR-2 step / head models under
+TensorFlow Lite Micro (main.cc's MODEL names), beside the C backend's, with `measurement`'s
+protocol; MACs per step and steps per window from the tags' Keras models (`zoo.macs`).
 
-import insncount  # the counting protocol (beside this file)
+    measure.py user ELF [--models sirnn,gru] [--c sirnn=C_ELF,gru=C_ELF]   qemu-arm
+    measure.py system ELF MACHINE [...]                                   qemu-system-arm -M MACHINE
+    measure.py c LABEL=MODEL:C_ELF,...                                     C backend builds only
 
-argv = sys.argv[1:]
-c_elfs = {}
-if "--c" in argv:
-    i = argv.index("--c")
-    c_elfs = dict(item.split("=", 1) for item in argv[i + 1].split(","))
-    del argv[i:i + 2]
-models, window = ("sirnn", "gru"), False
-if "--models" in argv:
-    i = argv.index("--models")
-    models, window = tuple(argv[i + 1].split(",")), True
-    del argv[i:i + 2]
-if argv[0] == "c":  # measure.py c LABEL=MODEL:C_ELF,...: C backend builds only, side by side
-    mode, elf, c_only = "user", None, [item.split("=", 1) for item in argv[1].split(",")]
-else:
-    mode, elf, c_only = argv[0], argv[1], None
-machine = argv[2] if len(argv) > 2 else None
+MODEL sirnn / gru are the int8 exports built into main.cc (Makefile SIRNN=, GRU=), sirnn16 the
+16x8 one (SIRNN16=); ``--tags`` names the shipped tags they were built from (the Makefile's
+defaults by default), whose Keras models give the MACs and the steps per window. With
+``--models``, also the cost of one window: steps per window x net step + head. With ``--c``, the
+C backend's drivers (c_main.c, ``make c-app``) of the same models side by side: instructions per
+step and the ratio TFLM / C."""
+
+import argparse
+from pathlib import Path
+
+import measurement
+
 N = 100
-MACS = {"sirnn": 5840, "gru": 21360, "sirnn16": 8000}   # zoo.macs.cell_macs_per_step; head: 80*2 = 160
-STEPS = {"sirnn": 128, "gru": 128, "sirnn16": 32}   # steps per 128-sample window
-def count(model, part, n, elf=elf):
-    return insncount.count(elf, model, part, n, machine if mode == "system" else None)
-if c_only:
+TAGS = {"sirnn": "sirnn.har2_gen1", "gru": "gru.har2_gen1", "sirnn16": "sirnn.har2_int16x8"}
+PRETRAINED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
+
+
+def pairs(text: str, sep: str = "=") -> dict:
+    out = {}
+    for item in filter(None, text.split(",")):
+        key, found, value = item.partition(sep)
+        if not found:
+            raise argparse.ArgumentTypeError(f"{item!r}: expected KEY{sep}VALUE")
+        out[key] = value
+    return out
+
+
+def model_figures(tags: dict, models) -> dict:
+    """{model: (MACs per step, steps per window, head MACs)} from each tag's Keras model."""
+    out = {}
+    for model in models:
+        fig = measurement.keras_figures(PRETRAINED / tags[model])
+        units = fig["model_options"].get("units", 0)
+        out[model] = (fig["macs_per_step"], fig["steps_per_window"], 2 * units)  # head: units x 2
+    return out
+
+
+def net_counts(elf, model: str, machine=None) -> dict:
+    """Per call of step, loop and head; ``net``: step minus the driver's loop."""
+    per = {p: measurement.per_call(elf, model, p, N, machine) for p in ("step", "loop", "head")}
+    return {**per, "net": per["step"] - per["loop"]}
+
+
+def c_only(items: dict, figures: dict) -> None:
     print("| build | model | C instructions / step | C instructions / MAC | C head / invoke |")
     print("|---|---|---|---|---|")
-    for label, spec in c_only:
+    for label, spec in items.items():
         model, path = spec.split(":", 1)
-        c = {p: (count(model, p, N, path), count(model, p, 2 * N, path)) for p in ("step", "loop", "head")}
-        per = {p: (b - a) / N for p, (a, b) in c.items()}
-        net = per["step"] - per["loop"]
-        print(f"| {label} | {model} | {net:,.1f} | {net / MACS[model]:.2f} | {per['head']:,.1f} |", flush=True)
-    sys.exit(0)
-print(f"| model | instructions / step ({'net' if window else 'int8, net'}) | raw step | loop overhead | MACs / step | instructions / MAC | head instructions / invoke |")
-print("|---|---|---|---|---|---|---|")
-win = {}
-for model in models:
-    c = {p: (count(model, p, N), count(model, p, 2 * N)) for p in ("step", "loop", "head")}
-    per = {p: (b - a) / N for p, (a, b) in c.items()}
-    net = per["step"] - per["loop"]
-    win[model] = (net, per["head"])
-    print(f"| {model} | {net:,.1f} | {per['step']:,.2f} | {per['loop']:,.2f} | {MACS[model]:,} | "
-          f"{net / MACS[model]:.2f} | {per['head']:,.1f} |", flush=True)
-    print(f"<!-- raw {model}: " + ", ".join(f"{p} N={N}:{a} 2N={b}" for p, (a, b) in c.items()) + " -->", flush=True)
-if window:
-    print()
-    print(f"| model | steps / window | instructions / window (steps x net step + head) | MACs / window | relative to {models[0]} |")
-    print("|---|---|---|---|---|")
-    first = STEPS[models[0]] * win[models[0]][0] + win[models[0]][1]
-    for model in models:
-        w = STEPS[model] * win[model][0] + win[model][1]
-        print(f"| {model} | {STEPS[model]} | {w:,.1f} | {STEPS[model] * MACS[model] + 160:,} | {w / first:.3f} |", flush=True)
-if c_elfs:
-    print()
-    print("| model | TFLM + CMSIS-NN instructions / step | C backend instructions / step | TFLM / C | C instructions / MAC | C head / invoke |")
-    print("|---|---|---|---|---|---|")
-for model, c_elf in c_elfs.items():
-    per = {}
-    for name, path in (("tflm", elf), ("c", c_elf)):
-        c = {p: (count(model, p, N, path), count(model, p, 2 * N, path)) for p in ("step", "loop", "head")}
-        per[name] = {p: (b - a) / N for p, (a, b) in c.items()}
-    net = {k: v["step"] - v["loop"] for k, v in per.items()}
-    print(f"| {model} | {net['tflm']:,.1f} | {net['c']:,.1f} | {net['tflm'] / net['c']:.2f} | "
-          f"{net['c'] / MACS[model]:.2f} | {per['c']['head']:,.1f} |", flush=True)
+        per = net_counts(path, model)
+        print(f"| {label} | {model} | {per['net']:,.1f} | {per['net'] / figures[model][0]:.2f} | "
+              f"{per['head']:,.1f} |", flush=True)
+
+
+def tflm(elf, machine, models, figures, window: bool) -> None:
+    print(f"| model | instructions / step ({'net' if window else 'int8, net'}) | raw step | loop "
+          "overhead | MACs / step | instructions / MAC | head instructions / invoke |")
+    print("|---|---|---|---|---|---|---|")
+    per = {m: net_counts(elf, m, machine) for m in models}
+    for m in models:
+        p, macs = per[m], figures[m][0]
+        print(f"| {m} | {p['net']:,.1f} | {p['step']:,.2f} | {p['loop']:,.2f} | {macs:,} | "
+              f"{p['net'] / macs:.2f} | {p['head']:,.1f} |", flush=True)
+    if window:
+        first = measurement.per_window(per[models[0]]["net"], per[models[0]]["head"], figures[models[0]][1])
+        print()
+        print(f"| model | steps / window | instructions / window (steps x net step + head) | "
+              f"MACs / window | relative to {models[0]} |")
+        print("|---|---|---|---|---|")
+        for m in models:
+            macs, steps, head_macs = figures[m]
+            w = measurement.per_window(per[m]["net"], per[m]["head"], steps)
+            print(f"| {m} | {steps} | {w:,.1f} | {steps * macs + head_macs:,} | {w / first:.3f} |")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("mode", choices=("user", "system", "c"))
+    p.add_argument("target", help="the TFLM driver's ELF (user, system) or LABEL=MODEL:C_ELF,... (c)")
+    p.add_argument("machine", nargs="?", help="qemu-system-arm -M MACHINE (mode system)")
+    p.add_argument("--models", type=lambda t: t.split(","), help="models to count, and the window table")
+    p.add_argument("--c", type=pairs, default={}, help="MODEL=C_ELF,...: the C backend beside TFLM")
+    p.add_argument("--tags", type=pairs, default={}, help="MODEL=TAG,...: the tags the ELF was built "
+                   f"from (default {', '.join(f'{k}={v}' for k, v in TAGS.items())})")
+    args = p.parse_args(argv)
+    if args.mode == "system" and not args.machine:
+        p.error("mode system needs MACHINE (e.g. mps2-an386)")
+    tags = {**TAGS, **args.tags}
+    measurement.ensure_plugin()
+    if args.mode == "c":
+        items = pairs(args.target)
+        c_only(items, model_figures(tags, {s.split(":", 1)[0] for s in items.values()}))
+        return
+    models = args.models or ["sirnn", "gru"]
+    figures = model_figures(tags, set(models) | set(args.c))
+    tflm(args.target, args.machine if args.mode == "system" else None, models, figures, bool(args.models))
+    if args.c:
+        print()
+        print("| model | TFLM + CMSIS-NN instructions / step | C backend instructions / step | "
+              "TFLM / C | C instructions / MAC | C head / invoke |")
+        print("|---|---|---|---|---|---|")
+    for model, c_elf in args.c.items():
+        t, c = net_counts(args.target, model), net_counts(c_elf, model)
+        print(f"| {model} | {t['net']:,.1f} | {c['net']:,.1f} | {t['net'] / c['net']:.2f} | "
+              f"{c['net'] / figures[model][0]:.2f} | {c['head']:,.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
