@@ -151,6 +151,7 @@ def keras_figures(source) -> dict:
     return {"model": config["model"], "parameters": int(model.count_params()),
             "macs_per_step": cell_macs_per_step(rnn.cell, rnn.input.shape[-1]),
             "steps_per_window": int(rnn.input.shape[1]) if rnn.input.shape[1] else None,
+            "frames_per_step": int((config.get("task_options") or {}).get("frames_per_step") or 1),
             "cell": type(rnn.cell).__name__,
             "model_options": {k: v for k, v in rnn.cell.get_config().items()
                               if isinstance(v, (int, float, str, bool)) and k not in ("name", "trainable")}}
