@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The per-second campaign (issue #45 item 1): k samples per step (task option frames_per_step)
+# on the graphs that can meet the device goals per window (HAR-2: <= 250,000 Cortex-M4
+# instructions per 2.56 s window, <= 8 KB flash; DSA-19: <= 500,000 per 5 s window), in the
+# subject CV of the shipped recipes with their levers (rotation 35 on HAR-2 / 60 on DSA-19,
+# eta_init k * 0.01 as round 7, the QAT stage at the 98th percentile as round 8).
+# Variant names: p<k>_u<units>_r<rank> trains the premultiplied graph (the recipe's), l<k>_...
+# the lean graph (premultiply false, U applied once); a _qat suffix is the variant's QAT stage
+# at the 98th percentile, on the lean graph in both cases: a premultiplied float model starts
+# its lean stage folded exactly (init_from, `zoo.IRNNCell.lean_weights`), so it trains as the
+# recipe and runs as the cheaper graph.
+# Every finished trial lands in experiments/results/<task>-campaign/ (commit it); run again
+# anywhere to finish what is left (finished trials are skipped).
+#   bash experiments/campaigns/frames_cv.sh har2|dsa19 DATA [SLOTS] [OUT]
+set -u
+. "$(dirname "$0")/common.sh"
+task=${1:?usage: frames_cv.sh har2|dsa19 DATA [slots] [out]}
+data=${2:?usage: frames_cv.sh har2|dsa19 DATA [slots] [out]}
+slots=${3:-1} out=${4:-bench/sweeps/$task-frames}
+case $task in
+  har2) folds=5 rotation=35 ;;
+  dsa19) folds=4 rotation=60 ;;
+  *) echo "frames_cv.sh: task must be har2 or dsa19, got $task" >&2; exit 2 ;;
+esac
+variants=()
+# add GRAPH K UNITS RANK [EXTRA_OPTIONS]: the float variant <GRAPH><K>_u<UNITS>_r<RANK> (GRAPH p:
+# premultiplied, l: lean) and its lean QAT stage at the 98th percentile (_qat)
+add() {
+  local graph=$1 k=$2 units=$3 rank=$4 extra=${5:-}
+  local premultiply=true; [ "$graph" = l ] && premultiply=false
+  local eta; eta=$(python -c "print(round($k * 0.01, 4))")
+  local name="$graph${k}_u${units}_r${rank}${6:-}"
+  local task_opts="\"task_options\": {\"frames_per_step\": $k}" aug="\"augment\": {\"rotation\": $rotation}"
+  local opts="\"premultiply\": $premultiply, \"units\": $units, \"rank\": $rank, \"eta_init\": $eta${extra:+, $extra}"
+  variants+=(--variant "$name={$aug, $task_opts, \"model_options\": {$opts}}")
+  local lean_opts="\"premultiply\": false, \"units\": $units, \"rank\": $rank, \"eta_init\": $eta${extra:+, $extra}"
+  variants+=(--variant "${name}_qat={$aug, $task_opts, \"model_options\": {$lean_opts, \"qat\": \"int8\",
+    \"qat_percentile\": 98.0}, $QAT_STAGE, \"init_from\": \"variant:$name\"}")
+}
+if [ "$task" = har2 ]; then
+  # Round 1 (session 16): k = 8 at the sizes whose per-window cost can meet the goal (the lean
+  # step: about 110 instructions per unit plus 1.4 per MAC, tools/cortexm/c_frontier.py)
+  add p 8 48 16
+  add l 8 48 16
+  add p 8 64 8
+else
+  # Round 1 (session 16): k = 5 (25 steps of 5 samples) and 25 (5 steps) at the sizes whose
+  # per-window cost can meet the goal
+  add p 5 40 8
+  add p 5 32 16
+  add p 25 48 8
+fi
+JAX_PLATFORMS=${PLATFORM:-cpu} python -m zoo.experiments.sweep cv --task "$task" --model sirnn \
+  --data-dir "$data" --folds "$folds" --epochs 30 --backend jax --engine processes \
+  --results "experiments/results/$task-campaign" --out "$out" --max-concurrent "$slots" \
+  ${DRY:+--dry-run} "${variants[@]}"
