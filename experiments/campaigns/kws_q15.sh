@@ -21,3 +21,13 @@ for s in $seeds; do
   [ -f "$q/metrics.json" ] || zoo train "${common[@]}" --option premultiply=false --option qat=int8 \
     --epochs 10 --lr 0.001 --patience 0 --seed "$s" --init-from "$f" --out "$q"
 done
+# Each QAT stage as the int8 step export a device runs (its LiteRT check on the test speakers),
+# then int8 under TensorFlow Lite Micro on the test speakers' 410 clips through the q15 front
+# end (kws_frontend_eval; its --c-check compares kws_app with the reference on every clip).
+models=()
+for s in $seeds; do
+  q="$out/sirnn-mixup-lean-qat-s$s"
+  [ -d "$q/export-step-int8" ] || zoo export "$q" --quantize int8 --form step --data-dir "$data"
+  models+=("q15_s$s=$q/export-step-int8")
+done
+python -m zoo.experiments.kws_frontend_eval --data-dir "$data" --models "${models[@]}" ${C_CHECK:+--c-check}
