@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make
                                 reason="the KWS app builds with the host cc and make")
 
 REPO = Path(__file__).resolve().parents[2]
-SIRNN = REPO / "models/pretrained/sirnn.google12_testset/export-step-int8"
+SIRNN = REPO / "models/archive/sirnn.google12_testset/export-step-int8"
 Q15 = "int_logmel_q15"
 
 

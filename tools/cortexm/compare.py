@@ -29,7 +29,7 @@ class Lcg:
 def main(argv=None):
     from tflite_micro.python.tflite_micro import runtime
 
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("model", choices=sorted(EXPORTS))
     p.add_argument("steps", type=int)
     p.add_argument("export_dir", nargs="?")

@@ -26,7 +26,7 @@ def pipeline_rows(per: dict) -> list[tuple[str, float]]:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("elf", help="$(B)/kws.elf of kws.mk")
     p.add_argument("n", nargs="?", type=int, default=200, help="hops per count (default 200)")
     p.add_argument("--dscnn", help="$(B)/dscnn.elf of the Makefile")

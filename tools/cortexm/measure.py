@@ -81,7 +81,7 @@ def tflm(elf, machine, models, figures, window: bool) -> None:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("mode", choices=("user", "system", "c"))
     p.add_argument("target", help="the TFLM driver's ELF (user, system) or LABEL=MODEL:C_ELF,... (c)")
     p.add_argument("machine", nargs="?", help="qemu-system-arm -M MACHINE (mode system)")
