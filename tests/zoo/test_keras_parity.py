@@ -235,7 +235,11 @@ def test_regularizer_reaches_the_training_loss(name, opts):
         models[key].compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     models["l2"].set_weights(models["plain"].get_weights())
     reg = 0.5 * sum(np.sum(v ** 2) for v in role_values(models["l2"].layers[1], "kernel"))
-    diff = models["l2"].evaluate(x, y, verbose=0) - models["plain"].evaluate(x, y, verbose=0)
+    # return_dict: create_model compiles with accuracy, and Keras keeps a compiled model's
+    # metrics through a later compile(loss=...) (evaluate then gives [loss, accuracy])
+    loss = {key: model.evaluate(x, y, verbose=0, return_dict=True)["loss"]
+            for key, model in models.items()}
+    diff = loss["l2"] - loss["plain"]
     np.testing.assert_allclose(diff, reg, rtol=1e-4)
     if "rho_u" in opts:
         cell = models["l2"].layers[1].cell
