@@ -139,8 +139,8 @@ def add_kws_files(step_export: Path, out: Path, card=None) -> dict:
     `write_c_project`, matching TFLite Micro): the front end's files, ``kws_input.c`` and a
     README section (``card``: the export's `ModelCard`, when the caller has read it). Returns
     ``{"kws_files": [...]}``."""
+    card = read_step_export(Path(step_export), card)  # read once, passed down
     kws_input = input_source(Path(step_export), card)
-    card = card or read_step_export(Path(step_export))
     features = integer_features((card.frontend or {}).get("features"))
     for name in FRONTEND_FILES:
         source = FRONTEND_C[features] if name == "kws_frontend.c" else name
