@@ -272,3 +272,90 @@ def test_a_label_with_a_nul_character_is_refused_naming_it(tmp_path):
         _hostile_export(tmp_path, labels)
     assert "'bad\\x00label'" in str(err.value) and "NUL" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+# ------------------------------------------------------------------- tags by name (issue 51)
+def test_resolve_tag_finds_installed_tags_and_says_where_an_archived_one_went():
+    from zoo.pretrained import list_pretrained, pretrained_root, resolve_tag
+
+    assert resolve_tag("sirnn.har2") == pretrained_root() / "sirnn.har2"
+    assert resolve_tag("archive/sirnn.har2_gen1") == ARCHIVE / "sirnn.har2_gen1"
+    for archived, now in (("sirnn.har2_gen1", "sirnn.har2"), ("gru.dsa19_gen2", "gru.dsa19"),
+                          ("sirnn.google12_testset", "sirnn.kws12")):
+        with pytest.raises(ValueError) as err:
+            resolve_tag(archived)
+        assert str(err.value).startswith(f"{archived} moved to models/archive; the job's tag is "
+                                         f"now {now} ")
+    with pytest.raises(ValueError) as err:
+        resolve_tag("sirnn.har3")
+    assert str(err.value) == f"no tag 'sirnn.har3' installed; valid: {', '.join(list_pretrained())}"
+
+
+def test_the_experiments_default_tags_resolve():
+    from zoo.experiments.c_bench import SHIPPED_IMU
+    from zoo.experiments.kws_long_recordings import TAGS
+    from zoo.pretrained import resolve_tag
+
+    for tag in [*SHIPPED_IMU, *TAGS]:
+        assert (resolve_tag(tag) / "export-step-int8" / "model_card.json").is_file(), tag
+
+
+def _zoo(capsys, *argv):
+    from edge_rnn_zoo.cli import main
+
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_zoo_export_takes_an_installed_tag_by_name_with_a_prefix(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "no-data"))  # no check: the app's tests
+    code, _, err = _zoo(capsys, "export", "sirnn.har2", "--form", "c", "--prefix", "har",
+                        "--out", tmp_path / "c")
+    assert code == 0, err
+    assert c_names(tmp_path / "c") == ("har", "har_model.h", "har_model.c")
+    header = (tmp_path / "c" / "har_model.h").read_text()
+    for name in ("#define HAR_CLASSES 2", "} har_state_t;", "void har_push(har_state_t *s",
+                 "#ifndef HAR_MODEL_H_", "extern const char *const har_class_names[HAR_CLASSES]"):
+        assert name in header, name
+    assert "zoo_" not in header and "ZOO_" not in header
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["export", "sirnn.har2_gen1", "--form", "c"], "zoo export: error: sirnn.har2_gen1: no such "
+     "file or folder; sirnn.har2_gen1 moved to models/archive; the job's tag is now sirnn.har2"),
+    (["export", "sirnn.har2", "--form", "c", "--prefix", "int"], "zoo export: error: --prefix "
+     "'int' is a C keyword; valid: a C identifier"),
+    (["export", "sirnn.har2", "--form", "c", "--prefix", "2x"], "zoo export: error: --prefix "
+     "'2x' is not a C identifier; valid: a C identifier"),
+    (["export", "sirnn.har2", "--form", "step", "--prefix", "har"], "zoo export: error: --prefix "
+     "names the C code's symbols; it applies to --form c"),
+    (["eval", "gru.har2_qat"], "zoo eval: error: gru.har2_qat: no such file or folder; "
+     "gru.har2_qat moved to models/archive; the job's tag is now gru.har2"),
+    (["eval", "nothing.here"], "zoo eval: error: nothing.here: no such file or folder; no tag "
+     "'nothing.here' installed; valid: dscnn.kws12, "),
+])
+def test_a_tag_or_prefix_that_cannot_be_used_is_one_line(argv, line, capsys):
+    code, out, err = _zoo(capsys, *argv)
+    assert code == 2 and out == "" and err.startswith(line) and err.count("\n") == 1, err
+
+
+def test_zoo_device_build_takes_a_tag_by_name(capsys):
+    from zoo.export.device_build import main
+
+    assert main(["sirnn.dsa19_gen3", "--tflm", "nowhere"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("device_build: error: sirnn.dsa19_gen3: no such file or folder; "
+                          "sirnn.dsa19_gen3 moved to models/archive; the job's tag is now "
+                          "sirnn.dsa19") and err.count("\n") == 1
+
+
+def test_zoo_eval_takes_an_installed_tag_as_its_run():
+    from argparse import Namespace
+
+    from edge_rnn_zoo.train_cli import check_eval
+    from zoo.pretrained import pretrained_root
+
+    args = Namespace(run_dir="gru.har2", data_dir=None)
+    check_eval(args)
+    assert args.run_dir == str(pretrained_root() / "gru.har2")
