@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from zoo.export.c_backend.graph import read_graph
-from zoo.export.c_backend.names import CHECK_FILE, comment_text, rename_kws
+from zoo.export.c_backend.library import write_library
+from zoo.export.c_backend.names import CHECK_FILE, comment_text, model_files, rename_kws
 from zoo.export.c_backend.project import read_step_export, write_c_project
 from zoo.export.kws_stream import Posteriors, ignored_classes, input_map
 from zoo.training.tasks import int_frontend_q15
@@ -35,6 +36,8 @@ FRONTEND_FILES = ("kws_frontend.h", "kws_frontend.c", "kws_frontend_tables.c", "
 # kws_frontend.c whichever it is.
 FRONTEND_C = {"int_logmel": "kws_frontend.c", "int_logmel_q15": "kws_frontend_q15.c"}
 MAX_CLASSES = 64  # kws_posteriors' buffer
+# The front end's sources a firmware links (kws_audio.c and kws_app.c are the host app's).
+LIBRARY_SOURCES = ("kws_frontend.c", "kws_frontend_tables.c", "kws_model_io.c", "kws_input.c")
 README_KWS = """
 ## Keyword spotting from 16 kHz audio (`kws_app`)
 
@@ -150,7 +153,9 @@ def add_kws_files(step_export: Path, out: Path, card=None, prefix: str = "zoo") 
     (Path(out) / "kws_input.c").write_text(rename_kws(kws_input, prefix))
     with (Path(out) / "README.md").open("a") as readme:
         readme.write(rename_kws(README_KWS, prefix))
-    return {"kws_files": [*FRONTEND_FILES, "kws_input.c"]}
+    # the library (CMake, Arduino) with the front end, the input map and the recognizer
+    library = write_library(Path(out), prefix, [model_files(prefix)[1], *LIBRARY_SOURCES], card)
+    return {"kws_files": [*FRONTEND_FILES, "kws_input.c"], "library_files": library}
 
 
 def write_kws_project(step_export: Path, out: Path, prefix: str | None = None) -> dict:

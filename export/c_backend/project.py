@@ -35,7 +35,9 @@ import numpy as np
 from zoo.export import device_runtime
 from zoo.export.c_backend.emit import Emitted, c_array, emit_model
 from zoo.export.c_backend.graph import Graph, UnsupportedGraph, read_graph
-from zoo.export.c_backend.names import c_string, comment_text, default_prefix, rename_model
+from zoo.export.c_backend.library import write_library
+from zoo.export.c_backend.names import (c_string, comment_text, default_prefix, model_files,
+                                        rename_model)
 from zoo.export.c_backend.plan import lower
 from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, inside_folder, read_card
 
@@ -186,6 +188,7 @@ def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro",
         (out / rename_model(name, prefix)).write_text(
             text if name == "zoo_int8.h" else rename_model(text, prefix))
     summary["files"] = [rename_model(name, prefix) for name in summary["files"]]
+    summary["library_files"] = write_library(out, prefix, [model_files(prefix)[1]], card)
     return summary
 
 
@@ -363,4 +366,13 @@ int c = zoo_predict(&s, logits);
 
 State feedback: {summary['feedback']} ({'h_t has h_{t-1}' + "'s scale and zero point" if summary['feedback'] == 'direct' else 'a 256-byte requantization table'}).
 Code size depends on the compiler: `size zoo_model.o`.
+
+## In your firmware
+
+`CMakeLists.txt` is the static library `zoo` (`zoo_model.c`; the Cortex-M DSP path from the
+target core, or `-DZOO_ARM_DSP=ON/OFF`): `add_subdirectory(path/to/this/folder zoo)` and
+`target_link_libraries(your_app PRIVATE zoo)` in plain CMake, ESP-IDF, the Pico SDK or Zephyr
+(`zephyr/module.yml`). `cmake/arm-none-eabi.cmake` builds it bare-metal (`-DZOO_CPU=cortex-m4`).
+`arduino/` holds an Arduino library (copy the folder into your sketchbook's `libraries/`, or
+PlatformIO's `lib/`) whose example reads windows over the serial port and prints the class.
 """

@@ -3,7 +3,8 @@ strings it writes into C (issue 52: no label or name reaches the compiler as cod
 -std), and installed tags by name (issue 51: `zoo.pretrained.resolve_tag`).
 
 Checked against independent things: TFLite Micro's Python interpreter (the zoo's streaming loop,
-`check.reference`) for the logits and states of both linked models, the NumPy reference of the
+`check.reference`) for the logits and states of both models, linked into one program by their
+CMake libraries (``add_subdirectory`` + ``target_link_libraries``), the NumPy reference of the
 integer front end (`stream_log_mel_q8`), ``nm`` for the symbols an object exports, and the
 labels' own UTF-8 bytes for what the program prints."""
 
@@ -139,15 +140,25 @@ def two_exports(tmp_path_factory):
     return root
 
 
-def _compile(root: Path, out: Path) -> None:
-    words = root / "words"
-    sources = [root / "activity" / "activity_model.c", words / "words_model.c"] + \
-        [words / name for name in ("kws_frontend.c", "kws_frontend_tables.c", "kws_model_io.c",
-                                   "kws_input.c")]
-    done = subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-O2",
-                           f"-I{root / 'activity'}", f"-I{words}", str(root / "main.c"),
-                           *map(str, sources), "-o", str(out)], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+TWO_MODELS_CMAKE = """cmake_minimum_required(VERSION 3.13)
+project(two_models C)
+add_subdirectory(activity)
+add_subdirectory(words)
+add_executable(two_models main.c)
+target_link_libraries(two_models PRIVATE activity words)
+target_compile_options(two_models PRIVATE -Wall -Wextra -Werror)
+"""
+
+
+def _compile(root: Path, out: Path) -> Path:
+    """The two exports' CMake libraries (add_subdirectory + target_link_libraries) and main.c."""
+    if shutil.which("cmake") is None:
+        pytest.fail("cmake is not installed: apt-get install cmake")
+    (root / "CMakeLists.txt").write_text(TWO_MODELS_CMAKE)
+    for cmd in (["cmake", "-S", str(root), "-B", str(out)], ["cmake", "--build", str(out)]):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out / "two_models"
 
 
 def _reference(export_dir: Path, xq: np.ndarray):
@@ -173,8 +184,7 @@ def test_an_activity_and_a_keyword_model_link_into_one_program_both_bit_exact(tw
     xw = rng.integers(-128, 128, (4, 99, 32), dtype=np.int8)
     audio = rng.integers(-8000, 8000, 8000, dtype=np.int16)  # 0.5 s: 48 frames
     (two_exports / "main.c").write_text(TWO_MODELS_MAIN)
-    program = tmp_path / "two_models"
-    _compile(two_exports, program)
+    program = _compile(two_exports, tmp_path / "build")
     files = [tmp_path / name for name in ("a.s8", "w.s8", "audio.raw")]
     for path, data in zip(files, (xa, xw, audio.astype("<i2"))):
         path.write_bytes(data.tobytes())
