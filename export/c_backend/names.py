@@ -15,8 +15,8 @@ identifier by identifier, so a template cannot miss one.
 User strings (class names, model and task names) never reach the compiler as text:
 `c_string` writes every byte outside ``[A-Za-z0-9 _.,:-]`` as an octal escape (no ``?``, so no
 trigraph such as ``??/`` can close the string under ``-std=c99 -trigraphs``; no quote, no
-backslash, no newline), and `comment_text` keeps only those characters in comments (a ``*/`` in
-a model name would otherwise close the comment).
+backslash, no newline), and `comment_text` keeps only those characters and ``/ +`` in comments
+(a ``*/`` in a model, task or tensor name would otherwise close the comment).
 """
 
 from __future__ import annotations
@@ -137,5 +137,7 @@ def c_string(text: str, what: str = "class name") -> str:
 
 
 def comment_text(text) -> str:
-    """``text`` for a C comment: characters outside ``[A-Za-z0-9 _.,:-]`` as ``_``."""
-    return "".join(c if c.isascii() and ord(c) in _SAFE_BYTES else "_" for c in str(text))
+    """``text`` for a C comment: characters outside ``[A-Za-z0-9 _.,:-/+()]`` as ``_`` (no ``*``,
+    so neither ``*/`` nor ``/*``; no ``?``, no trigraph; no backslash, no line splice)."""
+    return "".join(c if c.isascii() and (ord(c) in _SAFE_BYTES or c in "/+()") else "_"
+                   for c in str(text))
