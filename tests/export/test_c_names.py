@@ -318,6 +318,7 @@ def _zoo(capsys, *argv):
     return code, out.out, out.err
 
 
+@pytest.mark.slow  # 26 s on the shared machine (the table generation of the whole export)
 def test_zoo_export_takes_an_installed_tag_by_name_with_a_prefix(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "no-data"))  # no check: the app's tests
     code, _, err = _zoo(capsys, "export", "sirnn.har2", "--form", "c", "--prefix", "har",
