@@ -16,7 +16,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="SOURCE",
                         help="a finished run directory written by `zoo train`; or a .keras "
                              "model (with --calibration); for --form c also an int8 step "
-                             "export or a shipped tag's folder")
+                             "export, a shipped tag's folder or an installed tag by name "
+                             "(sirnn.har2)")
     parser.add_argument("--calibration", metavar="FILE",
                         help="a .keras SOURCE: its raw input windows (N, T, C), an .npy file or "
                              "an .npz holding X (and integer labels y): the integer ranges are "
@@ -38,6 +39,12 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--match", choices=("tflite-micro", "litert"), default="tflite-micro",
                         help="--form c: the runtime whose int8 arithmetic the C code reproduces "
                              "bit for bit (default tflite-micro; they round differently)")
+    parser.add_argument("--prefix", metavar="NAME",
+                        help="--form c: the C identifier every public name of the C code starts "
+                             "with (NAME_model.h, NAME_push, NAME_CLASSES; a keyword model's "
+                             "NAME_kws_...), so that several models link into one program "
+                             "(default: made from the tag / run / export name, sirnn.har2 -> "
+                             "sirnn_har2)")
     parser.add_argument("--unroll", action="store_true",
                         help="sequence form: unroll the time loop (loop-free, much larger)")
     parser.add_argument("--out", help="export directory (default RUN_DIR/export-FORM-QUANTIZE)")
@@ -75,10 +82,20 @@ def check_export(args) -> None:
     if is_keras_source(args):
         _check_keras_arguments(args)
         return
+    from zoo.pretrained import tag_or_path
+
+    args.run_dir = tag_or_path(args.run_dir)  # an installed tag by name: sirnn.har2
     for flag in ("calibration", "labels"):
         if getattr(args, flag):
             raise ValueError(f"--{flag} applies to a .keras model; a run is calibrated and "
                              "checked on its task's data")
+    if args.prefix is not None:
+        from zoo.export.c_backend.names import check_prefix
+
+        if args.form != "c":
+            raise ValueError(f"--prefix names the C code's symbols; it applies to --form c, not "
+                             f"--form {args.form}")
+        check_prefix(args.prefix)
     if args.form == "c":
         from zoo.export.c_backend.command import find_step_export
 
@@ -153,7 +170,7 @@ def _run_c_export(args) -> int:
         return 2
     try:
         export_c(args.run_dir, args.out, match=args.match, overwrite=args.overwrite,
-                 found=getattr(args, "step_export", None),
+                 found=getattr(args, "step_export", None), prefix=args.prefix,
                  data_dir=args.data_dir, max_drop=args.max_drop, allow_drop=args.allow_drop,
                  per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
                  micro=not args.no_micro)
@@ -185,6 +202,8 @@ def _run_keras_export(args) -> int:
                    micro=not args.no_micro)
     if args.form != "c":
         options["unroll"] = args.unroll
+    else:
+        options["prefix"] = args.prefix
     try:
         export_model(args.run_dir, calibration=args.calibration, labels=args.labels,
                      out=args.out, quantize=quantize, form=args.form, match=args.match,

@@ -164,7 +164,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_OR_EXPORT",
                         help="a run directory written by `zoo train` (its Keras model), or an "
                              "export folder written by `zoo export` (its TFLite model: a step "
-                             "export streamed as a device runs it, also a --form c folder)")
+                             "export streamed as a device runs it, also a --form c folder), "
+                             "or an installed tag by name (sirnn.har2: its Keras model)")
     parser.add_argument("--data-dir", "--data", dest="data_dir",
                         help="data of the task's kind (default: where the run or export found "
                              "its data, else $ZOO_DATA_DIR); the task decides what it holds: "
@@ -176,9 +177,12 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_eval(args) -> None:
-    """A finished run, or a folder with a model card (an export): before Keras loads."""
+    """A finished run, or a folder with a model card (an export), or an installed tag by name:
+    before Keras loads."""
     from zoo.export.evaluate_export import is_export
+    from zoo.pretrained import tag_or_path
 
+    args.run_dir = tag_or_path(args.run_dir)  # sirnn.har2: the tag's folder (a finished run)
     if is_export(args.run_dir):
         return
     try:

@@ -212,9 +212,11 @@ def agreement(args) -> list[str]:
 
 
 # shipped tag -> its data subfolder of ../shared/data (the test windows: zoo.export.c_backend.shipped)
-SHIPPED_IMU = {"sirnn.har2": "har", "sirnn.har2_gen1": "har", "gru.har2": "har",
-               "gru.har2_gen1": "har", "sirnn.dsa19": "dsa19", "sirnn.dsa19_gen1": "dsa19",
-               "gru.dsa19": "dsa19", "gru.dsa19_gen1": "dsa19"}
+# (`zoo.pretrained.resolve_tag`: installed tags by name, the archived generations as archive/TAG)
+SHIPPED_IMU = {"sirnn.har2": "har", "archive/sirnn.har2_gen1": "har", "gru.har2": "har",
+               "archive/gru.har2_gen1": "har", "sirnn.dsa19": "dsa19",
+               "archive/sirnn.dsa19_gen1": "dsa19", "gru.dsa19": "dsa19",
+               "archive/gru.dsa19_gen1": "dsa19"}
 
 
 def shipped_step_with_testset(tag: str, data_root: Path, out: Path) -> Path:
@@ -223,9 +225,10 @@ def shipped_step_with_testset(tag: str, data_root: Path, out: Path) -> Path:
     normalization, as the export's own test set would be."""
     from zoo.export.c_backend.project import read_normalization, read_step_export
     from zoo.export.c_backend.shipped import test_windows
-    from zoo.pretrained import archive_root, list_pretrained, verified_dir
+    from zoo.pretrained import resolve_tag, verified_dir
 
-    step = verified_dir(tag, None if tag in list_pretrained() else archive_root()) / "export-step-int8"
+    folder = resolve_tag(tag)  # an archived generation by its archive/ name only
+    step = verified_dir(folder.name, folder.parent) / "export-step-int8"
     card = read_step_export(step)
     x, y, why = test_windows(card, read_normalization(step, card),
                              Path(data_root) / SHIPPED_IMU[tag])

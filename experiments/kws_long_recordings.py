@@ -45,6 +45,7 @@ import numpy as np
 from zoo.experiments.kws_frontend_eval import load_clips
 from zoo.export.c_backend.check import reference
 from zoo.export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
+from zoo.pretrained import resolve_tag
 from zoo.training.data.audio import pad_to
 from zoo.training.data.wav import read_wav
 from zoo.training.flags import int_in, number_in, program_name
@@ -57,9 +58,9 @@ RATE = 16000
 LATE = RATE // 2  # samples after a clip's end in which its report still counts
 GAP = (RATE // 2, 2 * RATE)  # the silence (noise) between clips, in samples
 REPO = Path(__file__).resolve().parents[1]
-PRETRAINED = REPO / "models" / "pretrained"
-ARCHIVE = REPO / "models" / "archive"  # the earlier tags this study measured (docs/kws.md)
-TAGS = ("sirnn.google12_testset", "sirnn.google12_testset_int")
+# `zoo.pretrained.resolve_tag` names: the archived tags by their archive/ name (sirnn.kws12 is the
+# installed tag of their job now)
+TAGS = ("archive/sirnn.google12_testset", "archive/sirnn.google12_testset_int")
 NOISE_DIR = REPO.parent / "shared" / "data" / "speech_commands_v0.01" / "_background_noise_"
 WINDOWS, THRESHOLDS, SUPPRESSIONS, INSTANCES = (10, 20, 30, 50), (100, 120, 140, 160, 180, 200), \
     (50, 100, 150), (1, 2, 4)
@@ -219,8 +220,7 @@ class Scorer:
 
     @staticmethod
     def export_dir(tag: str) -> Path:
-        folder = PRETRAINED / tag if (PRETRAINED / tag).is_dir() else ARCHIVE / tag
-        return folder / "export-step-int8"
+        return resolve_tag(tag) / "export-step-int8"  # an archived name: one line naming its successor
 
     def counts(self, tag: str, subset: str, setting) -> Counts:
         instances, recognizer = setting
@@ -301,7 +301,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int_in(0), default=0,
                         help="for every draw of the recordings")
     parser.add_argument("--tags", nargs="+", default=list(TAGS),
-                        help="shipped KWS tags (models/pretrained/TAG/export-step-int8)")
+                        help="KWS tags by name: installed (sirnn.kws12) or archive/TAG (default: "
+                             "the two archived tags this study measured)")
     parser.add_argument("--top", type=int_in(1), default=10, help="validation rows to print")
     args = parser.parse_args(argv)
     progress_to_stderr()

@@ -70,9 +70,10 @@ def score(run: Path, test: Path, export: Path | None = None) -> dict:
 def _zoo_app_logits(export: Path, raw: np.ndarray):
     """zoo_app's int8 logits on the raw windows, built in a copy of the export's C (None when
     the export has no C or no host compiler)."""
+    from zoo.export.c_backend import c_names
     from zoo.export.c_backend.check import build, run_app
 
-    if not (export / "Makefile").is_file() or not (export / "zoo_model.c").is_file() \
+    if not (export / "Makefile").is_file() or not (export / c_names(export)[2]).is_file() \
             or shutil.which("cc") is None:
         return None
     with tempfile.TemporaryDirectory() as tmp:

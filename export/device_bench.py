@@ -311,10 +311,21 @@ def int_in(low, high):
     return parse
 
 
+def _tag_or_path(source: str) -> str:
+    """An installed tag's export by name (`zoo.pretrained.tag_or_path`) when the zoo is
+    installed; on a device with this file alone, ``source`` as it is."""
+    try:
+        from zoo.pretrained import tag_or_path
+    except ImportError:
+        return source
+    return tag_or_path(source, export=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Benchmark a zoo export on this device.",
                                      allow_abbrev=False)
-    parser.add_argument("export_dir")
+    parser.add_argument("export_dir", help="an export folder, or an installed tag by name "
+                                           "(its export: sirnn.har2)")
     parser.add_argument("--runtime", choices=("auto",) + RUNTIMES, default="auto")
     parser.add_argument("--threads", type=int_in(1, MAX_THREADS), default=1,
                         help=f"runtime threads, 1..{MAX_THREADS}")
@@ -327,8 +338,9 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     try:
+        args.export_dir = _tag_or_path(args.export_dir)
         report = run(args)
-    except BenchError as err:
+    except (BenchError, ValueError) as err:
         print(f"device_bench.py: error: {err}", file=sys.stderr)
         return 2
     if args.json:

@@ -28,6 +28,7 @@ import numpy as np
 
 from zoo.export import device_bench, device_runtime
 from zoo.export.card_schema import CardError, ModelCard
+from zoo.pretrained import tag_or_path
 from zoo.training.flags import int_in, program_name
 from zoo.export.exportdir import C_ARRAY_FILES, DEVICE_SOURCES, ExportDirectory
 
@@ -208,7 +209,8 @@ def main(argv=None) -> int:
         description="Build a step export's C++ loop against TFLite Micro and check it against "
                     "the Python tflite-micro interpreter on the whole test set.",
                     allow_abbrev=False)
-    parser.add_argument("export_dir", help="a folder written by `zoo export --form step`")
+    parser.add_argument("export_dir", help="a folder written by `zoo export --form step`, or an "
+                                           "installed tag by name (its step export: sirnn.har2)")
     parser.add_argument("--tflm", required=True,
                         help="TFLite Micro build: include/ and lib/libtensorflow-microlite.a")
     parser.add_argument("--build-dir", help="where the binary goes (default: a temporary folder)")
@@ -219,6 +221,11 @@ def main(argv=None) -> int:
                         help="also time the C++ and the Python loop over REPS windows")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
+    try:
+        args.export_dir = tag_or_path(args.export_dir, export=True)
+    except ValueError as err:
+        print(f"device_build: error: {err}", file=sys.stderr)
+        return 2
     try:
         with tempfile.TemporaryDirectory(prefix="zoo-device-") as tmp:
             binary = build(args.export_dir, args.tflm, args.build_dir or tmp)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import string
 from importlib import resources
 
+from zoo.export.c_backend.names import comment_text
 from zoo.export.exportdir import MAIN_SOURCE, MAKEFILE, SELF_TEST_SOURCE, STREAM_HEADER
 
 __all__ = ["device_sources", "resolver_calls"]
@@ -92,7 +93,9 @@ def device_sources(*, title: str, io_dtype: str, card, step_ops, head_ops) -> di
     qbody, dqbody = _quantization_bodies(io_dtype)
     io = card.step_io
     arena, head_arena = card.arena_bytes or 0, card.head_arena_bytes or 0
-    shape = dict(title=title, d=card.features, units=card.state_size,
+    # the title names the model and task (a Keras model's name is its author's text): a newline
+    # or a trigraph in it must not leave the // comment it is written into (issue 52)
+    shape = dict(title=comment_text(title), d=card.features, units=card.state_size,
                  classes=card.classes, timesteps=card.timesteps)
     indent = "  "
     main = _template(

@@ -45,4 +45,4 @@ def test_the_use_it_block_runs_as_written(tmp_path, shared_data):
                               timeout=900)
         assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
         assert "Traceback" not in done.stderr, command
-    assert (work / "runs/har2/export-c-int8/zoo_model.c").is_file()
+    assert (work / "runs/har2/export-c-int8/har2_model.c").is_file()  # the run's name

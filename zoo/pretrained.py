@@ -45,7 +45,7 @@ from zoo.pretrained_card import (CARD, CARD_VERSION, MODEL_FILE, NORMALIZATION_F
 
 __all__ = ["CARD", "CARD_VERSION", "MODEL_FILE", "NORMALIZATION_FILE", "REQUIRED_FILES",
            "PretrainedCfg", "PretrainedError", "read_card", "pretrained_root", "list_pretrained",
-           "get_pretrained_cfg", "resolve_tag", "sha256", "verified_dir", "load_pretrained",
+           "get_pretrained_cfg", "requested_tag", "resolve_tag", "tag_or_path", "sha256", "verified_dir", "load_pretrained",
            "archive_root"]
 _log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def get_pretrained_cfg(tag: str, root: Path | None = None) -> PretrainedCfg:
     return cards[tag]
 
 
-def resolve_tag(name: str, pretrained) -> str:
+def requested_tag(name: str, pretrained) -> str:
     """The tag that ``create_model(name, pretrained=...)`` asks for: ``pretrained`` is a task
     (``"har2"``), a full tag, or True (``name`` is then a tag, or a model with one shipped tag)."""
     if isinstance(pretrained, str):
@@ -119,6 +119,56 @@ def resolve_tag(name: str, pretrained) -> str:
         raise ValueError(f"model {name!r} has {len(tags)} pretrained tags ({', '.join(tags) or 'none'}); "
                          "name one, e.g. pretrained='har2'")
     return tags[0]
+
+
+def resolve_tag(name: str, root: Path | None = None) -> Path:
+    """The folder of the tag ``name``: an installed tag, as ``create_model`` finds it (``root``:
+    another folder of tags, `archive_root`; ``archive/NAME`` asks for the archive by name too).
+    A tag that was moved to the archive is one line naming the tag that does its job now (the
+    installed tag of the same model and task); an unknown name, one line listing the valid tags.
+    """
+    name = str(name)
+    if root is None and name.startswith("archive/"):
+        root, name = archive_root(), name[len("archive/"):]
+    cards = _cards(root)
+    if name in cards:
+        if isinstance(cards[name], ValueError):
+            raise cards[name]
+        return (pretrained_root() if root is None else Path(root)) / name
+    archived = _cards(archive_root()) if root is None else {}
+    if isinstance(archived.get(name), PretrainedCfg):
+        now = _successor(archived[name], cards)
+        raise ValueError(f"{name} moved to models/archive; the job's tag is now "
+                         f"{now or 'none (no installed tag of its model and task)'} (its "
+                         f"archived folder, models/archive/{name}, is still usable as a path)")
+    where = "installed" if root is None else f"in {root}"
+    valid = [t for t, card in sorted(cards.items()) if not isinstance(card, ValueError)]
+    raise ValueError(f"no tag {name!r} {where}; valid: {', '.join(valid) or 'none'}")
+
+
+def _successor(card: PretrainedCfg, installed: dict) -> str | None:
+    """The installed tag of ``card``'s model and task."""
+    for tag, other in sorted(installed.items()):
+        if isinstance(other, PretrainedCfg) and (other.model, other.task) == (card.model,
+                                                                            card.task):
+            return tag
+    return None
+
+
+def tag_or_path(source: str, export: bool = False) -> str:
+    """``source`` as the command line gives it: an existing path as it is, a bare name (no
+    folder separator, nothing of that name here) as the installed tag's folder (`resolve_tag`,
+    whose error names the valid tags; ``export``: the export folder the tag ships); anything
+    else as it is, for the caller's own check."""
+    import os
+
+    if Path(source).exists() or os.sep in str(source) or str(source).endswith(".keras"):
+        return str(source)
+    try:
+        folder = resolve_tag(source)
+    except ValueError as err:
+        raise ValueError(f"{source}: no such file or folder; {err}") from None
+    return str(folder / get_pretrained_cfg(folder.name).export.folder if export else folder)
 
 
 def sha256(path: Path) -> str:

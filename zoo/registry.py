@@ -231,7 +231,7 @@ def _pretrained_model(name, pretrained, input_shape, num_classes, head_activatio
                       overrides) -> keras.Model:
     from zoo import pretrained as shipped
 
-    tag = shipped.resolve_tag(name, pretrained)
+    tag = shipped.requested_tag(name, pretrained)
     cfg = shipped.get_pretrained_cfg(tag)
     if overrides:
         raise ValueError(f"pretrained model {tag} is trained as it is: options "

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zoo.export.c_backend import kws, shipped
+from zoo.export.c_backend.names import (LEGACY_PREFIX, PrefixError, c_names, check_prefix,
+                                        default_prefix, model_files)
 from zoo.export.c_backend.project import (RUNTIMES, CExportError, read_normalization,
-                                          read_step_export, write_c_project)
+                                          read_step_export, source_name, write_c_project)
 from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, read_card
 from zoo.export.device_runtime import failed_export
 from zoo.export.exportdir import load_testset
@@ -84,14 +86,15 @@ def read_step_card(folder: Path) -> ModelCard:
 
 def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool = False,
              check: bool = True, found: StepExport | None = None, step_maker=None,
-             **step_options) -> dict:
+             prefix: str | None = None, **step_options) -> dict:
     """Write the C export of ``source`` to ``out`` (default SOURCE/export-c-int8); returns the
     summary (also in ``c_check.json``). ``found``: `find_step_export` of ``source`` when the
     caller has it (the export's card is read once per command). ``step_options`` go to
     `export_run` when a step export has to be made first. ``step_maker(step_dir, **options)``,
     when given, makes the int8 step export instead of `export_run` and returns its card as a
     dict (``source`` then only names it: `zoo.export.keras_export` passes a Keras model's).
-    Progress is logged at INFO (`zoo.training.logs`).
+    Progress is logged at INFO (`zoo.training.logs`). ``prefix``: the public C names'
+    (`names.check_prefix`; default `names.default_prefix` of the source's name).
 
     ``out`` is handled as every export directory (`zoo.training.storage`): locked, built in a
     staging folder beside it, swapped in only once the C compiles and matches the runtime; an
@@ -103,21 +106,26 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
     source = Path(source)
     if match not in RUNTIMES:
         raise CExportError(f"--match {match!r}; valid: {', '.join(RUNTIMES)}")
+    try:
+        prefix = check_prefix(prefix) if prefix else default_prefix(source_name(source))
+    except PrefixError as err:
+        raise CExportError(str(err)) from None
     if step_maker is None:
         found = found or find_step_export(source)
     out = storage.real_target(Path(out) if out else source / DEFAULT_OUT_NAME)
     refuse = functools.partial(check_out, overwrite=overwrite)
     with storage.replacing(out, MARKER, check=refuse) as replacement:
         stage = replacement.stage()
-        summary = _build(source, found, stage, out, match, check, step_options, step_maker)
+        summary = _build(source, found, stage, out, match, check, step_options, step_maker,
+                         prefix)
         replacement.swap_in()
-    _log.info("wrote %s: zoo_model.c (%s bytes of constants, state %s bytes), bit-exact target "
+    _log.info("wrote %s: " + model_files(prefix)[1] + " (%s bytes of constants, state %s bytes), bit-exact target "
               "%s", out, summary["const_bytes"], summary["state_bytes"], match)
     return summary
 
 
 def _build(source: Path, found: StepExport | None, stage: Path, out: Path, match: str,
-           check: bool, step_options, step_maker=None) -> dict:
+           check: bool, step_options, step_maker=None, prefix: str = LEGACY_PREFIX) -> dict:
     """The C export of ``source`` written into the (marked, empty) folder ``stage``, which
     becomes ``out``."""
     made = found is None
@@ -131,9 +139,9 @@ def _build(source: Path, found: StepExport | None, stage: Path, out: Path, match
         for name in KEPT:
             if (step_dir / name).is_file():
                 shutil.copy2(step_dir / name, stage / name)
-        summary = write_c_project(step_dir, stage, match, card=card)
+        summary = write_c_project(step_dir, stage, match, card=card, prefix=prefix)
         if match == "tflite-micro" and kws.is_kws_export(step_dir, card):  # issue 30: kws_app
-            summary.update(kws.add_kws_files(step_dir, stage, card))
+            summary.update(kws.add_kws_files(step_dir, stage, card, prefix=prefix))
     summary["step_export"] = (("made from the Keras model" if step_maker else "made from the run")
                               if made else str(step_dir))
     if check:
@@ -207,7 +215,11 @@ def check_out(out: Path, overwrite: bool) -> None:
     from zoo.training import storage
 
     def is_c_export(folder: Path) -> bool:
-        return storage.owned(folder, MARKER) and (folder / "zoo_model.c").is_file()
+        try:
+            source_file = c_names(folder)[2]
+        except ValueError:  # a damaged c_check.json: not one the zoo can vouch for
+            return False
+        return storage.owned(folder, MARKER) and (folder / source_file).is_file()
 
     storage.check_out(out, MARKER, overwrite, writer="zoo export --form c", what="C export",
                       error=CExportError, ours=is_c_export)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zoo.export.c_backend.names import comment_text
 from zoo.export.c_backend.plan import Kernel, Plan
 
 ALIGN = 4  # every scratch tensor starts on a word: the DSP path loads int8 four at a time
@@ -33,7 +34,9 @@ def emit_model(name: str, plan: Plan) -> Emitted:
     for n, kernel in enumerate(plan.kernels):
         decls, call = _EMITTERS[kernel.kind](ref, kernel, f"{name}_k{n}")
         consts.extend(decls)
-        body.append(f"    /* {kernel.note}: {plan.graph.tensor(kernel.out).name} */\n    {call}")
+        # the tensor's name is the model author's text (a Keras layer name): comment-safe only
+        note = comment_text(f"{kernel.note}: {plan.graph.tensor(kernel.out).name}")
+        body.append(f"    /* {note} */\n    {call}")
     consts.extend(ref.const_decls)
     args = ", ".join([f"const int8_t *in{k}" for k in range(len(plan.graph.inputs))]
                      + ["int8_t *out0"])

@@ -1,6 +1,6 @@
 """The C export folder: a self-contained C99 project from an int8 step export.
 
-    zoo_model.h   the API: zoo_reset, zoo_push (raw floats), zoo_push_q (int8), zoo_logits,
+    zoo_model.h   (PREFIX_model.h with --prefix, `names`) the API: zoo_reset, zoo_push (raw floats), zoo_push_q (int8), zoo_logits,
                   zoo_predict; the state in a caller-owned zoo_state_t
     zoo_model.c   weights, tables and quantization constants as const arrays, one function per
                   model (step, head), the state feedback
@@ -15,7 +15,8 @@
 The step and head models are the export's own (their scales and zero points are used as they
 are: nothing is recalibrated), so the C code computes what they compute; their card is read
 through `card_schema.read_card` and checked against both models first (`read_checked_graphs`).
-The fixed C is text in ``templates/`` (``zoo_model.h``, ``zoo_input.c``, ``zoo_api.c`` with
+Public names start with the export's prefix (`names`: written with ``zoo`` and renamed);
+user strings reach the C only octal-escaped (`names.c_string`). The fixed C is text in ``templates/`` (``zoo_model.h``, ``zoo_input.c``, ``zoo_api.c`` with
 ``${...}`` placeholders; ``zoo_int8.h``, ``zoo_args.h``, ``main.c``, ``Makefile`` copied as
 they are); what depends on the models (weights, tables, one function per model) is generated
 (`emit`).
@@ -23,7 +24,6 @@ they are); what depends on the models (weights, tables, one function per model) 
 
 from __future__ import annotations
 
-import json
 import string
 import struct
 from dataclasses import dataclass
@@ -35,6 +35,9 @@ import numpy as np
 from zoo.export import device_runtime
 from zoo.export.c_backend.emit import Emitted, c_array, emit_model
 from zoo.export.c_backend.graph import Graph, UnsupportedGraph, read_graph
+from zoo.export.c_backend.library import arduino_name, write_library
+from zoo.export.c_backend.names import (c_string, comment_text, default_prefix, model_files,
+                                        rename_model)
 from zoo.export.c_backend.plan import lower
 from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, inside_folder, read_card
 
@@ -153,11 +156,13 @@ def _check_ops(card: ModelCard, name: str, graph: Graph, step_export: Path) -> N
 
 
 def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro",
-                    card: ModelCard | None = None) -> dict:
+                    card: ModelCard | None = None, prefix: str | None = None) -> dict:
     """Write the C project of the int8 step export ``step_export`` into ``out`` (a folder that
-    exists); returns its summary (files, bytes, scratch) for the model card. ``card``: the
-    export's card when the caller has read it (`read_step_export`)."""
+    exists); returns its summary (files, bytes, scratch, prefix) for the model card. ``card``:
+    the export's card when the caller has read it (`read_step_export`); ``prefix``: the public
+    names' (`names.check_prefix`; default `names.default_prefix` of the export's name)."""
     step_export, out = Path(step_export), Path(out)
+    prefix = prefix or default_prefix(source_name(step_export))
     if runtime not in RUNTIMES:
         raise CExportError(f"unknown runtime {runtime!r} to match; valid: {', '.join(RUNTIMES)}")
     card = read_step_export(step_export, card)
@@ -177,10 +182,23 @@ def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro",
            for name in ("zoo_int8.h", "zoo_args.h", "main.c", "Makefile")},
     }
     summary = _summary(card, io, step, head, runtime)
+    summary["prefix"] = prefix
     sources["README.md"] = _readme(card, summary)
     for name, text in sources.items():
-        (out / name).write_text(text)
+        (out / rename_model(name, prefix)).write_text(
+            text if name == "zoo_int8.h" else rename_model(text, prefix))
+    summary["files"] = [rename_model(name, prefix) for name in summary["files"]]
+    summary["library_files"] = write_library(out, prefix, [model_files(prefix)[1]], card)
     return summary
+
+
+def source_name(source: Path) -> str:
+    """The name a default prefix is made from: a tag's, run's or export's folder name (the
+    folder holding an ``export-step-int8``), a ``.keras`` file's stem."""
+    source = Path(source).resolve()
+    if source.suffix == ".keras":
+        return source.stem
+    return source.parent.name if source.name == "export-step-int8" else source.name
 
 
 def read_normalization(export_dir: Path, card: ModelCard):
@@ -233,7 +251,8 @@ def _template(name: str, **values) -> str:
 
 
 def _header(card: ModelCard, io: dict) -> str:
-    return _template("zoo_model.h", model=card.model, task=card.task or "your data", timesteps=card.timesteps,
+    return _template("zoo_model.h", model=comment_text(card.model),
+                     task=comment_text(card.task or "your data"), timesteps=card.timesteps,
                      features=io["features"], units=io["units"], classes=io["classes"],
                      logit_scale=_f32(io["logits"].scale),
                      logit_zero_point=io["logits"].zero_point)
@@ -244,10 +263,14 @@ def _model_c(card: ModelCard, io: dict, step: Emitted, head: Emitted, norm, runt
     if len(names) != io["classes"]:
         raise CExportError(f"{CARD_FILE}: class_names has {len(names)} names, but the head "
                            f"model gives {io['classes']} logits")
-    names_c = ", ".join(json.dumps(str(n)) for n in names)
+    try:  # octal-escaped bytes: no label can end its string under any -std (issue 52)
+        names_c = ", ".join(c_string(str(n)) for n in names)
+    except ValueError as err:
+        raise CExportError(f"{CARD_FILE}: {err}") from None
     rounding = SINGLE_ROUNDING[runtime]
     parts = [f"/* zoo_model.c: generated by `zoo export --form c` from step.tflite + head.tflite "
-             f"({card.model} on {card.task or 'your data'}), bit-exact with {runtime}. */",
+             f"({comment_text(card.model)} on {comment_text(card.task or 'your data')}), bit-exact "
+             f"with {runtime}. */",
              '#include "zoo_model.h"',
              f"/* {runtime}'s FULLY_CONNECTED rounds {'once' if rounding else 'twice'}. */",
              f"#define ZOO_FC_SINGLE_ROUNDING {rounding}",
@@ -306,6 +329,7 @@ def _api_code(io: dict, head_in: str) -> str:
 
 
 def _readme(card: ModelCard, summary: dict) -> str:
+    prefix = summary["prefix"]
     return f"""# {card.model} on {card.task or 'your data'}: int8 C (generated by `zoo export --form c`)
 
 Plain C99, no heap, no interpreter, no libm. Bit-exact with this export's `step.tflite` +
@@ -343,4 +367,14 @@ int c = zoo_predict(&s, logits);
 
 State feedback: {summary['feedback']} ({'h_t has h_{t-1}' + "'s scale and zero point" if summary['feedback'] == 'direct' else 'a 256-byte requantization table'}).
 Code size depends on the compiler: `size zoo_model.o`.
+
+## In your firmware
+
+`CMakeLists.txt` is the static library `{prefix}` (`zoo_model.c`; the Cortex-M DSP path from
+the target core, or `-D{prefix.upper()}_ARM_DSP=ON/OFF`): `add_subdirectory(path/to/this/folder
+{prefix})` and `target_link_libraries(your_app PRIVATE {prefix})` in plain CMake, ESP-IDF, the
+Pico SDK or Zephyr (`zephyr/module.yml`). `cmake/arm-none-eabi.cmake` builds it bare-metal
+(`-DZOO_CPU=cortex-m4`). `arduino/{arduino_name(prefix)}` is an Arduino library (copy it into your
+sketchbook's `libraries/`, or PlatformIO's `lib/`) whose example reads windows over the serial
+port and prints the class.
 """

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from zoo.export.c_backend import c_names
 from zoo.export.c_backend.command import export_c
 
 REPO = Path(__file__).resolve().parents[2]
@@ -164,18 +165,37 @@ def test_bench_counts_the_windows_it_timed(zoo_app, windows):
 
 @pytest.mark.parametrize("flag", ["-ffast-math", "-Ofast"])
 def test_zoo_model_c_refuses_fast_math_and_says_why(flag, c_project, tmp_path):
-    done = subprocess.run(["cc", "-std=c99", "-O2", flag, "-c", str(c_project / "zoo_model.c"),
-                           "-o", str(tmp_path / "zoo_model.o")], capture_output=True, text=True)
+    source = c_project / c_names(c_project)[2]
+    done = subprocess.run(["cc", "-std=c99", "-O2", flag, "-c", str(source),
+                           "-o", str(tmp_path / "model.o")], capture_output=True, text=True)
     assert done.returncode != 0
     assert "#error" in done.stderr and "-ffast-math" in done.stderr, done.stderr
-    plain = subprocess.run(["cc", "-std=c99", "-O2", "-c", str(c_project / "zoo_model.c"), "-o",
-                            str(tmp_path / "zoo_model.o")], capture_output=True, text=True)
+    plain = subprocess.run(["cc", "-std=c99", "-O2", "-c", str(source), "-o",
+                            str(tmp_path / "model.o")], capture_output=True, text=True)
     assert plain.returncode == 0, plain.stderr
 
 
 def test_the_generated_sources_hold_no_unfilled_placeholder(c_project):
-    for name in ("zoo_model.h", "zoo_model.c", "main.c", "Makefile"):
+    prefix, header, source = c_names(c_project)
+    assert (prefix, header) == ("sirnn_har2_gen1", "sirnn_har2_gen1_model.h")  # the tag's name
+    for name in (header, source, "main.c", "Makefile"):
         assert "${" not in (c_project / name).read_text(), name
+
+
+def test_zoo_app_help_prints_the_usage_and_exits_0(zoo_app):
+    done = run(zoo_app, "--help")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith(f"usage: {zoo_app} [--state] [--bench N] WINDOWS\n")
+    assert "128 x 9 values" in done.stdout and "--help" in done.stdout  # the model's T x F
+
+
+def test_kws_app_help_prints_the_usage_and_exits_0(kws_sirnn_app):
+    done = run(kws_sirnn_app, "--help")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith(f"usage: {kws_sirnn_app} [options] AUDIO\n")
+    for flag in ("--features", "--quiet", "--instances", "--period", "--window", "--threshold",
+                 "--suppression", "--min-count", "--help"):
+        assert f"  {flag} " in done.stdout, flag
 
 
 # kws_app's numeric flags (issue 44): each parsed whole and range-checked by zoo_args.h, as

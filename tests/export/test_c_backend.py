@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zoo.export.c_backend import CExportError, arith
+from zoo.export.c_backend import CExportError, arith, c_names
 from zoo.export.c_backend.command import export_c
 from zoo.export.c_backend.windows import write_windows
 
@@ -39,7 +39,8 @@ def assert_bit_exact(check: dict, windows: int = 701) -> None:
 def sirnn_c(int8_step, tmp_path_factory):
     export_dir, _ = int8_step
     out = tmp_path_factory.mktemp("c") / "sirnn-c"
-    return out, export_c(export_dir, out)
+    # The legacy prefix, zoo: tools/cortexm's c_main.c (the DSP test below) calls zoo_push ...
+    return out, export_c(export_dir, out, prefix="zoo")
 
 
 @pytest.mark.slow
@@ -48,6 +49,7 @@ def test_sirnn_c_equals_tflite_micro_on_every_test_window(sirnn_c):
     assert_bit_exact(summary["check"])
     assert summary["bit_exact_with"] == "tflite-micro"
     assert json.loads((out / "c_check.json").read_text())["check"] == summary["check"]
+    assert c_names(out) == ("zoo", "zoo_model.h", "zoo_model.c")
     for name in ("zoo_model.h", "zoo_model.c", "zoo_int8.h", "main.c", "Makefile", "README.md",
                  "step.tflite", "head.tflite", "model_card.json"):
         assert (out / name).is_file(), name
@@ -57,11 +59,13 @@ def test_sirnn_c_equals_tflite_micro_on_every_test_window(sirnn_c):
 def test_sirnn_c_matches_litert_builtin_kernels_when_asked(int8_step, tmp_path):
     # LiteRT rounds fixed-point rescaling once, TFLite Micro twice: one C file cannot match both.
     export_dir, _ = int8_step
-    summary = export_c(export_dir, tmp_path / "c-litert", match="litert")
+    summary = export_c(export_dir, tmp_path / "c-litert", match="litert", prefix="har_litert")
     assert summary["check"]["runtime"] == "litert-ref"
     assert_bit_exact(summary["check"])
-    source = (tmp_path / "c-litert" / "zoo_model.c").read_text()
-    assert "#define ZOO_FC_SINGLE_ROUNDING 1" in source
+    assert c_names(tmp_path / "c-litert") == ("har_litert", "har_litert_model.h",
+                                              "har_litert_model.c")
+    source = (tmp_path / "c-litert" / "har_litert_model.c").read_text()
+    assert "#define ZOO_FC_SINGLE_ROUNDING 1" in source and "int har_litert_predict(" in source
 
 
 @pytest.mark.slow
@@ -79,7 +83,7 @@ def test_gru_c_from_a_run_directory_equals_tflite_micro(har_dir, tmp_path_factor
                            micro=False)
     lines = [record.getMessage().strip() for record in caplog.records]
     assert_bit_exact(summary["check"])
-    assert lines[-1].startswith(f"wrote {out}: zoo_model.c")
+    assert lines[-1].startswith(f"wrote {out}: har2_gru_model.c")  # the run's name: har2-gru
     assert not [line for line in lines if ".partial-" in line or ".zoo-c-step-" in line]
     ops = json.loads((out / "model_card.json").read_text())["ops"]["step"]
     assert {"LOGISTIC", "TANH", "SPLIT", "STRIDED_SLICE"} <= set(ops)

@@ -356,7 +356,7 @@ def test_the_cortex_m4_build_equals_the_reference(tmp_path):
     """The pipeline cross-compiled for a Cortex-M4 (CLZ, SMULL / SMLAL / UMLAL, the C backend's
     DSP path) and run under qemu-arm gives the reference's features and logits, hop by hop."""
     cortexm = Path(__file__).resolve().parents[2] / "tools" / "cortexm"
-    write_kws_project(SIRNN, tmp_path / "k")
+    write_kws_project(SIRNN, tmp_path / "k", prefix="zoo")  # tools/cortexm's driver: zoo_ names
     build = subprocess.run(["make", "-s", "-C", str(cortexm), "-f", "kws.mk", f"K={tmp_path / 'k'}",
                             f"B={tmp_path / 'b'}", f"{tmp_path / 'b'}/kws.elf"],
                            capture_output=True, text=True)
@@ -385,6 +385,7 @@ def test_zoo_export_form_c_of_a_kws_run_adds_the_kws_app(tmp_path, monkeypatch):
     from zoo.export import card_schema
     from zoo.export.c_backend.command import export_c
     from zoo.export.c_backend.kws import FRONTEND_FILES, input_source, is_kws_export
+    from zoo.export.c_backend.names import rename_kws
 
     out = tmp_path / "c"
     reads, real = [], card_schema.load_card_json
@@ -394,7 +395,9 @@ def test_zoo_export_form_c_of_a_kws_run_adds_the_kws_app(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert summary["kws_files"] == [*FRONTEND_FILES, "kws_input.c"]
     assert all((out / name).is_file() for name in summary["kws_files"])
-    assert (out / "kws_input.c").read_text() == input_source(SIRNN)
+    assert summary["prefix"] == "sirnn_google12_testset"  # the tag's name
+    assert (out / "kws_input.c").read_text() == rename_kws(input_source(SIRNN), summary["prefix"])
+    assert "int32_t sirnn_google12_testset_kws_input_mul[32]" in (out / "kws_input.c").read_text()
     assert "kws_app" in (out / "README.md").read_text()
     assert not is_kws_export(SIRNN.parents[2] / "pretrained" / "sirnn.har2" / "export-step-int8")
 

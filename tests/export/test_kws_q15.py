@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from zoo.export.c_backend import c_names
 from zoo.export.c_backend.kws import FRONTEND_DIR, write_kws_project
+from zoo.export.c_backend.names import rename_kws
 from zoo.export.kws_stream import StreamReference, stream_log_mel_q8
 from zoo.training.data.audio import FbankFrontend, pad_to
 from zoo.training.data.wav import read_wav
@@ -78,7 +80,9 @@ def extremes() -> np.ndarray:
 
 def test_the_export_writes_the_front_end_its_model_was_trained_on(q15_export, q15_app):
     project = q15_app.parent
-    assert (project / "kws_frontend.c").read_text() == (FRONTEND_DIR / "kws_frontend_q15.c").read_text()
+    prefix = c_names(project)[0]  # the public names take the export's prefix
+    assert (project / "kws_frontend.c").read_text() == rename_kws(
+        (FRONTEND_DIR / "kws_frontend_q15.c").read_text(), prefix)
     assert StreamReference(q15_export).features == Q15
     assert StreamReference(SIRNN).features == "int_logmel"  # float-trained: the integer one
 
@@ -158,7 +162,7 @@ def driver_samples(count: int) -> np.ndarray:
 def test_the_cortex_m4_build_equals_the_reference(q15_export, tmp_path):
     """The DSP instructions (SHADD16, SMUAD, SMUSDX, PKHTB, ...) of the Cortex-M4 build under
     qemu-arm give what the plain C gives on the host: the reference's features and logits."""
-    write_kws_project(q15_export, tmp_path / "k")
+    write_kws_project(q15_export, tmp_path / "k", prefix="zoo")  # tools/cortexm: zoo_ names
     build = subprocess.run(["make", "-s", "-C", str(REPO / "tools" / "cortexm"), "-f", "kws.mk",
                             f"K={tmp_path / 'k'}", f"B={tmp_path / 'b'}", f"{tmp_path / 'b'}/kws.elf"],
                            capture_output=True, text=True)

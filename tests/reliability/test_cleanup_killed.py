@@ -55,7 +55,7 @@ def _run_check(target):
     check_out(target, True)  # what `zoo train --overwrite` checks first
 
 
-WRITERS = {"c": (_c_export, _c_check, "zoo_model.c"),
+WRITERS = {"c": (_c_export, _c_check, "sirnn_har2_gen1_model.c"),
            "run": (_run_swap, _run_check, "metrics.json")}
 
 

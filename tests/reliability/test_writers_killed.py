@@ -47,7 +47,7 @@ def _c_export(target, env):
     from zoo.pretrained import archive_root, verified_dir
 
     export_c(verified_dir("sirnn.har2_gen1", root=archive_root()), target, overwrite=True)
-    return "zoo_model.c"
+    return "sirnn_har2_gen1_model.c"  # the tag's name is the default prefix
 
 
 def _train(target, env):
@@ -170,7 +170,7 @@ def test_a_sigkilled_c_export_keeps_the_old_one_and_the_next_leaves_no_staging(l
     target = tmp_path / "c"
     env = SimpleNamespace(run=None, data=None, tiny_config=None)
     _c_export(target, env)
-    (target / "zoo_model.c").write_text("/* the old export, marked so it can be told apart */\n")
+    (target / "sirnn_har2_gen1_model.c").write_text("/* the old export, marked so it can be told apart */\n")
     old = _snapshot(target)
     child = subprocess.run([sys.executable, "-c", _KILLED_C_EXPORT, str(target), label],
                            env={**os.environ, "PYTHONPATH": os.getcwd()}, capture_output=True)
@@ -180,5 +180,5 @@ def test_a_sigkilled_c_export_keeps_the_old_one_and_the_next_leaves_no_staging(l
     left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
     assert left != [".c.lock"]  # the kill left its staging or the aside copy
     _c_export(target, env)
-    assert (target / "zoo_model.c").read_text() != "/* the old export, marked so it can be told apart */\n"
+    assert (target / "sirnn_har2_gen1_model.c").read_text() != "/* the old export, marked so it can be told apart */\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".c.lock", "c"]

@@ -13,6 +13,7 @@
  *     --suppression N   hops before the same keyword may be reported again (0..2^30, default
  *                       100)
  *     --min-count N     hops of history before the first report (default 5)
+ *     --help            the usage on stdout, exit status 0
  *
  * Per 10 ms hop: "frame T logits <int8 x C> post <uint8 x C>"; per detection:
  * "detect T CLASS NAME SCORE". Exit status 2 with one line on stderr on bad options or input
@@ -47,13 +48,29 @@ typedef struct {
   const char *path;
 } kws_options_t;
 
-/* The options into o and r: 1, or 0 after one line on stderr. */
+static const char kUsage[] =
+    "usage: %s [options] AUDIO\n"
+    "streaming keyword spotting on a 16 kHz recording (a WAV file, or raw int16 mono samples)\n"
+    "  --features        print each frame's 32 log2 mel energies (Q8) and nothing else\n"
+    "  --quiet           print the detections only\n"
+    "  --instances K     K staggered copies of the recurrent state (1..8, default 1)\n"
+    "  --period P        hops between resets of each copy (1..1048576, default 99)\n"
+    "  --window N        hops averaged by the recognizer (1..128, default 50)\n"
+    "  --threshold S     mean posterior (0..255) a keyword must exceed (default 160)\n"
+    "  --suppression N   hops before the same keyword is reported again (default 100)\n"
+    "  --min-count N     hops of history before the first report (1..128, default 5)\n"
+    "  --help            this text\n";
+
+/* The options into o and r: 1, or 0 after one line on stderr (--help: the usage, exit 0). */
 static int parse_options(int argc, char **argv, kws_options_t *o, kws_recognizer_t *r) {
   int a;
   o->features = 0, o->quiet = 0, o->instances = 1, o->period = 99, o->path = NULL;
   r->window = 50, r->threshold = 160, r->suppression = 100, r->min_count = 5;
   for (a = 1; a < argc; ++a) {
-    if (strcmp(argv[a], "--features") == 0) o->features = 1;
+    if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
+      printf(kUsage, argv[0]);
+      exit(0);
+    } else if (strcmp(argv[a], "--features") == 0) o->features = 1;
     else if (strcmp(argv[a], "--quiet") == 0) o->quiet = 1;
     else if (arg(argc, argv, &a, "--instances", 1, KWS_MAX_INSTANCES, &o->instances)) continue;
     else if (arg(argc, argv, &a, "--period", 1, 1 << 20, &o->period)) continue;
@@ -62,7 +79,8 @@ static int parse_options(int argc, char **argv, kws_options_t *o, kws_recognizer
     else if (arg(argc, argv, &a, "--suppression", 0, 1 << 30, &r->suppression)) continue;
     else if (arg(argc, argv, &a, "--min-count", 1, KWS_MAX_WINDOW, &r->min_count)) continue;
     else if (argv[a][0] == '-' && argv[a][1] == '-') {
-      fprintf(stderr, "unknown option %s\n", argv[a]);
+      fprintf(stderr, "unknown option %s (valid: --features, --quiet, --instances, --period, "
+              "--window, --threshold, --suppression, --min-count, --help)\n", argv[a]);
       return 0;
     } else if (o->path) {
       fprintf(stderr, "one AUDIO file, got %s and %s\n", o->path, argv[a]);

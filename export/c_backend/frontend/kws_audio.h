@@ -25,6 +25,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" { /* C linkage from C++ (an Arduino sketch, say) */
+#endif
+
 #define KWS_AUDIO_MAX_CHANNELS 8
 #define KWS_AUDIO_SAMPLE_RATE 16000
 
@@ -47,5 +51,9 @@ int kws_audio_open(kws_audio_t *a, const char *path);
  * stderr (a read error, or a pipe's odd last byte). */
 int kws_audio_read(kws_audio_t *a, int16_t *out, int max);
 void kws_audio_close(kws_audio_t *a);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* KWS_AUDIO_H_ */

@@ -17,6 +17,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* C linkage from C++ (an Arduino sketch, say) */
+#endif
+
 #define KWS_FRAME 400   /* samples per frame (25 ms at 16 kHz) */
 #define KWS_HOP 160     /* samples per hop (10 ms) */
 #define KWS_FILTERS 32  /* mel filters: features per frame */
@@ -50,5 +54,9 @@ int kws_stream_push(kws_stream_t *s, int16_t sample, int16_t out[KWS_FILTERS]);
 /* Push n <= KWS_HOP samples (so at most one frame completes): 1 with out[] written when one
  * does, else 0; -1 (nothing pushed) when n > KWS_HOP. */
 int kws_stream_write(kws_stream_t *s, const int16_t *samples, int n, int16_t out[KWS_FILTERS]);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* KWS_FRONTEND_H_ */

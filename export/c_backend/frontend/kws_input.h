@@ -9,6 +9,10 @@
 
 #include "kws_frontend.h"
 
+#ifdef __cplusplus
+extern "C" { /* C linkage from C++ (an Arduino sketch, say) */
+#endif
+
 /* xq[j] = clamp(zp + (((L[j] - offset[j]) * mul[j] + 2^(shift-1)) >> shift), -128, 127) */
 extern const int32_t kws_input_offset[KWS_FILTERS];
 extern const int32_t kws_input_mul[KWS_FILTERS];
@@ -23,5 +27,9 @@ extern const uint8_t kws_ignored_class[];
 void kws_model_input(const int16_t l[KWS_FILTERS], int8_t xq[KWS_FILTERS]);
 /* uint8 posteriors of n int8 logits: p_c = (255 e_c + sum / 2) / sum, e_c = table[max - l_c]. */
 void kws_posteriors(int n, const int8_t *logits, uint8_t *post);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* KWS_INPUT_H_ */

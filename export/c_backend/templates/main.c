@@ -3,6 +3,7 @@
  *   zoo_app WINDOWS              one line per window: the ZOO_CLASSES int8 logits
  *   zoo_app --state WINDOWS      and " | " and the final int8 state
  *   zoo_app --bench N WINDOWS    time N passes over the windows instead (per window and step)
+ *   zoo_app --help               this usage on stdout, exit status 0
  *
  * WINDOWS says what its numbers are: a 16-byte header, then N windows of ZOO_TIMESTEPS x
  * ZOO_FEATURES values, time-major, little-endian (python -m zoo.export.c_backend.windows writes
@@ -147,16 +148,28 @@ static int bench(const unsigned char *windows, size_t n, size_t window_bytes, in
   return sink < 0;
 }
 
-/* The options: 1, or 0 after one line on stderr. */
+static const char kUsage[] =
+    "usage: %s [--state] [--bench N] WINDOWS\n"
+    "runs the int8 model over a window file (python -m zoo.export.c_backend.windows writes one)\n"
+    "  WINDOWS      a 16-byte header (ZOOW, the kind RAW / NORM / INT8, T and F as uint32), then\n"
+    "               N windows of %d x %d values: one line of %d int8 logits per window\n"
+    "  --state      also the final int8 state (after \" | \")\n"
+    "  --bench N    time N passes over the windows instead (1..1000000000)\n"
+    "  --help       this text\n";
+
+/* The options: 1, or 0 after one line on stderr (--help: the usage, exit status 0). */
 static int parse_options(int argc, char **argv, int *show_state, long *reps, const char **path) {
   int a;
   for (a = 1; a < argc; ++a) {
-    if (strcmp(argv[a], "--state") == 0) *show_state = 1;
+    if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
+      printf(kUsage, argv[0], ZOO_TIMESTEPS, ZOO_FEATURES, ZOO_CLASSES);
+      exit(0);
+    } else if (strcmp(argv[a], "--state") == 0) *show_state = 1;
     else if (strcmp(argv[a], "--bench") == 0) {
       if (!zoo_int_option(argc, argv, &a, "--bench", 1, 1000000000L, reps)) return 0;
     } else if (argv[a][0] == '-' && argv[a][1] == '-') {
-      fprintf(stderr, "unknown option %s (valid: --state, --bench N; what the windows hold is "
-              "in the file's header)\n", argv[a]);
+      fprintf(stderr, "unknown option %s (valid: --state, --bench N, --help; what the windows "
+              "hold is in the file's header)\n", argv[a]);
       return 0;
     } else if (*path) {
       fprintf(stderr, "one WINDOWS file, got %s and %s\n", *path, argv[a]);

@@ -11,6 +11,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* C linkage from C++ (an Arduino sketch, say) */
+#endif
+
 #define ZOO_TIMESTEPS ${timesteps} /* samples per window the model was trained on */
 #define ZOO_FEATURES ${features}
 #define ZOO_UNITS ${units}     /* int8 state size */
@@ -39,5 +43,9 @@ void zoo_quantize_input(const float x[ZOO_FEATURES], int8_t xq[ZOO_FEATURES]);
 void zoo_quantize_normalized(const float x[ZOO_FEATURES], int8_t xq[ZOO_FEATURES]);
 /* The head on the current state: int8 logits; returns the arg max (the first on ties). */
 int zoo_predict(const zoo_state_t *s, int8_t logits[ZOO_CLASSES]);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* ZOO_MODEL_H_ */
