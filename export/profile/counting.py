@@ -1,7 +1,7 @@
 """The instruction-count protocol of ``zoo profile`` (and ``tools/cortexm``): a harness runs as
 ``app NAME PART N`` under QEMU user mode with the ``insncount`` plugin (``harness/insncount.c``,
 built with the host's gcc into a cache folder), runs PART N times and prints
-``done NAME PART n=N``; the plugin prints ``insns: COUNT`` at exit. Per call =
+``done NAME PART n=N`` (N as given: zero-padded); the plugin prints ``insns: COUNT`` at exit. Per call =
 (count(2N) - count(N)) / N, so start-up cancels.
 
 A count must reproduce to the instruction: the initial stack's alignment follows the length of
@@ -34,7 +34,7 @@ def parse_count(output: str, name: str, part: str, n: int) -> int:
     """The instruction count of one QEMU run from its output (the harness's stdout and the
     plugin's stderr together), checked to be the run of ``name part n`` that finished."""
     found = _COUNT.search(output)
-    if f"done {name} {part} n={n}" not in output:
+    if not re.search(rf"done {re.escape(name)} {re.escape(part)} n=0*{n}\b", output):
         raise MeasurementError(f"the harness did not finish `{name} {part} {n}` (no line "
                                f"'done {name} {part} n={n}'): {output[-300:]!r}")
     if not found:
@@ -101,10 +101,11 @@ def qemu_command(qemu, name: str, part: str, n: int, digits: int = 8,
 
 def run_fixed(command: list[str], folder: Path, timeout: float = 600) -> str:
     """Run ``command`` in ``folder`` (which holds ./count.elf) with an empty environment;
-    its stdout and stderr together."""
+    its stdout and stderr together, and its exit status when it failed."""
     done = subprocess.run(command, cwd=folder, env={}, capture_output=True, text=True,
                           timeout=timeout)
-    return done.stdout + done.stderr
+    status = f"\n(exit {done.returncode})" if done.returncode else ""
+    return done.stdout + done.stderr + status
 
 
 def count(folder: Path, qemu, name: str, part: str, n: int) -> int:
@@ -122,7 +123,7 @@ def output_of(folder: Path, qemu, name: str, part: str, n: int) -> str:
     """The stdout of ``count.elf NAME PART N`` under QEMU without the plugin (a check run)."""
     done = subprocess.run(qemu_command(qemu, name, part, n), cwd=folder, env={},
                           capture_output=True, text=True, timeout=600)
-    if done.returncode or f"done {name} {part} n={n}" not in done.stdout:
+    if done.returncode or not re.search(rf"done {name} {part} n=0*{n}\b", done.stdout):
         raise MeasurementError(f"`{name} {part} {n}` under {qemu[0]} failed (exit "
                                f"{done.returncode}): {(done.stderr or done.stdout)[-300:]!r}")
     return done.stdout

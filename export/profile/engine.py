@@ -148,7 +148,7 @@ def profile_export(c_dir: Path, targets: list[Target], work: Path,
 def _host_output(folder: Path, part: str, n: int) -> str:
     import subprocess
 
-    done = subprocess.run([f"./{counting.PROGRAM_NAME}", "m", part, str(n)], cwd=folder, env={},
+    done = subprocess.run([f"./{counting.PROGRAM_NAME}", "m", part, f"{n:08d}"], cwd=folder, env={},
                           capture_output=True, text=True, timeout=600)
     if done.returncode:
         raise counting.MeasurementError(f"the host build failed its check run (exit "

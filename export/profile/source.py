@@ -27,8 +27,8 @@ def c_names(c_dir: Path) -> tuple[str, str, str]:
         exported = None
     if exported is not None:
         return exported(c_dir)
-    check = json.loads((Path(c_dir) / CHECK_FILE).read_text())
-    prefix = check.get("prefix", "zoo")
+    path = Path(c_dir) / CHECK_FILE
+    prefix = json.loads(path.read_text()).get("prefix", "zoo") if path.is_file() else "zoo"
     return prefix, f"{prefix}_model.h", f"{prefix}_model.c"
 
 

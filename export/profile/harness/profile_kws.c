@@ -66,6 +66,6 @@ int main(int argc, char **argv) {
     sum += kws_recognize(&rec, hop, post, &score) + score;
     if (argv[2][0] == 'c') print_hop(hop, l, logits);
   }
-  zp_done(argv[1], argv[2], n, sum);
+  zp_done(argv[1], argv[2], argv[3], sum);
   return 0;
 }

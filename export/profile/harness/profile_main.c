@@ -62,6 +62,6 @@ int main(int argc, char **argv) {
     }
     for (i = 0; i < M_UNITS; ++i) sum += s.h[i];
   }
-  zp_done(argv[1], argv[2], n, sum);
+  zp_done(argv[1], argv[2], argv[3], sum);
   return 0;
 }
