@@ -128,6 +128,8 @@ def profile_export(c_dir: Path, targets: list[Target], work: Path,
     generated.mkdir(parents=True, exist_ok=True)
     (generated / "profile_names.h").write_text(names_header(c_dir))
     windows, windows_from = check_windows(c_dir)
+    if kws:
+        windows_from = "a 440 Hz square wave with noise, through the whole pipeline"
     (generated / "profile_windows.h").write_text(windows_header(windows))
     harness = build.copy_harness(work / "harness")
     program = _program(c_dir, generated, kws)
@@ -140,9 +142,12 @@ def profile_export(c_dir: Path, targets: list[Target], work: Path,
     for target in targets:
         results[target.name] = _profile_target(target, program, harness, work / target.name,
                                                reference, kws, timing, progress)
+    summary = json.loads((c_dir / "c_check.json").read_text())
     return {"targets": results, "kws": kws, "check": {"from": windows_from,
             "windows": KWS_CHECK_HOPS if kws else len(windows),
-            "unit": "hops" if kws else "windows"}}
+            "unit": "hops" if kws else "windows"},
+            "c_export": {k: summary.get(k) for k in ("const_bytes", "state_bytes",
+                                                     "bit_exact_with")}}
 
 
 def _host_output(folder: Path, part: str, n: int) -> str:

@@ -7,6 +7,7 @@ its names (its prefix, `c_names`), whether it carries the keyword front end, and
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 CHECK_FILE = "c_check.json"
@@ -84,10 +85,15 @@ def c_export_of(source: str, work: Path, calibration: str | None = None,
     from zoo.export.c_backend import CExportError
     from zoo.export.c_backend.command import export_c
 
+    command_log = logging.getLogger("zoo.export.c_backend.command")
+    level = command_log.level
+    command_log.setLevel(logging.WARNING)  # its "wrote <temporary folder>" says nothing here
     try:
         export_c(path, work / "c", check=False)
     except (CExportError, ValueError, OSError) as err:
         raise ProfileError(str(err)) from None
+    finally:
+        command_log.setLevel(level)
     return work / "c"
 
 
