@@ -38,6 +38,8 @@ SUBCOMMANDS = {
                              "int16x8, sequence or step), TFLite Micro C++ or C"),
     "bench": ("zoo.experiments.bench", "compare the zoo with Keras LSTM/GRU/SimpleRNN: accuracy, bytes, "
                               "latency, arena, MACs"),
+    "profile": ("edge_rnn_zoo.profile_cli", "cross-build a model's exported C for Cortex-M and "
+                "RISC-V cores and count its instructions under QEMU: per step, flash, RAM"),
     "analyze": ("edge_rnn_zoo.analyze_cli", "theory report of a run: stability, memory, truncation"),
     "sweep": ("zoo.experiments.sweep", "subject cross-validation, recipe sweeps and the real-scale "
                                    "table as Ray Tune trials (needs the sweep extra)"),
@@ -95,7 +97,7 @@ SUBCOMMANDS.update({
     "ship": (None, SCRIPTS["ship"][""][1]),
 })
 # Subcommands that run Python only (no Keras) until their runner decides otherwise.
-_NO_KERAS_UP_FRONT = {"list"}
+_NO_KERAS_UP_FRONT = {"list", "profile"}
 # Scripts that need no Keras at all.
 _NO_KERAS_SCRIPTS = {"zoo.experiments.benchmarks.select", "zoo.export.device_bench",
                      "zoo.export.device_build"}

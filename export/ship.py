@@ -388,6 +388,78 @@ def record_c_figures(tag_folder, figures) -> PretrainedCfg:
     return card
 
 
+PROFILE_MEASURED_BY = "zoo ship --tag {tag} --profile (zoo profile: {cc}, {qemu})"
+
+
+def profile_records(result: dict) -> dict:
+    """``{target: TargetCost}`` from a ``zoo profile`` result (`zoo.export.profile.profile`);
+    a target that was not bit-exact with the host build is refused, not recorded."""
+    from zoo.pretrained_card import TargetCost
+
+    records = {}
+    for name, figures in result["targets"].items():
+        if not figures["bit_exact"]:
+            raise ValueError(f"zoo profile: {name} is not bit-exact with the host build "
+                             f"({figures.get('mismatch')}); nothing recorded")
+        records[name] = TargetCost(
+            **{k: figures[k] for k in ("instructions_per_step", "instructions_per_window",
+                                       "instructions_per_second", "flash_bytes", "ram_bytes",
+                                       "bit_exact")},
+            frontend_instructions_per_step=figures.get("frontend_instructions_per_hop"),
+            note=figures.get("note"))
+    return records
+
+
+def record_profile(tag_folder, result: dict, measured_by: str) -> PretrainedCfg:
+    """Put ``zoo profile``'s figures of every target into the card of the shipped tag in
+    ``tag_folder`` (``cost.targets``), and its Cortex-M4 figures as ``export.c`` and the
+    card's cost (a keyword tag: the model's part of the whole 10 ms hop as the step, the front
+    end's as ``frontend_instructions_per_second``, so that per second is the hop end to end).
+    Checked, atomic, under the tag's lock; ``card.json`` is not among the hashed files."""
+    records = profile_records(result)
+    m4 = result["targets"].get("cortex-m4")
+    if m4 is None:
+        raise ValueError("zoo profile's result has no cortex-m4 figures: the card's cost is "
+                         "the Cortex-M4's")
+    frontend = m4.get("frontend_instructions_per_hop") or 0.0
+    step = round(m4["instructions_per_step"] - frontend, 1)
+    c_export = result["c_export"]
+    figures = CFigures(const_bytes=c_export["const_bytes"], state_bytes=c_export["state_bytes"],
+                       cortex_m4_flash_bytes_Os=m4["flash_bytes"],
+                       cortex_m4_ram_bytes=m4["ram_bytes"],
+                       cortex_m4_instructions_per_step_O2=step,
+                       bit_exact_with=c_export["bit_exact_with"], measured_by=measured_by)
+    folder = storage.real_target(Path(tag_folder), "tag folder")
+    with storage.exclusive(folder, "pretrained tag folder", "tag"):
+        card = read_card(folder / CARD)
+        cost = Cost.derive(window_seconds=card.cost.window_seconds,
+                           steps_per_second=card.cost.steps_per_second,
+                           instructions_per_step=step,
+                           frontend_instructions_per_second=(
+                               card.cost.steps_per_second * frontend if frontend
+                               else card.cost.frontend_instructions_per_second),
+                           runtime=C_BACKEND, measured_by=measured_by, targets=records)
+        card = card.replace(export=dataclasses.replace(card.export, c=figures), cost=cost)
+        storage.write_text_atomic(folder / CARD, card.to_json())
+    return card
+
+
+def profile_tag(tag: str, dest=None) -> PretrainedCfg:
+    """``zoo profile`` of the shipped ``tag`` on every target, recorded in its card
+    (`record_profile`)."""
+    import subprocess
+
+    from zoo.export.profile import profile
+
+    folder = _tag_folder(tag, dest)
+    result = profile(str(folder), progress=lambda line: _log.info("  %s", line))
+    first = lambda tool: subprocess.run([tool, "--version"], capture_output=True,
+                                        text=True).stdout.splitlines()[0]
+    measured_by = PROFILE_MEASURED_BY.format(tag=tag, cc=first("arm-none-eabi-gcc"),
+                                             qemu=first("qemu-arm"))
+    return record_profile(folder, result, measured_by)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("run_dir", nargs="?", help="the run to ship (not with --repack)")
@@ -404,19 +476,32 @@ def main(argv=None) -> int:
                              "(e.g. sirnn.har2_gen5), in the same step")
     parser.add_argument("--archive", help="where --keep-as puts it (default: the archive/ "
                                           "folder beside --dest's)")
+    parser.add_argument("--profile", action="store_true",
+                        help="measure the already shipped TAG with zoo profile on every target "
+                             "(Cortex-M0+ ... M55, RV32IMC) and write the figures into its card, "
+                             "then exit")
     parser.add_argument("--quantize", choices=QUANTIZATIONS, default="int8",
                         help="the shipped export's integer form: int8 (default), or int16x8 "
                              "(16-bit activations and state, 8-bit weights; TFLite Micro runs "
                              "it, the zoo's C backend does not)")
     args = parser.parse_args(argv)
-    if not args.repack and (not args.run_dir or not args.command):
+    if not (args.repack or args.profile) and (not args.run_dir or not args.command):
         parser.error("shipping a run needs RUN_DIR and --command")
+    if args.profile and (args.repack or args.run_dir):
+        parser.error("--profile measures an already shipped TAG: no RUN_DIR, no --repack")
     if args.repack and args.keep_as:
         parser.error("--keep-as applies to shipping a run, not to --repack")
     from zoo.export.exporter import AccuracyDropError
+    from zoo.export.profile.counting import MeasurementError
 
     try:
-        if args.repack:
+        if args.profile:
+            card = profile_tag(args.tag, args.dest)
+            for name, figures in card.cost.targets.items():
+                print(f"{args.tag} {name}: {figures.instructions_per_step:,.1f} instructions / "
+                      f"step, {figures.instructions_per_second:,} / s, {figures.flash_bytes:,} B "
+                      f"flash, {figures.ram_bytes:,} B RAM")
+        elif args.repack:
             repack(args.tag, args.dest)
         else:
             ship(args.run_dir, args.tag, seed_runs=args.seed_runs, command=args.command,
@@ -425,7 +510,8 @@ def main(argv=None) -> int:
     except AccuracyDropError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 3
-    except (ValueError, OSError, storage.StorageError) as err:  # OSError: e.g. a read-only --dest
+    except (ValueError, OSError, storage.StorageError, MeasurementError) as err:
+        # OSError: e.g. a read-only --dest; MeasurementError: a build or QEMU run of --profile
         # (ValueError: PretrainedError, a bad --tag, an export's CardError among them)
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2

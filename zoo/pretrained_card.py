@@ -228,6 +228,26 @@ C_BACKEND = "zoo C backend"  # Cost.runtime of a per-step figure taken from ``ex
 
 
 @dataclasses.dataclass(frozen=True)
+class TargetCost(_Record):
+    """One core's figures of the tag's C, measured by ``zoo profile`` (`zoo.export.profile`,
+    written by ``zoo ship --profile``): instructions per step (a keyword tag: the whole 10 ms
+    hop, front end to recognizer; ``frontend_instructions_per_step`` its front end's part), per
+    window (steps + the head once) and per second of signal, flash and RAM of the smallest
+    program running it (-Os), and whether its logits and state were the host build's
+    (``bit_exact``). ``note``: what the build is not (the Cortex-M55 without Helium)."""
+
+    instructions_per_step: float = _key(_number)
+    instructions_per_window: int = _key(_int)
+    instructions_per_second: int | None = _key(_optional(_int))
+    flash_bytes: int = _key(_count)
+    ram_bytes: int = _key(_count)
+    bit_exact: bool = _key(_typed(bool, what="true or false"))
+    frontend_instructions_per_step: float | None = _key(_optional(_number), omit_none=True,
+                                                        default=None)
+    note: str | None = _key(_optional(_str), omit_none=True, default=None)
+
+
+@dataclasses.dataclass(frozen=True)
 class Cost(_Record):
     """What the tag costs a Cortex-M4 per second of signal, beside per step (issue 43 item 2).
 
@@ -256,12 +276,15 @@ class Cost(_Record):
     instructions_per_window: int | None = _key(_optional(_int))
     runtime: str | None = _key(_optional(_str))
     measured_by: str | None = _key(_optional(_str))
+    targets: dict | None = _key(_optional(_dict_of(_record(TargetCost))), omit_none=True,
+                                default=None)
 
     @classmethod
     def derive(cls, *, window_seconds: float, steps_per_second: float,
                instructions_per_step: float | None, frontend_instructions_per_second: float | None,
-               runtime: str | None, measured_by: str | None) -> "Cost":
-        """The record with its totals computed from its parts."""
+               runtime: str | None, measured_by: str | None, targets: dict | None = None) -> "Cost":
+        """The record with its totals computed from its parts (``targets``: `TargetCost` by
+        core name, as ``zoo profile`` measured them)."""
         per_second = None
         if instructions_per_step is not None and frontend_instructions_per_second is not None:
             per_second = steps_per_second * instructions_per_step + frontend_instructions_per_second
@@ -271,13 +294,13 @@ class Cost(_Record):
                    instructions_per_second=None if per_second is None else round(per_second),
                    instructions_per_window=(None if per_second is None
                                             else round(per_second * window_seconds)),
-                   runtime=runtime, measured_by=measured_by)
+                   runtime=runtime, measured_by=measured_by, targets=targets)
 
     def check(self) -> None:
         """ValueError unless the totals are the parts' (a hand-edited card)."""
         again = self.derive(**{k: getattr(self, k) for k in (
             "window_seconds", "steps_per_second", "instructions_per_step",
-            "frontend_instructions_per_second", "runtime", "measured_by")})
+            "frontend_instructions_per_second", "runtime", "measured_by", "targets")})
         if again != self:
             raise ValueError(f"cost: instructions_per_second {self.instructions_per_second} and "
                              f"instructions_per_window {self.instructions_per_window} are not "
@@ -371,7 +394,7 @@ class PretrainedCfg(_Record):
         """The card with the C backend's figures as ``export.c`` and its cost per step, per
         window and per second taken from them."""
         cost = Cost.derive(**{**{k: getattr(self.cost, k) for k in (
-            "window_seconds", "steps_per_second", "frontend_instructions_per_second")},
+            "window_seconds", "steps_per_second", "frontend_instructions_per_second", "targets")},
             "instructions_per_step": figures.cortex_m4_instructions_per_step_O2,
             "runtime": C_BACKEND, "measured_by": measured_by or figures.measured_by})
         return self.replace(export=dataclasses.replace(self.export, c=figures), cost=cost)

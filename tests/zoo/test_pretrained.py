@@ -64,9 +64,33 @@ def test_cost_per_second_of_signal_follows_the_task_and_the_step():
     assert har.instructions_per_window == round(32 * per_step)
     assert har.instructions_per_second == round(12.5 * per_step)
     kws = zoo.get_pretrained_cfg("sirnn.kws12").cost
-    assert kws.instructions_per_second == round(100 * (kws.instructions_per_step + 52_308))
+    assert kws.instructions_per_second == round(100 * kws.instructions_per_step
+                                                + kws.frontend_instructions_per_second)
+    # the whole 10 ms hop as zoo profile counted it end to end (front end to recognizer)
+    whole_hop = kws.targets["cortex-m4"]
+    assert kws.instructions_per_second == pytest.approx(whole_hop.instructions_per_second,
+                                                        rel=0.01)
+    assert kws.frontend_instructions_per_second == 100 * whole_hop.frontend_instructions_per_step
     dscnn = zoo.get_pretrained_cfg("dscnn.kws12").cost
     assert dscnn.instructions_per_second == pytest.approx(62_536_347, abs=100)
+
+
+PROFILE_TARGETS = {"cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33",
+                   "cortex-m55", "rv32imc"}
+
+
+@pytest.mark.parametrize("tag", [t for t in zoo.list_pretrained()
+                                 if zoo.get_pretrained_cfg(t).export.form == "step"])
+def test_a_step_tag_carries_its_figures_on_every_profiled_core(tag):
+    """zoo profile's record per core (issue 48 item 4), each bit-exact with the host build;
+    the cores without SIMD cost more instructions than the Cortex-M4's DSP path."""
+    targets = zoo.get_pretrained_cfg(tag).cost.targets
+    assert targets is not None and set(targets) == PROFILE_TARGETS, tag
+    assert all(t.bit_exact for t in targets.values()), tag
+    assert "no Helium" in targets["cortex-m55"].note
+    m4 = targets["cortex-m4"].instructions_per_step
+    for core in ("cortex-m0plus", "cortex-m3", "rv32imc"):
+        assert targets[core].instructions_per_step > m4, (tag, core)
 
 
 def test_a_model_that_reads_frames_takes_raw_windows():

@@ -75,6 +75,9 @@ def test_a_missing_key_is_named(card_path):
     ({"cost__instructions_per_second": 1}, "are not its parts'"),
     ({"cost__runtime": "TFLite Micro"}, "is not export.c's"),
     ({"frames_per_step": 5}, "does not divide the window's 128 samples"),
+    ({"cost__targets__cortex-m4__bit_exact": "yes"},
+     "cost.targets.cortex-m4.bit_exact must be true or false"),
+    ({"cost__targets__rv32imc__flash_bytes": 0}, "flash_bytes must be an integer >= 1"),
 ])
 def test_a_value_of_the_wrong_kind_is_named(card_path, change, match):
     _refused(card_path, match, **change)
@@ -104,3 +107,29 @@ def test_c_figures_reach_the_card_through_the_type(card_path):
     with pytest.raises(ValueError, match="export.c.const_bytes must be an integer"):
         record_c_figures(card_path.parent, {**figures, "const_bytes": "big"})
     assert read_card(card_path) == after  # a refused write leaves the card as it was
+
+
+def test_zoo_profile_figures_reach_the_card_per_target(card_path):
+    """`record_profile`: every target's record in ``cost.targets``, the Cortex-M4's as
+    ``export.c`` and the cost; a keyword result's front end goes to the cost's front-end part,
+    so that per second is the whole hop; a target that was not bit-exact is refused."""
+    from zoo.export.ship import record_profile
+
+    figures = {"instructions_per_step": 30_000.0, "instructions_per_window": 3_000_000,
+               "instructions_per_second": 3_000_000, "flash_bytes": 17_000, "ram_bytes": 7_000,
+               "bit_exact": True}
+    result = {"targets": {"cortex-m4": {**figures, "frontend_instructions_per_hop": 20_000.0},
+                          "rv32imc": {**figures, "instructions_per_step": 60_000.0}},
+              "c_export": {"const_bytes": 7472, "state_bytes": 80, "bit_exact_with": "tflite-micro"}}
+    before = read_card(card_path)
+    after = record_profile(card_path.parent, result, "zoo profile (test)")
+    assert read_card(card_path) == after
+    assert set(after.cost.targets) == {"cortex-m4", "rv32imc"}
+    assert after.cost.targets["rv32imc"].instructions_per_step == 60_000.0
+    assert after.export.c.cortex_m4_instructions_per_step_O2 == 10_000.0  # the hop's model part
+    assert after.cost.frontend_instructions_per_second == before.cost.steps_per_second * 20_000
+    assert after.cost.instructions_per_second == round(before.cost.steps_per_second * 30_000)
+    result["targets"]["rv32imc"]["bit_exact"] = False
+    with pytest.raises(ValueError, match="rv32imc is not bit-exact"):
+        record_profile(card_path.parent, result, "zoo profile (test)")
+    assert read_card(card_path) == after

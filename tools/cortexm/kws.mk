@@ -26,7 +26,7 @@ $(B)/min-kws.elf: min_kws.c $(KWS_SRCS) $(B)/kws-syscalls.o
 	@mkdir -p $(B)/min
 	cd $(B)/min && for s in $(abspath $(KWS_SRCS)) $(abspath min_kws.c); do $(CC) $(FLAGS) -I$(abspath $(K)) -Os -fstack-usage -c $$s || exit 1; done
 	$(LINK) $(B)/min/*.o $(B)/kws-syscalls.o -lc -lgcc -lnosys -o $@
-libinsncount.so: insncount.c
+libinsncount.so: ../../export/profile/harness/insncount.c
 	gcc -O2 -shared -fPIC -fvisibility=hidden -o $@ $<
 sizes: $(B)/kws-empty.elf $(B)/min-kws.elf
 	arm-none-eabi-size $^

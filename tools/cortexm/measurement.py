@@ -1,66 +1,60 @@
-"""The Cortex-M measurement protocol of ``tools/cortexm``, in one module: executed-instruction
-counts of the drivers under QEMU with the ``libinsncount.so`` plugin (``insncount.c``), the
-arithmetic that turns them into instructions per call, per window and per second of signal, the
-flash / RAM figures of a firmware, and the MACs of a model (`zoo.macs`).
+"""The Cortex-M measurement scripts' side of `zoo.export.profile` (the one owner of the protocol:
+``zoo profile``): its counting (QEMU's ``insncount`` plugin, counts of N and 2N calls, a fixed
+path so that a count reproduces to the instruction), the firmware tools' outputs, and what only
+these scripts need: any ELF counted (the TFLite Micro drivers ``main.cc``, ``kws_main.c``,
+``dscnn_main.cc``, also under qemu-system-arm), and the MACs of a model (`zoo.macs`).
 
-Every driver (``main.cc``, ``c_main.c``, ``kws_main.c``, ``dscnn_main.cc``) runs as
-``DRIVER MODEL PART N``: it runs PART (a step, a head, the driver's own loop, ...) N times and
-prints ``done MODEL PART n=N``; the plugin prints ``insns: COUNT`` at exit. Per call =
-(count(2N) - count(N)) / N, so start-up (AllocateTensors, table set-up) cancels; a step's net
-figure subtracts the driver's loop (its input generation and feedback copying).
+Every driver runs as ``DRIVER MODEL PART N``: it runs PART (a step, a head, the driver's own
+loop, ...) N times and prints ``done MODEL PART n=N``; the plugin prints ``insns: COUNT`` at
+exit. Per call = (count(2N) - count(N)) / N, so start-up cancels; a step's net figure subtracts
+the driver's loop.
 
     python tools/cortexm/measure.py ...   # and c_cards.py, c_frontier.py, kws_measure.py: the scripts
 """
 
 from __future__ import annotations
 
-import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+from zoo.export.profile import counting
+from zoo.export.profile.counting import (MeasurementError, parse_count, per_call_of,  # noqa: F401
+                                         per_second, per_window, sh)
+from zoo.export.profile.build import parse_size, parse_stack_usage  # noqa: F401
+from zoo.export.profile.targets import TARGETS
+
 HERE = Path(__file__).resolve().parent
-PLUGIN = HERE / "libinsncount.so"
-CPU = "-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
-_COUNT = re.compile(r"insns: (\d+)")
+CPU = " ".join(TARGETS["cortex-m4"].flags)
+ARM_USER = TARGETS["cortex-m4"].qemu
 
 
-class MeasurementError(RuntimeError):
-    """A driver, the toolchain or the plugin did not give what the protocol needs."""
-
-
-def parse_count(output: str, model: str, part: str, n: int) -> int:
-    """The instruction count of one QEMU run from its output (the driver's stdout and the
-    plugin's stderr together), checked to be the run of ``model part n`` that finished."""
-    found = _COUNT.search(output)
-    if f"done {model} {part} n={n}" not in output:
-        raise MeasurementError(f"the driver did not finish `{model} {part} {n}` (no line "
-                               f"'done {model} {part} n={n}'): {output[-300:]!r}")
-    if not found:
-        raise MeasurementError(f"no 'insns: COUNT' line from the plugin: {output[-300:]!r}")
-    return int(found.group(1))
+def ensure_plugin() -> Path:
+    """The instruction-count plugin (`zoo.export.profile.counting.plugin`: built with the
+    host's gcc into the cache folder the first time)."""
+    return counting.plugin()
 
 
 def qemu_command(elf, model: str, part: str, n: int, machine: str | None = None) -> list[str]:
-    """qemu-arm (linux-user, ``-cpu cortex-a15`` running the Cortex-M Thumb-2 binary), or with
-    ``machine`` qemu-system-arm -M MACHINE (a real M-profile CPU model, semihosting arguments)."""
-    if machine is None:
-        return ["qemu-arm", "-cpu", "cortex-a15", "-plugin", str(PLUGIN), "-d", "plugin", str(elf),
-                model, part, str(n)]
+    """qemu-system-arm -M MACHINE (a real M-profile CPU model, semihosting arguments) for
+    ``machine``; user mode goes through `count`'s fixed path instead."""
     return ["qemu-system-arm", "-M", machine, "-nographic", "-semihosting-config",
             f"enable=on,target=native,arg=app,arg={model},arg={part},arg={n}",
-            "-plugin", str(PLUGIN), "-d", "plugin", "-kernel", str(elf)]
+            "-plugin", str(ensure_plugin()), "-d", "plugin", "-kernel", str(elf)]
 
 
 def count(elf, model: str, part: str, n: int, machine: str | None = None) -> int:
-    """Instructions the whole program executes running PART N times."""
-    done = subprocess.run(qemu_command(elf, model, part, n, machine), capture_output=True,
-                          text=True, timeout=600)
-    return parse_count(done.stdout + done.stderr, model, part, n)
-
-
-def per_call_of(count_n: int, count_2n: int, n: int) -> float:
-    """Instructions per call from the counts of N and 2N calls: what start-up costs cancels."""
-    return (count_2n - count_n) / n
+    """Instructions the whole program executes running PART N times: under qemu-arm user mode
+    on the fixed path of `zoo.export.profile.counting` (the ELF copied to its own folder as
+    ./count.elf, an empty environment), or under qemu-system-arm -M ``machine``."""
+    if machine is not None:
+        done = subprocess.run(qemu_command(elf, model, part, n, machine), capture_output=True,
+                              text=True, timeout=600)
+        return parse_count(done.stdout + done.stderr, model, part, n)
+    with tempfile.TemporaryDirectory(prefix="zoo-count-") as folder:
+        shutil.copy(elf, Path(folder) / counting.PROGRAM_NAME)  # executable, as qemu needs
+        return counting.count(Path(folder), ARM_USER, model, part, n)
 
 
 def per_call(elf, model: str, part: str, n: int, machine: str | None = None) -> float:
@@ -68,69 +62,21 @@ def per_call(elf, model: str, part: str, n: int, machine: str | None = None) -> 
     return per_call_of(count(elf, model, part, n, machine), count(elf, model, part, 2 * n, machine), n)
 
 
-def per_window(step: float, head: float, steps: int) -> float:
-    """Instructions per window: ``steps`` net steps and the head once."""
-    return steps * step + head
+def c_firmware(c_dir, name: str, build_dir=None) -> dict:
+    """The Cortex-M4 figures of a C-backend export (``zoo export --form c``), measured by
+    ``zoo profile`` (`zoo.export.profile.engine`): flash (-Os, the smallest program running it
+    once minus an empty one), RAM (data + bss + the deepest stack chain), instructions per step
+    (-O2, net of the harness's loop) and per head call, under qemu-arm."""
+    from zoo.export.profile.engine import profile_export
 
-
-def per_second(window: float, window_seconds: float) -> float:
-    """Instructions per second of signal of a window of ``window_seconds`` seconds."""
-    return window / window_seconds
-
-
-def ensure_plugin() -> Path:
-    """The instruction-count plugin, built (host gcc) when it is not there yet."""
-    if not PLUGIN.is_file():
-        sh(["make", "-s", "-C", str(HERE), "libinsncount.so"])
-    return PLUGIN
-
-
-def sh(cmd, **kw) -> str:
-    """stdout of a command; `MeasurementError` with its stderr's tail when it fails."""
-    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
-    if done.returncode:
-        raise MeasurementError(f"{' '.join(map(str, cmd))}: exit {done.returncode}: "
-                               f"{(done.stderr or done.stdout)[-800:]}")
-    return done.stdout
-
-
-def parse_size(text: str) -> tuple[int, int, int]:
-    """(text, data, bss) bytes from ``arm-none-eabi-size`` (Berkeley format) of one file."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if len(lines) < 2 or not lines[0].split()[:3] == ["text", "data", "bss"]:
-        raise MeasurementError(f"not the output of `size` on one file: {text[-300:]!r}")
-    text_b, data_b, bss_b = (int(v) for v in lines[1].split()[:3])
-    return text_b, data_b, bss_b
-
-
-def parse_stack_usage(text: str) -> dict[str, int]:
-    """``{function: stack bytes}`` from a gcc ``-fstack-usage`` file (``file:line:col:name\\tN\\tkind``)."""
-    out = {}
-    for line in text.splitlines():
-        if line.strip():
-            where, size = line.split("\t")[:2]
-            out[where.split(":")[-1]] = int(size)
-    return out
-
-
-def c_firmware(c_dir, name: str, build) -> dict:
-    """The Cortex-M4 figures of a C-backend export (``zoo export --form c``): flash (-Os, the
-    smallest program running it once minus an empty one), RAM (its data + bss + the deepest
-    stack chain from -fstack-usage) and instructions per step (-O2, net of the driver's loop)
-    and per head call, under qemu-arm."""
-    build = Path(build)
-    sh(["make", "-s", "-C", HERE, f"B={build}", f"{build}/syscalls.o", f"{build}/empty.elf"])
-    sh(["make", "-s", "-C", HERE, f"B={build}", f"C={c_dir}", f"NAME={name}",
-        f"{build}/min-c-{name}.elf", f"{build}/c-{name}.elf"])
-    size = lambda elf: parse_size(sh(["arm-none-eabi-size", elf]))
-    empty, mine = size(build / "empty.elf"), size(build / f"min-c-{name}.elf")
-    stack = parse_stack_usage((build / f"min-zoo_model-{name}.su").read_text())
-    elf = build / f"c-{name}.elf"
-    per = lambda part: per_call(elf, "m", part, 100)
-    return {"cortex_m4_flash_bytes_Os": mine[0] + mine[1] - empty[0] - empty[1],
-            "cortex_m4_ram_bytes": mine[2] - empty[2] + stack["zoo_push_q"] + stack.get("zoo_step_run", 0),
-            "cortex_m4_instructions_per_step_O2": round(per("step") - per("loop"), 1),
-            "cortex_m4_head_instructions_O2": round(per("head"), 1)}
+    with tempfile.TemporaryDirectory(prefix="zoo-profile-") as work:
+        fig = profile_export(Path(c_dir), [TARGETS["cortex-m4"]], Path(work))["targets"]["cortex-m4"]
+    if not fig["bit_exact"]:
+        raise MeasurementError(f"{c_dir}: the Cortex-M4 build differs from the host build: "
+                               f"{fig['mismatch']}")
+    return {"cortex_m4_flash_bytes_Os": fig["flash_bytes"], "cortex_m4_ram_bytes": fig["ram_bytes"],
+            "cortex_m4_instructions_per_step_O2": fig["instructions_per_step"],
+            "cortex_m4_head_instructions_O2": fig.get("head_instructions")}
 
 
 def toolchain() -> dict:
@@ -158,8 +104,8 @@ def keras_figures(source) -> dict:
 
 
 def environment_ready() -> str | None:
-    """None when the cross toolchain and QEMU are installed, else what is missing."""
-    import shutil
+    """None when the cross toolchain and QEMU are installed, else what is missing (with the
+    Debian packages that hold it)."""
+    from zoo.export.profile.engine import missing_tools
 
-    missing = [t for t in ("arm-none-eabi-gcc", "qemu-arm", "gcc", "make") if shutil.which(t) is None]
-    return f"missing {', '.join(missing)} (apt: gcc-arm-none-eabi qemu-user)" if missing else None
+    return missing_tools([TARGETS["cortex-m4"]])

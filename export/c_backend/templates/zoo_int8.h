@@ -7,7 +7,10 @@
  * Assumes two's complement integers with an arithmetic right shift of negative values (every
  * compiler the zoo targets: gcc, clang, arm-none-eabi-gcc, armclang; gemmlowp assumes the same).
  * Define ZOO_USE_ARM_DSP on a Cortex-M with the DSP extension (M4, M7, M33, M55) for dual
- * 16-bit multiply-accumulates in the fully connected layers; the results are the same bits. */
+ * 16-bit multiply-accumulates in the fully connected layers; the results are the same bits.
+ * Cores without SIMD (Cortex-M0+, M3, RISC-V) get their own fully connected rows, two at a
+ * time (ZOO_FC_TWO_ROWS), and a core without a 32 x 32 -> 64-bit multiply (Armv6-M: the M0+)
+ * a high multiply of 32-bit products only (ZOO_NO_LONG_MULTIPLY); the same bits again. */
 #ifndef ZOO_INT8_H_
 #define ZOO_INT8_H_
 
@@ -35,17 +38,48 @@
 #error "ZOO_USE_ARM_DSP needs a core with the DSP extension (e.g. -mcpu=cortex-m4)"
 #endif
 
+/* Armv6-M (Cortex-M0, M0+, M1) has MULS (32 x 32 -> low 32 bits) only: a 64-bit product is a
+ * call to libgcc's __aeabi_lmul, about 35 instructions. */
+#if !defined(ZOO_NO_LONG_MULTIPLY) && defined(__ARM_ARCH_6M__)
+#define ZOO_NO_LONG_MULTIPLY 1
+#endif
+/* Cores that do not vectorize the portable dot product (no SIMD for GCC to use): two rows a
+ * pass, each input byte loaded once for both. The host keeps the portable form, which GCC
+ * vectorizes. */
+#if !defined(ZOO_FC_TWO_ROWS) && !defined(ZOO_USE_ARM_DSP) && \
+    ((defined(__arm__) && defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M') || \
+     defined(__riscv))
+#define ZOO_FC_TWO_ROWS 1
+#endif
+
 /* Every operand rescaled here is bounded, |x| < 2^30: the generator checks it for each
  * FULLY_CONNECTED accumulator and MUL product, and ADD/SUB operands stay below 2^29 by
  * construction. Within that bound gemmlowp's high mul is floor((2xm + 2^31) / 2^32) (one
  * SMMULR on a Cortex-M with DSP) and its rounding divide is one add and one shift without
  * overflow: the same bits as gemmlowp's SaturatingRoundingDoublingHighMul and
  * RoundingDivideByPOT (fixedpoint.h), with fewer instructions and no branch. */
+#if defined(ZOO_NO_LONG_MULTIPLY) && ZOO_NO_LONG_MULTIPLY
+/* The same high mul from four 16 x 16-bit products (Hacker's Delight, 8-2: the high word of a
+ * signed 32 x 32 product) plus the rounding bit 2^31 of the low word: every product and sum
+ * fits in 32 bits, for any int32 b and |a| < 2^30. */
+ZOO_INLINE int32_t zoo_srdhm_32(int32_t a, int32_t b) {
+  const int32_t u = a * 2;
+  const uint32_t u0 = (uint32_t)u & 0xFFFFu, v0 = (uint32_t)b & 0xFFFFu;
+  const int32_t u1 = u >> 16, v1 = b >> 16;
+  const uint32_t w0 = u0 * v0;
+  const int32_t t = u1 * (int32_t)v0 + (int32_t)(w0 >> 16);
+  const int32_t w1 = (int32_t)u0 * v1 + (t & 0xFFFF);
+  /* high word + bit 31 of the low word ((w1 << 16) | (w0 & 0xFFFF)): the + 2^31 nudge */
+  return u1 * v1 + (t >> 16) + (w1 >> 16) + ((w1 >> 15) & 1);
+}
+#endif
 ZOO_INLINE int32_t zoo_srdhm_bounded(int32_t a, int32_t b) {
 #if defined(ZOO_USE_ARM_DSP)
   int32_t r;
   __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a * 2), "r"(b));
   return r;
+#elif defined(ZOO_NO_LONG_MULTIPLY) && ZOO_NO_LONG_MULTIPLY
+  return zoo_srdhm_32(a, b);
 #else
   return (int32_t)(((int64_t)(a * 2) * b + ((int64_t)1 << 31)) >> 32);
 #endif
@@ -166,6 +200,28 @@ ZOO_INLINE int32_t zoo_dot_s8(const int8_t *x, const int8_t *w, int n_in) {
   return acc;
 }
 
+/* Two rows (w and w + stride) against x: acc[0], acc[1] start at their biases. Not inlined
+ * in Thumb-1 (Cortex-M0+): with eight registers the loop needs them all, 10 instructions per
+ * two MACs on its own instead of 15 when the rescale around it competes for them (measured). */
+#if defined(__GNUC__) && defined(__thumb__) && !defined(__thumb2__)
+#define ZOO_DOT2_INLINE static __attribute__((noinline, unused))
+#else
+#define ZOO_DOT2_INLINE ZOO_INLINE
+#endif
+ZOO_DOT2_INLINE void zoo_dot2_s8(const int8_t *x, const int8_t *w, int stride, int n_in,
+                              int32_t *acc) {
+  const int8_t *w1 = w + stride;
+  int32_t a0 = acc[0], a1 = acc[1];
+  int d;
+  for (d = 0; d < n_in; ++d) {
+    const int32_t xd = x[d];
+    a0 += xd * w[d];
+    a1 += xd * w1[d];
+  }
+  acc[0] = a0;
+  acc[1] = a1;
+}
+
 #if defined(ZOO_USE_ARM_DSP)
 /* x as int16 pairs in the order SXTB16 takes bytes from a word of weights: (x0, x2), (x1, x3),
  * (x4, x6), ... and zeros up to `stride`, so a row of weights needs no unpacking of x. */
@@ -264,6 +320,18 @@ ZOO_INLINE void zoo_fc_rows(const int8_t *x, int n_in, int stride, int n_out, co
     const int32_t acc = zoo_dot1_dsp(pairs, w + o * stride, stride, bias[o]);
     y[o] = ZOO_FC_OUT(acc, o);
   }
+#elif defined(ZOO_FC_TWO_ROWS) && ZOO_FC_TWO_ROWS
+  int8_t xc[ZOO_MAX_FC_IN] ZOO_ALIGNED; /* y may be x's buffer: x is read whole first */
+  int d;
+  for (d = 0; d < n_in; ++d) xc[d] = x[d];
+  for (; o + 2 <= n_out; o += 2) {
+    int32_t acc[2];
+    acc[0] = bias[o], acc[1] = bias[o + 1];
+    zoo_dot2_s8(xc, w + o * stride, stride, n_in, acc);
+    y[o] = ZOO_FC_OUT(acc[0], o);
+    y[o + 1] = ZOO_FC_OUT(acc[1], o + 1);
+  }
+  if (o < n_out) y[o] = ZOO_FC_OUT(zoo_dot_s8(xc, w + o * stride, n_in) + bias[o], o);
 #else
   /* A private copy of x: the compiler then knows y does not alias it and vectorizes the
    * constant-length rows (GCC -O2 does, for lengths that are a multiple of 16). */
@@ -299,9 +367,20 @@ ZOO_INLINE void zoo_fc_s8_pc(const int8_t *x, int n_in, int stride, int n_out, c
 /* An ADD / SUB input v (= offset + int8 value) shifted left by 20 and rescaled. The
  * multiplier 2^30 with shift 0 (the input whose scale is the larger of the two) is v * 2^19
  * exactly: gemmlowp's high mul of an even x by 2^30 is x / 2. */
+#if defined(ZOO_NO_LONG_MULTIPLY) && ZOO_NO_LONG_MULTIPLY
+/* The high mul of v 2^20 by b for |v| < 2^9 (an ADD / SUB input: offset + int8) in two 32-bit
+ * products: (v b 2^21 + 2^31) / 2^32 = floor((v b + 2^10) / 2^11), b split at bit 11. */
+ZOO_INLINE int32_t zoo_srdhm_v20(int32_t v, int32_t b) {
+  return v * (b >> 11) + ((v * (b & 0x7FF) + (1 << 10)) >> 11);
+}
+#endif
 ZOO_INLINE int32_t zoo_addsub_in(int32_t v, int32_t multiplier, int shift) {
   if (multiplier == (1 << 30) && shift == 0) return v * (1 << 19);
+#if defined(ZOO_NO_LONG_MULTIPLY) && ZOO_NO_LONG_MULTIPLY
+  return zoo_rdbpot_bounded(zoo_srdhm_v20(v, multiplier), -shift);
+#else
   return zoo_mbqm_small(v * (1 << 20), multiplier, shift);
+#endif
 }
 
 /* ADD / SUB (reference integer_ops/add.h AddFunc, reference/sub.h): both inputs shifted left by

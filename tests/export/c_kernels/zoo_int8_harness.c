@@ -2,8 +2,10 @@
  * cases.h (written by tests/export/test_zoo_int8_kernels.py), one output line per case:
  * "<case index> <int32 values...>", or "<case index> skip" for a kernel this build lacks (the
  * Cortex-M DSP helpers on the host). The same file builds for the host and, with
- * -DZOO_USE_ARM_DSP, for a Cortex-M4 run under qemu-arm. The test compares every line with its
- * NumPy oracle of TFLite's reference arithmetic.
+ * -DZOO_USE_ARM_DSP, for a Cortex-M4 run under qemu-arm; for a Cortex-M0+ (its 32-bit high
+ * multiply, ZOO_NO_LONG_MULTIPLY, and two rows a pass, ZOO_FC_TWO_ROWS) and an RV32IMC (two
+ * rows) the same. The test compares every line with its NumPy oracle of TFLite's reference
+ * arithmetic.
  *
  * A case in zoo_cases[]: kernel id, payload length, payload (int32 words). Scalar kernels take
  * tuples and give one value per tuple; the others are described beside their runners. */
@@ -44,6 +46,10 @@ static int scalar(int id, const int32_t *p, int len) {
       case K_MBQM_FC_ZP: out[n] = zoo_mbqm_fc_zp(t[0], t[1], t[2], t[3]); i += 4; break;
       case K_CLAMP_S8: out[n] = zoo_clamp_s8(t[0], t[1], t[2]); i += 3; break;
       case K_ADDSUB_IN: out[n] = zoo_addsub_in(t[0], t[1], t[2]); i += 3; break;
+#if defined(ZOO_NO_LONG_MULTIPLY) && ZOO_NO_LONG_MULTIPLY
+      case K_SRDHM_32: out[n] = zoo_srdhm_32(t[0], t[1]); i += 2; break;
+      case K_SRDHM_V20: out[n] = zoo_srdhm_v20(t[0], t[1]); i += 2; break;
+#endif
       case K_FC_OUT: { /* acc, multiplier, shift, per_channel, zp, lo, hi */
         const int8_t shift = (int8_t)t[2];
         out[n] = zoo_fc_out(t[0], &t[1], &shift, t[3], 0, t[4], t[5], t[6]);
@@ -199,6 +205,15 @@ static int run_case(int id, const int32_t *p, int len) {
       return arithmetic(id, p);
     case K_FC_S8: case K_FC_S8_PC: case K_FC_ROWS:
       return fully_connected(id, p);
+    case K_DOT2_S8: { /* n_in, stride, x[n_in], w[2 * stride], bias[2] */
+      static int8_t w2[MAX_OUT];
+      const int n_in = p[0], stride = p[1];
+      to_s8(p + 2, n_in, a8);
+      to_s8(p + 2 + n_in, 2 * stride, w2);
+      out[0] = p[2 + n_in + 2 * stride], out[1] = p[3 + n_in + 2 * stride];
+      zoo_dot2_s8(a8, w2, stride, n_in, out);
+      return 2;
+    }
     case K_SXTB16: case K_SXTB16_ROR8: case K_MAC4: case K_LOAD32: case K_EXPAND_S8:
     case K_DOT4_DSP: case K_DOT1_DSP:
 #if defined(ZOO_USE_ARM_DSP)
