@@ -27,9 +27,10 @@ from pathlib import Path
 
 LEGACY_PREFIX = "zoo"
 CHECK_FILE = "c_check.json"
-# C99 and C11 keywords and the common compilers' reserved spellings: a prefix that is one of
-# them (or makes one: "int" -> "int_model.h" is fine, but the type "int_state_t" is too) would
-# not compile as the names it starts.
+# C99 and C11 keywords and two common compiler extensions. The names a keyword prefix makes would
+# compile (int_push is an identifier), but the prefix also names the CMake target, the Arduino
+# library and its sketch, and a model called `int` or `static` in the caller's code is a slip:
+# refused, as issue 48 asks.
 C_KEYWORDS = frozenset("""
 auto break case char const continue default do double else enum extern float for goto if inline
 int long register restrict return short signed sizeof static struct switch typedef union unsigned
