@@ -93,23 +93,24 @@ def table(result: dict) -> str:
         lines.append("a hop: the integer front end, input map, step, head, posteriors and "
                      "recognizer (kws_app's 10 ms)")
     check = result["check"]
-    lines.append(f"bit-exact: the same int8 logits and state as the host build on "
+    what = "features and int8 logits" if kws else "int8 logits and state"
+    lines.append(f"bit-exact: the same {what} as the host build on "
                  f"{check['windows']} {check['unit']} ({check['from']})")
     lines.extend(f"{name}: {v['note']}" for name, v in result["targets"].items() if v.get("note"))
     board = result.get("board")
     if board:
-        lines.append(_board_line(board))
+        lines.append(_board_line(board, "hop" if kws else "step"))
     lines.append("instructions are not cycles: -O2 builds counted under QEMU; flash and RAM at -Os")
     return "\n".join(lines)
 
 
-def _board_line(board: dict) -> str:
+def _board_line(board: dict, unit: str = "step") -> str:
     verdict = "fits" if board["fits"] else "does NOT fit"
     flash = ("external flash" if board["flash_bytes"] is None
              else f"flash {'ok' if board['flash_fits'] else 'too small'} ({board['flash_bytes']:,} B)")
     share = board["cpu_share_lower_bound"]
     time = (f"; at {board['clock_hz'] / 1e6:g} MHz at least {board['step_ms_lower_bound']:.3f} ms "
-            f"a step" + ("" if share is None else f", {100 * share:.2f} % of the CPU") +
+            f"a {unit}" + ("" if share is None else f", {100 * share:.2f} % of the CPU") +
             " (a lower bound: instructions are not cycles)")
     return (f"{board['board']} ({board['name']}, {board['target']}): {verdict}: {flash}, RAM "
             f"{'ok' if board['ram_fits'] else 'too small'} ({board['ram_bytes']:,} B){time}")

@@ -48,14 +48,19 @@ def is_kws(c_dir: Path) -> bool:
 
 
 def resolve_tag_folder(name: str) -> Path:
-    """An installed tag's folder by name: `zoo.pretrained.resolve_tag` where it exists (the
-    registry's lookup, with its messages for archived and unknown names), else the installed
-    tags' list."""
+    """An installed tag's folder by name: `zoo.pretrained.resolve_tag(name) -> Path` where it
+    exists (CONTRACT: the registry's lookup, with its messages for archived and unknown names),
+    else this private equivalent over the installed tags (unknown names list them)."""
     import zoo.pretrained as pretrained
 
-    lookup = getattr(pretrained, "resolve_tag_folder", None)
-    if lookup is not None:
-        return Path(lookup(name))
+    try:
+        found = pretrained.resolve_tag(name)  # the one-argument form returns the folder
+    except TypeError:  # the older resolve_tag(name, pretrained) -> str: not that lookup
+        found = None
+    except ValueError as err:
+        raise ProfileError(str(err)) from None
+    if isinstance(found, Path):
+        return found
     try:
         pretrained.get_pretrained_cfg(name)
     except ValueError as err:  # unknown: the installed tags listed

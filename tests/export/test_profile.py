@@ -191,6 +191,9 @@ def test_bad_target_bad_board_and_missing_tools_are_one_line(small_c, tmp_path):
         done = zoo("profile", small_c, *args)
         assert done.returncode == 2 and done.stdout == ""
         assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr
+    done = zoo("profile", "sirnn.har9", "--target", "cortex-m4", "-q")  # a tag not installed
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "Shipped: " in done.stderr and "sirnn.har2" in done.stderr
     env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)}
     done = zoo("profile", small_c, "--target", "rv32imc", env=env)
     assert done.returncode == 2, done.stderr

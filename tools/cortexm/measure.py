@@ -19,8 +19,18 @@ from pathlib import Path
 import measurement
 
 N = 100
-TAGS = {"sirnn": "sirnn.har2_gen1", "gru": "gru.har2_gen1", "sirnn16": "sirnn.har2_int16x8"}
-PRETRAINED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
+TAGS = {"sirnn": "sirnn.har2", "gru": "gru.har2"}  # the Makefile's defaults (sirnn16: name it)
+
+
+def tag_folder(tag: str) -> Path:
+    """An installed tag's folder, or an archived generation's (by name, as the Makefile finds
+    them); an unknown name lists the installed tags."""
+    from zoo.pretrained import archive_root, get_pretrained_cfg, pretrained_root
+
+    if (archive_root() / tag).is_dir() and not (pretrained_root() / tag).is_dir():
+        return archive_root() / tag
+    get_pretrained_cfg(tag)  # ValueError naming the installed tags
+    return pretrained_root() / tag
 
 
 def pairs(text: str, sep: str = "=") -> dict:
@@ -37,7 +47,9 @@ def model_figures(tags: dict, models) -> dict:
     """{model: (MACs per step, steps per window, head MACs)} from each tag's Keras model."""
     out = {}
     for model in models:
-        fig = measurement.keras_figures(PRETRAINED / tags[model])
+        if model not in tags:
+            raise SystemExit(f"measure.py: name the tag {model} was built from: --tags {model}=TAG")
+        fig = measurement.keras_figures(tag_folder(tags[model]))
         units = fig["model_options"].get("units", 0)
         out[model] = (fig["macs_per_step"], fig["steps_per_window"], 2 * units)  # head: units x 2
     return out
