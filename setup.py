@@ -23,7 +23,8 @@ setup(
     + [f"zoo.{package}.{sub}" for package in NAMESPACED for sub in find_packages(where=package)]
     + ["zoo.models", "zoo.models.recipes", "zoo.models.pretrained"]
     # the C / C++ template folders (package data, importable as namespace packages too)
-    + ["zoo.export.templates", "zoo.export.c_backend.templates", "zoo.export.c_backend.frontend"],
+    + ["zoo.export.templates", "zoo.export.c_backend.templates", "zoo.export.c_backend.frontend",
+       "zoo.export.cortex_m4_driver"],
     license="Apache-2.0",
     package_dir={"zoo.models": "models", **{f"zoo.{package}": package for package in NAMESPACED}},
 )
