@@ -3,8 +3,8 @@
 
 The measurements are the Cortex-M4 figures of the zoo's C backend (``zoo export --form c``,
 counted under qemu-arm by ``tools/cortexm``): every variant of ``experiments/results/frontier/``
-(`FRONTIER_FILES`) and every shipped tag's card (``models/pretrained/*/card.json``) that has
-them. Each configuration is described by the matrix products one recurrent step computes
+(`FRONTIER_FILES`), every shipped tag's card (``models/pretrained/*/card.json``) that has
+them, and the small models of ``experiments/results/cost_model/points.json`` (`cost_points`). Each configuration is described by the matrix products one recurrent step computes
 (`matrix_products`, the same products `zoo.macs` counts), and the fit is linear least squares,
 weighted by 1 / measured (relative error), on these features:
 
@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results" / "frontier"
+# small models measured for this model (python -m zoo.experiments.cost_points RUN ...)
+POINTS_FILE = Path(__file__).resolve().parent / "results" / "cost_model" / "points.json"
 # (file, input width per sample, classes) of the recorded frontier measurements
 FRONTIER_FILES = (("har2_device.json", 9, 2), ("dsa19_device.json", 45, 19))
 CELL_MODELS = {"IRNNCell": "sirnn", "FastGRNNCell": "fastgrnn", "GRUCell": "gru"}
@@ -52,7 +54,9 @@ class Shape:
 
 def matrix_products(model: str, options: dict, input_width: int) -> list[tuple[int, int]]:
     """The (inputs, outputs) of every matrix-vector product of one step of ``model``, in the
-    order the step computes them (the products `zoo.macs` counts: a test checks the sums)."""
+    order the step computes them (the products `zoo.macs` counts: a test checks the sums).
+    Options left out take the registry's defaults (a SiRNN premultiplies unless told not to)."""
+    options = resolved_options(model, options)
     units = int(options["units"])
     if model == "sirnn":
         rank = options.get("rank")
@@ -67,6 +71,17 @@ def matrix_products(model: str, options: dict, input_width: int) -> list[tuple[i
         return [(input_width, gates * units), (units, gates * units)]
     raise ValueError(f"no cost model for model {model!r}: the measured C costs cover "
                      f"{', '.join(FAMILIES)}")
+
+
+def resolved_options(model: str, options: dict) -> dict:
+    """``options`` over the registered model's defaults, its pinned options (SiRNN's k=1) last."""
+    from zoo.registry import get_model_entry
+
+    try:
+        entry = get_model_entry(model)
+    except ValueError:
+        return dict(options)
+    return {**entry.options(), **options, **entry.fixed}
 
 
 def _chain(inputs: int, rank, outputs: int) -> list[tuple[int, int]]:
@@ -119,7 +134,7 @@ def measured_points(results: Path = RESULTS, cards: Path | None = None) -> list[
                                 fig["cortex_m4_instructions_per_step_O2"],
                                 fig.get("cortex_m4_head_instructions_O2"),
                                 fig["cortex_m4_flash_bytes_Os"], fig["cortex_m4_ram_bytes"]))
-    points += card_points(cards)
+    points += card_points(cards) + recorded_points()
     unique, seen = [], set()
     for p in points:
         key = (p.model, p.input_width, p.instructions_per_step,
@@ -128,6 +143,16 @@ def measured_points(results: Path = RESULTS, cards: Path | None = None) -> list[
             seen.add(key)
             unique.append(p)
     return unique
+
+
+def recorded_points(path: Path = POINTS_FILE) -> list[Point]:
+    """The points of ``experiments/results/cost_model/points.json`` (`cost_points`)."""
+    if not Path(path).is_file():
+        return []
+    return [Point(name, p["model"], p["options"], p["input_width"], p["classes"],
+                  p["instructions_per_step"], p["head_instructions"], p["flash_bytes"],
+                  p["ram_bytes"])
+            for name, p in sorted(json.loads(Path(path).read_text())["points"].items())]
 
 
 def card_points(cards: Path | None = None) -> list[Point]:
@@ -163,7 +188,7 @@ def step_features(model: str, options: dict, input_width: int) -> list[float]:
 
 
 def head_features(model: str, options: dict, input_width: int, classes: int) -> list[float]:
-    units = int(options["units"])
+    units = int(resolved_options(model, options)["units"])
     return [units * classes, units, 1.0]
 
 
