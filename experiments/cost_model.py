@@ -13,8 +13,8 @@ weighted by 1 / measured (relative error), on these features:
   kernel's per-row requantisation; units times a per-cell-family coefficient: the element-wise
   gates, the state's clipping and requantisation: a GRU has three gates, a SiRNN one);
 * head instructions (once per window) = a * units * classes + b * units + c;
-* flash bytes (-Os) = a * parameters + b * units + c_cell;
-* RAM bytes = a * units + b * input width + c_cell.
+* flash bytes (-Os) = a * parameters + b * output rows + c_cell * units + d * products + e;
+* RAM bytes = c_cell * units + a * input width + b * classes + d.
 
 `leave_one_out` scores each measured point by a fit on all the others: that is the error the
 model makes on a configuration it has not seen (docs/your-data.md reports it). Only the cell
@@ -193,12 +193,19 @@ def head_features(model: str, options: dict, input_width: int, classes: int) -> 
 
 
 def flash_features(model: str, options: dict, input_width: int, classes: int) -> list[float]:
-    return [parameters(model, options, input_width, classes), int(options["units"]),
-            *_family(model)]
+    """[parameters, output rows, units x each family, products, 1]: the constants (int8
+    weights, int32 biases, per-row scales) and the code of each product and gate."""
+    products = matrix_products(model, options, input_width)
+    units = int(options["units"])
+    return [parameters(model, options, input_width, classes), sum(o for _, o in products),
+            *[units * f for f in _family(model)], len(products), 1.0]
 
 
 def ram_features(model: str, options: dict, input_width: int, classes: int) -> list[float]:
-    return [int(options["units"]), input_width, *_family(model)]
+    """[units x each family, input width, classes, 1]: the state, the gates' scratch and the
+    input and logits buffers."""
+    units = int(options["units"])
+    return [*[units * f for f in _family(model)], input_width, classes, 1.0]
 
 
 # quantity -> (feature function, the Point attribute it predicts)
