@@ -242,6 +242,19 @@ class CostModel:
     target: str
     coefficients: dict
     points: int
+    # quantity -> the worst leave-one-out error (relative): the guard a budget check adds
+    margins: dict = dataclasses.field(default_factory=dict)
+
+    def guarded(self, cost: dict) -> dict:
+        """``cost`` raised by the model's worst leave-one-out error of each quantity (per
+        window and per second by the step's): what a budget is checked against, so that a
+        configuration predicted just under it is not measured over it."""
+        step = self.margins.get("instructions_per_step", 0.0)
+        margin = {"instructions_per_window": step, "instructions_per_second": step,
+                  "flash_bytes": self.margins.get("flash_bytes", 0.0),
+                  "ram_bytes": self.margins.get("ram_bytes", 0.0)}
+        return {k: (None if v is None else v * (1 + margin.get(k, 0.0)))
+                for k, v in cost.items()}
 
     def predict(self, model: str, options: dict, shape: Shape) -> dict:
         """Predicted costs of ``model`` with ``options`` on ``shape`` (integers, rounded)."""
@@ -266,11 +279,12 @@ def fit(points: list[Point] | None = None, target: str = "cortex-m4") -> CostMod
         raise ValueError(f"--target {target}: the cost model has measurements for "
                          f"{', '.join(TARGETS)} only")
     points = measured_points() if points is None else points
-    coefficients = {}
+    coefficients, margins = {}, {}
     for quantity in QUANTITIES:
         _, features, measured = _data(points, quantity)
         coefficients[quantity] = _solve(features, measured).tolist()
-    return CostModel(target, coefficients, len(points))
+        margins[quantity] = max(float(abs(r["error"])) for r in leave_one_out(points, quantity))
+    return CostModel(target, coefficients, len(points), margins)
 
 
 def leave_one_out(points: list[Point], quantity: str = "instructions_per_step") -> list[dict]:

@@ -4,7 +4,9 @@
 2. Every configuration of the space (`search_space`: cells x units x rank x samples per step x
    QAT) is priced by the cost model (`zoo.experiments.cost_model`, fitted to measured C costs);
    only those whose predicted cost fits every budget stay (`fitting`). None fits: one line
-   naming the cheapest configuration's cost, before anything trains.
+   naming the cheapest configuration's cost, before anything trains. A prediction is checked
+   raised by the model's worst leave-one-out error (`CostModel.guarded`), so that what fits
+   as predicted also fits as measured.
 3. Ray Tune trains the ones that fit, in a seeded random order, each an ordinary run directory
    under ``OUT/trials/``, scored on held-out whole groups (the task's ``val_fraction``); ASHA
    stops the weak ones early; ``--time-budget`` ends the search. The Tune experiment lives in
@@ -136,24 +138,27 @@ def price(candidates, model: cost_model.CostModel, window, classes, window_secon
 
 
 def fits(cost: dict, budget: dict) -> bool:
-    """Whether a predicted ``cost`` is within every key of ``budget``."""
+    """Whether a (guarded) ``cost`` is within every key of ``budget``."""
     return all(cost[key] is not None and cost[key] <= limit for key, limit in budget.items())
 
 
-def fitting(priced: list, budget: dict) -> list:
-    """The priced configurations within ``budget``; ValueError (one line) when none is, naming
-    for each budget key the cheapest configuration's predicted cost."""
+def fitting(priced: list, budget: dict, model: cost_model.CostModel | None = None) -> list:
+    """The priced configurations within ``budget`` (their predictions raised by ``model``'s
+    worst leave-one-out error, `CostModel.guarded`, when given); ValueError (one line) when
+    none is, naming for each budget key the cheapest configuration's predicted cost."""
     if "instructions_per_second" in budget and priced and \
             priced[0][1]["instructions_per_second"] is None:
         raise ValueError("--budget instructions_per_second: the window's length in seconds is "
                          "not known; give --sampling-rate HZ (samples per second)")
-    kept = [(c, cost) for c, cost in priced if fits(cost, budget)]
+    guard = model.guarded if model is not None else (lambda cost: cost)
+    kept = [(c, cost) for c, cost in priced if fits(guard(cost), budget)]
     if not kept:
         cheapest = []
         for key, limit in budget.items():
             c, cost = min(priced, key=lambda pair: pair[1][key])
             cheapest.append(f"{key}={limit:,} is below the cheapest configuration's "
-                            f"({c.label}: {cost[key]:,} predicted)")
+                            f"({c.label}: {cost[key]:,} predicted, "
+                            f"{round(guard(cost)[key]):,} with the model's worst error)")
         raise ValueError("--budget: no configuration fits: " + "; ".join(cheapest))
     return kept
 
@@ -471,7 +476,7 @@ def prepare(args) -> tuple[dict, Path]:
         _log.info("audio_folder: the cost is the recurrent model's; the front end's "
                   "(features of each frame) is not priced")
     kept = fitting(price(space, model, facts.window, facts.classes, facts.window_seconds),
-                   budget)
+                   budget, model)
     _log.info(f"{len(kept)} of {len(space)} configurations fit the budget "
               f"({', '.join(f'{k}={v:,}' for k, v in budget.items())}) by the cost model")
     plan = make_plan(args, facts, kept, budget)
