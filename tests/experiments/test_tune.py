@@ -215,3 +215,21 @@ def test_tiny_search_end_to_end_meets_its_budget_as_measured(finished_search):
         rows = list(csv.DictReader(f))
     assert any(r["non_dominated"] == "True" for r in rows)
     assert [r for r in rows if r["best"] == "True"][0]["measured_instructions_per_window"]
+
+
+def test_measure_c_cost_reproduces_a_shipped_tags_card(tmp_path):
+    """The package's measurement (`zoo.export.c_cost`) on sirnn.dsa19's C against the figures
+    tools/cortexm/c_cards.py measured for its card: the same protocol, so the same counts."""
+    from zoo.export.c_backend.command import export_c
+    from zoo.export.c_cost import measure_c_cost
+
+    tag = Path(__file__).resolve().parents[2] / "models" / "pretrained" / "sirnn.dsa19"
+    card = json.loads((tag / "card.json").read_text())["export"]["c"]
+    export_c(tag, tmp_path / "c")
+    cost = measure_c_cost(tmp_path / "c", "cortex-m4", steps_per_window=125)
+    assert cost["flash_bytes"] == card["cortex_m4_flash_bytes_Os"]
+    assert cost["ram_bytes"] == card["cortex_m4_ram_bytes"]
+    step = card["cortex_m4_instructions_per_step_O2"]
+    assert abs(cost["instructions_per_step"] - step) / step < 0.01
+    assert cost["instructions_per_window"] == pytest.approx(
+        125 * cost["instructions_per_step"] + cost["head_instructions"], abs=0.1)
