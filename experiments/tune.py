@@ -389,6 +389,7 @@ def plot_frontier(rows: list[dict], budget: dict, path: Path, best: dict | None 
     """``frontier.png``: held-out accuracy (+- standard error) against the predicted cost of
     the budget's first key, the non-dominated trials joined, the budget as a line."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -411,6 +412,9 @@ def plot_frontier(rows: list[dict], budget: dict, path: Path, best: dict | None 
     if best and "measured" in best and key in best["measured"]:
         ax.plot([best["measured"][key]], [best["accuracy"]], "r*", ms=12,
                 label="best, measured cost")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_title(f"zoo tune: {len(rows)} trials within {key.replace('_', ' ')} "
+                 f"{budget[key]:,}", fontsize=10)
     ax.set_xlabel(f"{key.replace('_', ' ')} (predicted, Cortex-M4)")
     ax.set_ylabel("held-out accuracy (%)")
     ax.grid(alpha=0.3)
