@@ -226,7 +226,12 @@ def run_trial(params: dict, plan: dict) -> None:
     from zoo.training.rundir import RunDirectory
 
     trial = plan["trials"][params["index"]]
+    run_dir = Path(trial["run_dir"])
     best = {"accuracy": 0.0, "epoch": 0}
+    # resumed after a kill: the epochs committed before it count towards its best
+    for epoch, accuracy in enumerate(_history(run_dir), start=1):
+        if accuracy > best["accuracy"]:
+            best.update(accuracy=accuracy, epoch=epoch)
 
     class Report(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
@@ -237,19 +242,21 @@ def run_trial(params: dict, plan: dict) -> None:
                          "best_epoch": best["epoch"], "epoch": epoch + 1})
 
     config = TrainConfig.from_dict(trial["config"])
-    run_dir = Path(trial["run_dir"])
     finished = RunDirectory(run_dir).is_finished()
     train_or_reuse(config, run_dir, data_dir=plan["data_dir"], callbacks=[Report()])
-    if finished or best["epoch"] == 0:  # reused: report its recorded history once
-        history = finished_history(run_dir)
-        top = max(range(len(history)), key=lambda i: history[i])
-        tune.report({METRIC: history[-1], "best_val_accuracy": history[top],
-                     "best_epoch": top + 1, "epoch": len(history)})
+    if finished:  # reused as it was: report its recorded history once
+        history = _history(run_dir)
+        tune.report({METRIC: history[-1], "best_val_accuracy": best["accuracy"],
+                     "best_epoch": best["epoch"], "epoch": len(history)})
 
 
-def finished_history(run_dir: Path) -> list[float]:
-    """The held-out accuracy of each epoch of a finished run (its ``history.csv``)."""
-    with open(Path(run_dir) / "history.csv") as f:
+def _history(run_dir: Path) -> list[float]:
+    """The held-out accuracy of each committed epoch of a run (its ``history.csv``; [] when
+    it has none yet)."""
+    path = Path(run_dir) / "history.csv"
+    if not path.is_file():
+        return []
+    with open(path) as f:
         return [float(row[METRIC]) for row in csv.DictReader(f)]
 
 
