@@ -187,8 +187,9 @@ def read_data(task: str, data_dir, sampling_rate: float | None = None) -> DataFa
     loaded = get_task(task, **options)
     data = loaded.load(data_dir)
     window = tuple(int(v) for v in data.train.x.shape[1:])
-    seconds = loaded.window_seconds
-    if sampling_rate:
+    # a clip's seconds (audio_folder), else the task's own window length, else the rate's
+    seconds = loaded.options().get("clip_seconds") or loaded.window_seconds
+    if sampling_rate and task == "windows":
         seconds = window[0] / sampling_rate
     return DataFacts(window, loaded.num_classes, len(data.val), seconds, options)
 
