@@ -43,6 +43,8 @@ SUBCOMMANDS = {
     "analyze": ("edge_rnn_zoo.analyze_cli", "theory report of a run: stability, memory, truncation"),
     "sweep": ("zoo.experiments.sweep", "subject cross-validation, recipe sweeps and the real-scale "
                                    "table as Ray Tune trials (needs the sweep extra)"),
+    "tune": ("edge_rnn_zoo.tune_cli", "search the most accurate model that fits a device "
+                                      "budget on your data (Ray Tune, priced before training)"),
 }
 
 # `zoo bench NAME ...`: name -> (module with main(argv), one-line help)

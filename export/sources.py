@@ -85,11 +85,18 @@ def read_run(run_dir: Path, data_dir=None) -> ExportSource:
     if task.kind != "classification":
         raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
                          f"{task.kind}")
-    x_test = norm.apply(data.test.x).astype(np.float32)
+    test = data.test
+    if not len(test) and len(data.train):
+        # A run trained on all the data (val_fraction 0, as zoo tune's best): no window was
+        # held out, so the int8 model is checked against the float one on the training windows.
+        _log.warning("%s: the run held no windows out (it trained on all its data); the export "
+                     "is checked on its %d training windows", run_dir, len(data.train))
+        test = data.train
+    x_test = norm.apply(test.x).astype(np.float32)
     return ExportSource(
         name=config["model"], model=model, norm=norm,
         x_train=norm.apply(data.train.x).astype(np.float32), x_test=x_test,
-        y_test=np.asarray(data.test.y), class_names=list(task.class_names),
+        y_test=np.asarray(test.y), class_names=list(task.class_names),
         keras_logits=model.predict(x_test, batch_size=256, verbose=0),
         data_source=str(data.source), task=task.name, task_options=task.options(),
         model_options=config.get("model_options_resolved", config.get("model_options")),

@@ -19,7 +19,8 @@ __all__ = ["train_or_reuse", "read_finished_run", "load_keras_model", "load_norm
            "check_model_fits_task"]
 
 
-def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None) -> Path:
+def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None,
+                   callbacks=()) -> Path:
     """``run_dir`` after making sure it holds a finished run of ``config``.
 
     A finished run there is reused as it is (its settings are not compared: the caller names run
@@ -32,6 +33,7 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
         data_dir: the dataset folder or archive (None: the task's default location).
         verbose: passed to `zoo.training.trainer.train` (which logs its progress at INFO:
             `zoo.training.logs`).
+        callbacks: more Keras callbacks for the training (`zoo.training.trainer.train`).
 
     Returns:
         ``run_dir`` as a Path.
@@ -46,7 +48,7 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
     if not run.is_finished():
         from zoo.training.trainer import train
 
-        train(config, run.root, data_dir=data_dir, verbose=verbose)
+        train(config, run.root, data_dir=data_dir, verbose=verbose, callbacks=callbacks)
     return run.root
 
 

@@ -149,7 +149,7 @@ def resolved_config(config: TrainConfig, task) -> dict:
 
 
 def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite: bool = False,
-          verbose: int | None = None) -> dict:
+          verbose: int | None = None, callbacks=()) -> dict:
     """Train ``config`` into ``run_dir`` and return the metrics written to ``metrics.json``.
 
     Progress (one line per epoch, the result) is logged at INFO (`zoo.training.logs`).
@@ -158,6 +158,8 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     holds an unfinished run of the same settings, training resumes from its newest committed
     checkpoint. With ``overwrite``, a finished run of the zoo's is replaced, but only once the
     new run has finished: until then it is built beside it (see ``docs/reliability.md``).
+    ``callbacks``: more Keras callbacks, run after the run's own (its epoch is committed when
+    they see it), e.g. a search reporting each epoch to its scheduler (``zoo tune``).
     """
     from zoo.training.tasks import get_task
 
@@ -192,7 +194,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     with storage.replacing(real, RUN_MARKER, "run directory", check=refuse) as replacement:
         work = prepare_run_dir(real, config, overwrite)
         metrics = _train_in_cleaning_up(work, _Job(config, task, init_weights, data_dir, verbose,
-                                                   teachers))
+                                                   teachers, tuple(callbacks)))
         if work.path != real:
             _keep_extras(real)
             replacement.swap_in(work.path)
@@ -250,6 +252,8 @@ class _Job:
     data_dir: Any
     verbose: int | None
     teachers: list = dataclasses.field(default_factory=list)  # distill's (`distill.Teacher`)
+    # the caller's Keras callbacks, after the run's (a search's per-epoch report: zoo tune)
+    callbacks: tuple = ()
 
 
 @dataclasses.dataclass
@@ -474,7 +478,7 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start, has_val: bool
         _log.warning("no TensorBoard logs: Keras writes them with TensorFlow, which is not "
                      "installed")
     callbacks.append(cb.RunCheckpoint(run.root, start.history, stateful))
-    return callbacks, stateful
+    return callbacks + list(job.callbacks), stateful
 
 
 def _can_write_tensorboard() -> bool:
