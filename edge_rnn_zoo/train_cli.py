@@ -165,11 +165,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a run directory written by `zoo train` (its Keras model), or an "
                              "export folder written by `zoo export` (its TFLite model: a step "
                              "export streamed as a device runs it, also a --form c folder)")
-    parser.add_argument("--data-dir", "--data", dest="data_dir",
+    parser.add_argument("--data-dir", dest="data_dir",
                         help="data of the task's kind (default: where the run or export found "
                              "its data, else $ZOO_DATA_DIR); the task decides what it holds: "
                              "its own test data or the whole folder. An export of a .keras "
-                             "model: an .npz of raw windows X and labels y")
+                             "model: an .npz of raw windows X and labels y (integers or the class names)")
     parser.add_argument("--runtime", choices=("litert", "tflite-micro"), default="litert",
                         help="an export: the runtime that runs it (default litert)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")

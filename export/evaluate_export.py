@@ -89,7 +89,7 @@ def _npz_windows(data_dir, card, timesteps):
     from zoo.export.sources import read_windows
 
     if data_dir is None or not str(data_dir).endswith(".npz"):
-        raise ValueError(f"this export is of a Keras model (no task): --data-dir (or --data) "
+        raise ValueError(f"this export is of a Keras model (no task): --data-dir "
                          f"takes an .npz holding its raw windows X (N, {timesteps or 'T'}, "
                          f"{card.features}) and their labels y; got {data_dir}")
     x, y, where = read_windows(data_dir, None, card.features, timesteps, classes=card.classes,

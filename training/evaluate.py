@@ -52,9 +52,12 @@ def evaluation_split(task, data_dir, seed: int = 0):
 def classification_report(y_true: np.ndarray, y_pred: np.ndarray, class_names) -> dict:
     """Accuracy, per-class accuracy and the confusion matrix of predictions ``y_pred``."""
     cm = confusion_matrix(np.asarray(y_true), np.asarray(y_pred), len(class_names))
-    per_class = cm.diagonal() / np.maximum(cm.sum(axis=1), 1)
+    counts = cm.sum(axis=1)
+    # A class with no test window has no accuracy (None, "-" in the table), not 0 %.
+    per_class = [float(cm[i, i] / n) if n else None for i, n in enumerate(counts)]
     return {"accuracy": float(np.mean(np.asarray(y_pred) == np.asarray(y_true))),
-            "per_class_accuracy": {str(name): float(a) for name, a in zip(class_names, per_class)},
+            "per_class_accuracy": {str(name): a for name, a in zip(class_names, per_class)},
+            "per_class_windows": {str(name): int(n) for name, n in zip(class_names, counts)},
             "class_names": [str(name) for name in class_names],
             "confusion_matrix": cm.tolist()}
 
@@ -95,8 +98,11 @@ def format_report(report: dict) -> str:
     lines.append(f"test accuracy: {100 * report['accuracy']:.2f}%")
     lines.append("per-class accuracy:")
     width = max(len(n) for n in report["class_names"])
+    counts = report.get("per_class_windows", {})
     for name, acc in report["per_class_accuracy"].items():
-        lines.append(f"  {name:<{width}}  {100 * acc:6.2f}%")
+        n = f"  (n={counts[name]})" if name in counts else ""
+        lines.append(f"  {name:<{width}}  {'-':>7}{n}" if acc is None
+                     else f"  {name:<{width}}  {100 * acc:6.2f}%{n}")
     cm = np.array(report["confusion_matrix"])
     if len(cm) <= 30:
         lines.append("confusion matrix (rows: true, columns: predicted):")
