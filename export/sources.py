@@ -151,8 +151,8 @@ def read_keras(model, calibration, labels=None) -> ExportSource:
     if not hasattr(model, "layers"):
         path, model = Path(model), load_keras_model(model)
     chain = layer_chain(model)
-    x, y, where = read_windows(calibration, labels, chain.features, chain.timesteps,
-                               classes=chain.classes)
+    x, y, where, names = read_labelled_windows(calibration, labels, chain.features,
+                                               chain.timesteps, classes=chain.classes)
     norm = (Normalization(*chain.normalization) if chain.normalization is not None
             else Normalization.identity(chain.features))
     floats = logits_model(chain)
@@ -161,7 +161,7 @@ def read_keras(model, calibration, labels=None) -> ExportSource:
         name=path.stem if path else chain.name, model=floats, norm=norm, x_train=x, x_test=x,
         y_test=y,
         keras_logits=_float_logits(floats, x),
-        class_names=[str(i) for i in range(chain.classes)], data_source=where,
+        class_names=names, data_source=where,
         card_fields={"keras_model": str(path) if path else f"in-memory model {model.name!r}",
                      "layers": chain.describe()})
 
@@ -175,10 +175,24 @@ def _float_logits(model, x: np.ndarray) -> np.ndarray:
 
 
 def read_windows(calibration, labels, features: int, timesteps: int | None, *,
-                 classes: int | None = None, min_windows: int = MIN_WINDOWS):
+                 classes: int | None = None, min_windows: int = MIN_WINDOWS,
+                 class_names: list | None = None):
     """(x float32 (N, T, C), y int64 (N,) or None, where): the calibration windows and their
-    labels (class indices below ``classes``), checked (at least ``min_windows``); ``where`` names
-    the windows in messages."""
+    labels as class indices below ``classes`` (`read_labelled_windows`), checked (at least
+    ``min_windows``); ``where`` names the windows in messages."""
+    return read_labelled_windows(calibration, labels, features, timesteps, classes=classes,
+                                 min_windows=min_windows, class_names=class_names)[:3]
+
+
+def read_labelled_windows(calibration, labels, features: int, timesteps: int | None, *,
+                          classes: int | None = None, min_windows: int = MIN_WINDOWS,
+                          class_names: list | None = None):
+    """(x, y, where, class names): `read_windows`, and the names of the model's outputs in
+    order. Labels may be integers (class indices, or the classes' names when those are whole
+    numbers) or strings: mapped through ``class_names`` (an export's), else, for a model with
+    no names yet, the sorted distinct labels name its outputs in order (as the windows task
+    sorts its classes), which needs one label per output. A label outside the names is
+    refused, naming it."""
     x, y, where = _load_windows(calibration)
     if labels is not None:
         if y is not None:
@@ -187,9 +201,53 @@ def read_windows(calibration, labels, features: int, timesteps: int | None, *,
     else:
         label_where = where
     x = _checked_windows(x, where, features, timesteps, min_windows)
+    names = list(class_names) if class_names else (
+        [str(i) for i in range(classes)] if classes is not None else None)
     if y is not None:
-        y = _checked_labels(y, label_where, len(x), classes)
-    return x, y, where
+        y, names = _class_indices(np.asarray(y), label_where, len(x), classes, names,
+                                  named=bool(class_names))
+    return x, y, where, names
+
+
+def _class_indices(y: np.ndarray, where: str, n: int, classes: int | None, names: list | None,
+                   named: bool):
+    """``(indices, names)`` of labels ``y``: string labels through ``names`` (or, when nothing
+    named the classes yet, the sorted labels become the names); integer labels as indices,
+    or by value when every name is a whole number (a run trained on labels 1, 2, 5)."""
+    if y.ndim == 1 and y.dtype.kind in "US":
+        if y.dtype.kind == "S":
+            y = y.astype(str)
+        if len(y) != n:
+            raise CalibrationError(f"{where}: {len(y)} labels for {n} windows")
+        if not named:
+            from zoo.training.tasks.windows import label_names
+
+            found = label_names(y, where)
+            if classes is not None and len(found) != classes:
+                raise CalibrationError(
+                    f"{where}: {len(found)} distinct string labels {found} for a model of "
+                    f"{classes} outputs; string labels name the outputs in sorted order, so "
+                    f"each of the {classes} classes needs windows (or give integer class "
+                    "indices)")
+            names = found
+        return _through_names(y, names, where), names
+    if named and y.ndim == 1 and y.dtype.kind in "iu" and names and all(
+            _whole(name) for name in names) and names != [str(i) for i in range(len(names))]:
+        return _through_names(np.array([str(int(v)) for v in y.tolist()]), names, where), names
+    return _checked_labels(y, where, n, classes), names
+
+
+def _whole(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def _through_names(y: np.ndarray, names: list, where: str) -> np.ndarray:
+    index = {str(name): i for i, name in enumerate(names)}
+    unknown = sorted(set(y.tolist()) - set(index))
+    if unknown:
+        raise CalibrationError(f"{where}: label(s) {unknown} are not among the model's classes "
+                               f"{list(names)}; its outputs were never trained on them")
+    return np.array([index[v] for v in y.tolist()], dtype=np.int64)
 
 
 def _load_windows(calibration):
@@ -255,12 +313,16 @@ def _checked_labels(y, where: str, n: int, classes: int | None) -> np.ndarray:
     y = np.asarray(y)
     if y.dtype.kind not in "iuf" or y.ndim != 1:
         raise CalibrationError(f"{where}: labels of dtype {y.dtype} and shape {y.shape}; valid: "
-                               "one integer class index per window (0..classes-1, the model's "
-                               "output order)")
+                               "one label per window: an integer class index (0..classes-1, "
+                               "the model's output order) or a class name")
     if len(y) != n:
         raise CalibrationError(f"{where}: {len(y)} labels for {n} windows")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y) & (y == np.round(y))):
         raise CalibrationError(f"{where}: labels must be whole numbers (class indices)")
+    if y.dtype.kind == "u" and y.size and int(y.max()) > np.iinfo(np.int64).max:
+        i = int(np.argmax(y))  # would wrap to a negative number as int64
+        raise CalibrationError(f"{where}: label {int(y[i])} at index {i}; the model has "
+                               f"{classes} classes (valid: 0..{(classes or 1) - 1})")
     y = y.astype(np.int64)
     bad = np.flatnonzero((y < 0) | (y >= (classes if classes is not None else np.inf)))
     if bad.size:

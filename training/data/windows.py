@@ -156,6 +156,8 @@ def _checked_ids(path: Path, key: str, values: np.ndarray, n: int, what: str) ->
                         "must be the same length")
     if values.dtype.kind in "US":
         return values.astype(str)
+    if values.dtype.kind == "u" and len(values) and int(values.max()) > np.iinfo(np.int64).max:
+        return values.astype(str)  # as int64 they would wrap to negative numbers: kept as text
     if values.dtype.kind in "biu":
         return values.astype(np.int64)
     if values.dtype.kind == "f":
