@@ -50,6 +50,10 @@ def evaluate_export(export_dir, data_dir=None, *, runtime: str = "litert",
         raise ValueError(str(err)) from None
     raw, y, source = raw_windows(export_dir, card, data_dir)
     raw, y = (raw[:limit], y[:limit]) if limit else (raw, y)
+    if not len(raw):
+        raise ValueError(f"{export_dir}: no test windows in {source} (the run held out no test "
+                         "split: too few groups or speakers); pass --data-dir with your own "
+                         "test data")
     norm = load_normalization(export_dir / card.normalization, card.features) \
         if card.normalization else None
     x = norm.apply(raw) if norm is not None else np.asarray(raw, np.float32)

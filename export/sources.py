@@ -85,6 +85,10 @@ def read_run(run_dir: Path, data_dir=None) -> ExportSource:
     if task.kind != "classification":
         raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
                          f"{task.kind}")
+    if not len(data.test.x):  # Keras predict on no window fails with UnboundLocalError
+        raise ValueError(f"{run_dir}: the run has no test split ({data.source}: "
+                         f"{_split_sizes(data)}), so there is nothing to check the export on; "
+                         "give the data more groups (or speakers), or a test_fraction")
     x_test = norm.apply(data.test.x).astype(np.float32)
     return ExportSource(
         name=config["model"], model=model, norm=norm,
@@ -94,6 +98,10 @@ def read_run(run_dir: Path, data_dir=None) -> ExportSource:
         data_source=str(data.source), task=task.name, task_options=task.options(),
         model_options=config.get("model_options_resolved", config.get("model_options")),
         run_dir=str(Path(run_dir).resolve()), frontend=frontend_entry(task))
+
+
+def _split_sizes(data) -> str:
+    return f"{len(data.train.x)} train / {len(data.val.x)} val / {len(data.test.x)} test windows"
 
 
 def _task_data(config: dict, run_dir: Path, data_dir):

@@ -49,6 +49,15 @@ def evaluation_split(task, data_dir, seed: int = 0):
     return task.load(data_dir, seed=seed).test
 
 
+def check_not_empty(split, scored, data_dir) -> None:
+    """No window to score (a run whose test split is empty: one group, two speakers) is said
+    in one line, not left to Keras's predict (an UnboundLocalError on no batch)."""
+    if not len(split.x):
+        raise ValueError(f"{scored}: no test windows in {data_dir or 'its data'} (the run held "
+                         "out no test split: too few groups or speakers); pass --data-dir "
+                         "with your own test data")
+
+
 def classification_report(y_true: np.ndarray, y_pred: np.ndarray, class_names) -> dict:
     """Accuracy, per-class accuracy and the confusion matrix of predictions ``y_pred``."""
     cm = confusion_matrix(np.asarray(y_true), np.asarray(y_pred), len(class_names))
@@ -77,6 +86,7 @@ def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | Non
     task = get_task(config["task"], **{**config.get("task_options", {}), **(task_options or {})})
     check_model_fits_task(model, task, run_dir)
     test = evaluation_split(task, data_dir, seed=config.get("seed", 0))
+    check_not_empty(test, run_dir, data_dir)
     outputs = model.predict(norm.apply(test.x).astype("float32"), batch_size=256, verbose=0)
     report = {"run_dir": str(run_dir), "task": task.name, "model": config["model"],
               "test_sequences": len(test.x)}

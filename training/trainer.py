@@ -302,8 +302,9 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     if not len(data.train):  # model.fit on no batch at all waits for ever
         raise ValueError(f"task {config.task}: the training split of {data.source} is empty; "
                          "nothing to train on")
+    fingerprint = _check_same_data(run, data, checkpoint)
     arrays = _normalised(data)
-    _write_settings(run, config, job.task, data, job.teachers)
+    _write_settings(run, config, job.task, data, job.teachers, fingerprint)
     start = _start(run, job, checkpoint,
                    steps_per_epoch=int(np.ceil(len(arrays.x_train) / config.batch_size)))
     model, history = start.model, start.history
@@ -322,7 +323,11 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     if qat_stage.stage_options(config):
         job, start, stateful, mark = _qat_stage(run, job, start, stateful, arrays, transform,
                                                 marked, data.normalization)
-    train_seconds = time.perf_counter() - clock + resumed_seconds
+    # The epochs' own time (each row of the history, resumed ones too): the setup before the
+    # first epoch (callbacks, tracing, a QAT stage's model) is not training.
+    train_seconds = sum(row.get("seconds", 0.0) for row in start.history)
+    _log.debug("%.1f s from the first epoch's start to the last one's end (%.1f s of epochs "
+               "resumed)", time.perf_counter() - clock, resumed_seconds)
     metrics = _final_metrics(job.config, start, arrays, stateful, train_seconds, data)
     if mark is not None:
         metrics["qat_stage"] = mark.state()
@@ -389,11 +394,38 @@ def _normalised(data) -> _Arrays:
                      for a in (norm.apply(split.x).astype("float32"), split.y)))
 
 
+def _check_same_data(run: rundir.RunDirectory, data, checkpoint) -> dict | None:
+    """The data's fingerprint (`provenance.data_fingerprint`); a resumed run whose data changed
+    since its checkpoint (replaced between a kill and the resume) is refused, naming the file:
+    its epochs so far were fitted to other data, normalised otherwise."""
+    from zoo.training.provenance import data_fingerprint, same_data
+
+    now = data_fingerprint(data.source)
+    if checkpoint is not None:
+        recorded = run.read_config().get("data_fingerprint_resolved")
+        if not same_data(recorded, now):
+            raise ValueError(f"{data.source} changed since {run.root} trained its first "
+                             f"{checkpoint.epochs_done} epoch(s) on it (recorded "
+                             f"{_fingerprint_text(recorded)}, now {_fingerprint_text(now)}); "
+                             "the run cannot resume on other data: restore the file, or start "
+                             "afresh with --overwrite or another --out")
+    return now
+
+
+def _fingerprint_text(fingerprint: dict) -> str:
+    if "sha256" in fingerprint:
+        return f"{fingerprint['size']:,} bytes, sha256 {fingerprint['sha256'][:12]}"
+    return f"listing sha256 {fingerprint['listing_sha256'][:12]}"
+
+
 def _write_settings(run: rundir.RunDirectory, config: TrainConfig, task, data,
-                    teachers=()) -> None:
-    """``config.yaml`` (with where the data was found, so eval / export / analyze reuse it, and
-    the teachers distilled from, by sha256) and the normalization, before the first epoch."""
+                    teachers=(), fingerprint: dict | None = None) -> None:
+    """``config.yaml`` (with where the data was found, so eval / export / analyze reuse it, its
+    fingerprint, and the teachers distilled from, by sha256) and the normalization, before the
+    first epoch."""
     saved = {**resolved_config(config, task), "data_source_resolved": str(data.source)}
+    if fingerprint is not None:
+        saved["data_fingerprint_resolved"] = fingerprint
     if teachers:
         saved["distill_resolved"] = distill.provenance(config.distill, teachers)
     storage.write_text_atomic(run.config, yaml.safe_dump(saved, sort_keys=False))

@@ -166,6 +166,10 @@ def split_groups(groups: list[str], val_fraction: float, test_fraction: float,
     if not train:
         raise DataError(f"{n} speaker group(s): none left for training after validation and "
                         "test (lower val_fraction / test_fraction, or add speakers)")
+    if n < 3 and (val_fraction > 0 or test_fraction > 0) and val_fold is None:
+        _log.warning("%d speaker group(s) %s: fewer than 3, so no validation split (no early "
+                     "stopping) and no test split; score a test folder with zoo eval RUN "
+                     "--data-dir DIR, or add speakers (speaker_pattern names them)", n, order)
     return {"train": sorted(train), "val": sorted(val), "test": sorted(test)}
 
 
