@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from zoo.training.flags import key_value, strict_float, strict_int
+from zoo.training.flags import key_value, non_empty, strict_float, strict_int
 from zoo.training.rundir import check_run_dir_argument
 
 _log = logging.getLogger(__name__)
@@ -19,7 +19,8 @@ _TRAIN_FLAGS = {
     "epochs": strict_int, "batch_size": strict_int, "lr": strict_float, "optimizer": str,
     "seed": strict_int, "clipnorm": strict_float, "lr_decay_epochs": strict_int,
     "lr_decay_factor": strict_float, "lr_schedule": str, "monitor": str, "sparsity_w": strict_float,
-    "sparsity_u": strict_float, "distribute": str, "init_from": str, "ema_momentum": strict_float,
+    "sparsity_u": strict_float, "distribute": str, "init_from": non_empty,
+    "ema_momentum": strict_float,
 }
 # Model options with their own flags (any other goes through --option KEY=VALUE).
 _MODEL_FLAGS = {"units": strict_int, "k": strict_int, "rank": strict_int}

@@ -139,12 +139,39 @@ def load_keras_model(path) -> object:
     if path.suffix != ".keras" or not path.is_file():
         raise FileNotFoundError(f"{path}: not a .keras file (save one with model.save("
                                 "'model.keras'))")
+    _check_keras_archive(path)
     zoo.register_layers()
     try:
         return keras.saving.load_model(path, compile=False)
     except (ValueError, OSError, TypeError, KeyError) as err:
+        import re
+
+        unknown = re.search(r"Could not locate class '([^']+)'", str(err))
+        if unknown:  # the first line blames the model, not the layer class it could not find
+            raise ValueError(f"{path}: layer class {unknown.group(1)!r} is not registered "
+                             "with Keras (a custom layer); decorate it with "
+                             "@keras.saving.register_keras_serializable() and export from "
+                             "Python after importing it (zoo.export.export_model)") from None
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ValueError(f"{path}: cannot be loaded as a Keras model ({first})") from None
+
+
+def _check_keras_archive(path: Path) -> None:
+    """A ``.keras`` file is a zip archive; an empty, damaged or HDF5 one is said as such (Keras
+    answered "File not found" for them)."""
+    import zipfile
+
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+    if head.startswith(b"\x89HDF"):
+        raise ValueError(f"{path}: an HDF5 (.h5) model file named .keras; load it with "
+                         "keras.models.load_model and save it again as model.save('model.keras')")
+    if not head:
+        raise ValueError(f"{path}: empty (0 bytes), not a Keras model; save one with "
+                         "model.save('model.keras')")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not a .keras archive (a .keras file is a zip of the model's "
+                         "config and weights): damaged, or another kind of file")
 
 
 def read_keras(model, calibration, labels=None) -> ExportSource:
@@ -263,6 +290,7 @@ def _load_windows(calibration):
         return calibration, None, "calibration"
     path = Path(calibration)
     if path.suffix == ".npz":
+        _check_magic(path, (b"PK\x03\x04", b"PK\x05\x06"), ".npz archive (numpy.savez)")
         try:
             with np.load(path, allow_pickle=False) as data:
                 keys = set(data.files)
@@ -279,6 +307,22 @@ def _load_windows(calibration):
     return x, None, where
 
 
+def _check_magic(path: Path, magics: tuple, what: str) -> None:
+    """A file that is not what its name says (text, a pickle) is said in one line, before
+    numpy's reader suggests allow_pickle (loading a pickle runs its code)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError as err:
+        raise CalibrationError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if not any(head.startswith(m) for m in magics):
+        try:
+            kind = "empty" if not head else "text" if head.decode("utf-8") else "?"
+        except UnicodeDecodeError:
+            kind = "binary data of another kind"
+        raise CalibrationError(f"{path}: {kind}, not an {what}")
+
+
 def _load_array(source, what: str):
     if not isinstance(source, (str, Path)):
         return source, what
@@ -286,6 +330,7 @@ def _load_array(source, what: str):
     if path.suffix != ".npy":
         raise CalibrationError(f"{path}: {what} must be an .npy file (or an .npz holding X and "
                                "y)")
+    _check_magic(path, (b"\x93NUMPY",), ".npy array (numpy.save)")
     try:
         return np.load(path, allow_pickle=False), str(path)
     except (OSError, ValueError) as err:

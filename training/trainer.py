@@ -169,6 +169,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     # First, from what is on disk alone: a refused --out (a finished run, a user's folder) is
     # answered before any data is read or model built, and gets no lock file beside it.
     check_out(real, overwrite)
+    _check_out_not_in_data(real, data_dir)
     task = get_task(config.task, **config.task_options)
     from_data = getattr(task, "options_from_data", None)
     if from_data is not None:  # classes read off the user's data: recorded in the run's config
@@ -198,6 +199,17 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
             replacement.swap_in(work.path)
     _log.info(result_line(metrics, run_dir))
     return metrics
+
+
+def _check_out_not_in_data(run_dir: Path, data_dir) -> None:
+    """A run directory inside the data folder would be read as data (a CSV task took it for an
+    empty class folder): refused, naming both."""
+    if data_dir is None or not Path(data_dir).expanduser().is_dir():
+        return
+    data = Path(data_dir).expanduser().resolve()
+    if run_dir.resolve() == data or data in run_dir.resolve().parents:
+        raise ValueError(f"--out {run_dir} is inside the data folder {data}, where the run's "
+                         "files would be read as data; choose an --out outside it")
 
 
 def _check_stage_model(config: TrainConfig, task) -> None:

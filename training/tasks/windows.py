@@ -173,6 +173,7 @@ class WindowsTask(FramesPerStep, Task):
         """``class_names`` and ``window_shape`` as the data at ``data_dir`` gives them (those set
         already are kept); the trainer records them in the run's task options."""
         windows = self._read(data_dir)
+        _check_two_classes(windows)
         found = {"class_names": label_names(windows.labels, windows.source),
                  "window_shape": [int(windows.x.shape[1]), int(windows.x.shape[2])],
                  "channels": windows.channels if _named(windows.channels) else None,
@@ -197,7 +198,9 @@ class WindowsTask(FramesPerStep, Task):
                             f"{o['window_shape'][1]} (option window_shape)")
         _check_channels(windows, o["channels"])
         if o["class_names"] is None:
+            _check_two_classes(windows)
             o["class_names"] = label_names(windows.labels, windows.source)
+        _warn_long(windows)
         if len(o["class_names"]) < 2:
             raise DataError(f"{windows.source}: one class only ({o['class_names'][0]!r}); a "
                             "classifier needs at least two")
@@ -387,6 +390,27 @@ def _label_key(value):
     texts of one number by their text (`label_names` refuses them as classes)."""
     text = str(value)
     return (0, int(text), text) if re.fullmatch(r"-?\d+", text) else (1, 0, text)
+
+
+def _check_two_classes(windows: Windows) -> None:
+    """Data of one class: said of the data (naming the file and the class), not of the
+    class_names option the user never set."""
+    found = label_names(windows.labels, windows.source)
+    if len(found) < 2:
+        raise DataError(f"{windows.source}: every window has the label {found[0]!r}; a "
+                        "classifier needs windows of at least two classes")
+
+
+LONG_WINDOW = 5000  # steps: beyond, an epoch of a recurrent cell takes minutes on a CPU
+
+
+def _warn_long(windows: Windows) -> None:
+    steps = int(windows.x.shape[1])
+    if steps > LONG_WINDOW:
+        _log.warning("%s: windows of %d steps: the recurrent cell steps %d times per window, "
+                     "so an epoch of %d windows may take minutes before its first line; "
+                     "shorter windows, or frames_per_step=K (K samples a step), go faster",
+                     windows.source, steps, steps, len(windows.x))
 
 
 def _named(channels: list[str]) -> bool:
