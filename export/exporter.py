@@ -34,7 +34,7 @@ from zoo.export import device_runtime
 from zoo.export.card import card_markdown, on_sequences, versus_float
 from zoo.export.card_schema import FORMS, ModelCard
 from zoo.export.exportdir import MARKER, ExportDirectory
-from zoo.export.int8_gate import agreement_drop, next_command, widest_range
+from zoo.export.int8_gate import agreement_drop, same_command, source_command, widest_range
 from zoo.export.quantize import CALIBRATED, MODES, accuracy_drop_advice
 from zoo.export.sources import ExportSource, frontend_entry, read_run
 from zoo.training import storage
@@ -495,7 +495,7 @@ def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path,
                    f"{acc['agreement_drop_points']:.2f} points lost (allowed: {opts.max_drop} "
                    "points")
     widest = widest_range(run.model, run.x_test) if run is not None else None
-    command = _next_command(run, opts) if run is not None else None
+    command = source_command(run, opts) if run is not None else None
     raise AccuracyDropError(
         f"{summary}; {out} is unchanged and {kept})"
         + (f"; widest int8 range: {widest}" if widest else "")
@@ -504,30 +504,7 @@ def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path,
         f"{accuracy_drop_advice(opts.quantize) if not command else ''}retrain with the "
         "integer-friendly options (docs/export.md).", summary=summary + ")"
         + (f"; widest int8 range: {widest}" if widest else ""),
-        inspect=_same_command(run, opts) if run is not None else None, command=command)
-
-
-def _same_command(run: ExportSource, opts: ExportOptions) -> str | None:
-    """The command that makes this export again, e.g. for a step export made inside ``--form
-    c`` whose folder is temporary."""
-    import shlex
-
-    keras_file = run.card_fields.get("keras_model")
-    if keras_file and str(keras_file).endswith(".keras"):
-        words = ["zoo", "export", str(keras_file), "--calibration", run.data_source]
-    elif run.run_dir:
-        words = ["zoo", "export", run.run_dir]
-    else:
-        return None
-    return shlex.join(words + ["--form", opts.form, "--quantize", opts.quantize])
-
-
-def _next_command(run: ExportSource, opts: ExportOptions) -> str | None:
-    """The export command to try next (`zoo.export.int8_gate.next_command`) for ``run``."""
-    keras_file = run.card_fields.get("keras_model")
-    if keras_file and str(keras_file).endswith(".keras"):
-        return next_command(keras_file, opts.quantize, run.data_source)
-    return next_command(run.run_dir, opts.quantize) if run.run_dir else None
+        inspect=same_command(run, opts) if run is not None else None, command=command)
 
 
 def check_out(out: Path, overwrite: bool) -> None:
@@ -600,7 +577,8 @@ def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
     output and input quantizations differ)."""
     from ai_edge_litert.interpreter import Interpreter
 
-    interp = Interpreter(model_content=stream_bytes)
+    with device_runtime.delegate_line_hidden():
+        interp = Interpreter(model_content=stream_bytes)
     step, head = interp.get_signature_runner("step"), interp.get_signature_runner("head")
     (x_in, h_in), (h_out,) = ([step.get_input_details()[k] for k in ("x_t", "h_prev")],
                               step.get_output_details().values())

@@ -8,9 +8,9 @@ import shlex
 
 import numpy as np
 
-from zoo.export.quantize import _MORE_PRECISE
+from zoo.export.quantize import more_precise_mode
 
-__all__ = ["agreement_drop", "widest_range", "next_command"]
+__all__ = ["agreement_drop", "widest_range", "next_command", "same_command", "source_command"]
 
 
 def agreement_drop(agreement: float) -> float:
@@ -45,10 +45,36 @@ def next_command(source: str, quantize: str, calibration: str | None = None) -> 
     """The ``zoo export`` command to try after ``quantize`` lost too much: the same source as
     a step export in the next more precise mode (its calibration windows for a .keras model),
     or None when no mode is more precise."""
-    if quantize not in _MORE_PRECISE:
+    mode = more_precise_mode(quantize)
+    if mode is None:
         return None
-    mode = _MORE_PRECISE[quantize].split()[1]
     words = ["zoo", "export", str(source)]
     if calibration:
         words += ["--calibration", str(calibration)]
     return shlex.join(words + ["--form", "step", "--quantize", mode])
+
+
+def same_command(run, opts) -> str | None:
+    """The command that makes the export of ``run`` (a `zoo.export.sources.ExportSource`) with
+    ``opts`` again, e.g. for a step export made inside ``--form c`` whose folder is temporary."""
+    words = _source_words(run)
+    if words is None:
+        return None
+    return shlex.join(words + ["--form", opts.form, "--quantize", opts.quantize])
+
+
+def source_command(run, opts) -> str | None:
+    """`next_command` for ``run``: its .keras file and calibration windows, or its run."""
+    words = _source_words(run)
+    if words is None:
+        return None
+    return next_command(words[2], opts.quantize, words[4] if len(words) > 3 else None)
+
+
+def _source_words(run) -> list | None:
+    keras_file = run.card_fields.get("keras_model")
+    if keras_file and str(keras_file).endswith(".keras"):
+        return ["zoo", "export", str(keras_file), "--calibration", str(run.data_source)]
+    if run.run_dir:
+        return ["zoo", "export", str(run.run_dir)]
+    return None

@@ -81,3 +81,25 @@ def same_data(recorded: dict | None, now: dict | None) -> bool:
         return True
     key = "sha256" if "sha256" in recorded else "listing_sha256"
     return recorded.get(key) == now.get(key)
+
+
+def check_same_data(run, data, checkpoint) -> dict | None:
+    """The data's fingerprint (`provenance.data_fingerprint`); a resumed run whose data changed
+    since its checkpoint (replaced between a kill and the resume) is refused, naming the file:
+    its epochs so far were fitted to other data, normalised otherwise."""
+    now = data_fingerprint(data.source)
+    if checkpoint is not None:
+        recorded = run.read_config().get("data_fingerprint_resolved")
+        if not same_data(recorded, now):
+            raise ValueError(f"{data.source} changed since {run.root} trained its first "
+                             f"{checkpoint.epochs_done} epoch(s) on it (recorded "
+                             f"{_fingerprint_text(recorded)}, now {_fingerprint_text(now)}); "
+                             "the run cannot resume on other data: restore the file, or start "
+                             "afresh with --overwrite or another --out")
+    return now
+
+
+def _fingerprint_text(fingerprint: dict) -> str:
+    if "sha256" in fingerprint:
+        return f"{fingerprint['size']:,} bytes, sha256 {fingerprint['sha256'][:12]}"
+    return f"listing sha256 {fingerprint['listing_sha256'][:12]}"

@@ -39,7 +39,7 @@ from zoo.training import callbacks as cb
 from zoo.layers import recurrent_layers
 from zoo.training import augment, distill, qat_stage, rundir, storage
 from zoo.training.artifacts import load_keras_model
-from zoo.training.provenance import hardware, versions
+from zoo.training.provenance import check_same_data, hardware, versions
 from zoo.training.warm_start import warm_start_weights
 from zoo.training.config import TrainConfig
 from zoo.training.rundir import RunDirError  # noqa: F401  (re-exported)
@@ -169,7 +169,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     # First, from what is on disk alone: a refused --out (a finished run, a user's folder) is
     # answered before any data is read or model built, and gets no lock file beside it.
     check_out(real, overwrite)
-    _check_out_not_in_data(real, data_dir)
+    rundir.check_out_not_in_data(real, data_dir)
     task = get_task(config.task, **config.task_options)
     from_data = getattr(task, "options_from_data", None)
     if from_data is not None:  # classes read off the user's data: recorded in the run's config
@@ -199,17 +199,6 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
             replacement.swap_in(work.path)
     _log.info(result_line(metrics, run_dir))
     return metrics
-
-
-def _check_out_not_in_data(run_dir: Path, data_dir) -> None:
-    """A run directory inside the data folder would be read as data (a CSV task took it for an
-    empty class folder): refused, naming both."""
-    if data_dir is None or not Path(data_dir).expanduser().is_dir():
-        return
-    data = Path(data_dir).expanduser().resolve()
-    if run_dir.resolve() == data or data in run_dir.resolve().parents:
-        raise ValueError(f"--out {run_dir} is inside the data folder {data}, where the run's "
-                         "files would be read as data; choose an --out outside it")
 
 
 def _check_stage_model(config: TrainConfig, task) -> None:
@@ -314,7 +303,7 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     if not len(data.train):  # model.fit on no batch at all waits for ever
         raise ValueError(f"task {config.task}: the training split of {data.source} is empty; "
                          "nothing to train on")
-    fingerprint = _check_same_data(run, data, checkpoint)
+    fingerprint = check_same_data(run, data, checkpoint)
     arrays = _normalised(data)
     _write_settings(run, config, job.task, data, job.teachers, fingerprint)
     start = _start(run, job, checkpoint,
@@ -404,30 +393,6 @@ def _normalised(data) -> _Arrays:
     norm = data.normalization
     return _Arrays(*(a for split in (data.train, data.val, data.test)
                      for a in (norm.apply(split.x).astype("float32"), split.y)))
-
-
-def _check_same_data(run: rundir.RunDirectory, data, checkpoint) -> dict | None:
-    """The data's fingerprint (`provenance.data_fingerprint`); a resumed run whose data changed
-    since its checkpoint (replaced between a kill and the resume) is refused, naming the file:
-    its epochs so far were fitted to other data, normalised otherwise."""
-    from zoo.training.provenance import data_fingerprint, same_data
-
-    now = data_fingerprint(data.source)
-    if checkpoint is not None:
-        recorded = run.read_config().get("data_fingerprint_resolved")
-        if not same_data(recorded, now):
-            raise ValueError(f"{data.source} changed since {run.root} trained its first "
-                             f"{checkpoint.epochs_done} epoch(s) on it (recorded "
-                             f"{_fingerprint_text(recorded)}, now {_fingerprint_text(now)}); "
-                             "the run cannot resume on other data: restore the file, or start "
-                             "afresh with --overwrite or another --out")
-    return now
-
-
-def _fingerprint_text(fingerprint: dict) -> str:
-    if "sha256" in fingerprint:
-        return f"{fingerprint['size']:,} bytes, sha256 {fingerprint['sha256'][:12]}"
-    return f"listing sha256 {fingerprint['listing_sha256'][:12]}"
 
 
 def _write_settings(run: rundir.RunDirectory, config: TrainConfig, task, data,
