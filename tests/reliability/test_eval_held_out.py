@@ -77,3 +77,18 @@ def test_data_flag_is_gone(windows_run, capsys):
     run, _ = windows_run
     with pytest.raises(SystemExit):
         _eval(capsys, str(run), "--data", "x.npz")
+
+
+@pytest.mark.slow
+def test_the_export_of_a_windows_run_is_scored_on_the_held_out_split_too(windows_run, capsys,
+                                                                        tmp_path):
+    from edge_rnn_zoo.cli import main
+
+    run, _ = windows_run
+    out = tmp_path / "step"
+    assert main(["export", str(run), "--form", "step", "--quantize", "int8", "--no-micro",
+                 "--allow-drop", "--out", str(out)]) == 0
+    capsys.readouterr()
+    code, said, err = _eval(capsys, str(out), "--json")
+    assert code == 0, err
+    assert _json(said)["test_sequences"] == 15  # the run's held-out windows, not all 90
