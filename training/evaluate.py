@@ -81,9 +81,16 @@ def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | Non
 
     with shared(run_dir):  # its files and its data's place, from one run (docs/reliability.md)
         config, model, norm = load_run(run_dir)
-        if data_dir is None:
+        own_data = data_dir is None
+        if own_data:
             data_dir = RunDirectory(run_dir).data_source()
-    task = get_task(config["task"], **{**config.get("task_options", {}), **(task_options or {})})
+    options = {**config.get("task_options", {}), **(task_options or {})}
+    if own_data and data_dir and "train_data" in getattr(get_task(config["task"]), "DEFAULTS", {}) \
+            and not options.get("train_data"):
+        # A run from before the task recorded its training file: its own data is that file,
+        # whose held-out split (not every window) is what it may be scored on.
+        options["train_data"] = str(Path(data_dir).expanduser().resolve())
+    task = get_task(config["task"], **options)
     check_model_fits_task(model, task, run_dir)
     test = evaluation_split(task, data_dir, seed=config.get("seed", 0))
     check_not_empty(test, run_dir, data_dir)

@@ -92,3 +92,21 @@ def test_the_export_of_a_windows_run_is_scored_on_the_held_out_split_too(windows
     code, said, err = _eval(capsys, str(out), "--json")
     assert code == 0, err
     assert _json(said)["test_sequences"] == 15  # the run's held-out windows, not all 90
+
+
+def test_a_run_that_did_not_record_its_training_file_is_scored_on_its_held_out_split(
+        windows_run, capsys, tmp_path):
+    import shutil
+
+    import yaml
+
+    run, _ = windows_run
+    old = tmp_path / "old-run"
+    shutil.copytree(run, old)
+    config = yaml.safe_load((old / "config.yaml").read_text())
+    for key in ("task_options", "task_options_resolved"):
+        config[key].pop("train_data", None)
+    (old / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    code, out, err = _eval(capsys, str(old), "--json")
+    assert code == 0, err
+    assert _json(out)["test_sequences"] == 15
