@@ -89,3 +89,16 @@ def test_the_log_says_whether_background_noise_was_mixed_in(tmp_path, caplog, no
         get_task("audio_folder", clip_seconds=0.25).load(root)
     said = "mixed into" if noise else "no _background_noise_"
     assert said in caplog.text
+
+
+def test_eval_of_a_two_speaker_run_asks_for_test_data_in_one_line(tmp_path, capsys):
+    from edge_rnn_zoo.cli import main
+
+    root = _words(tmp_path / "words")
+    assert main(["train", "--task", "audio_folder", "--model", "lstm", "--units", "2",
+                 "--epochs", "1", "--recipe", "none", "--task-option", "clip_seconds=0.25",
+                 "--data-dir", str(root), "--out", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "no test windows" in err and "--data-dir" in err and "Traceback" not in err
