@@ -53,8 +53,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-drop", type=strict_float, default=1.0,
                         help="fail (exit 3) when TFLite accuracy is more than this many points "
                              "below the Keras float model's (default 1.0)")
-    parser.add_argument("--allow-drop", action="store_true",
-                        help="report an accuracy drop above --max-drop but exit 0")
+    parser.add_argument("--allow-drop", "--accept-int8-loss", dest="allow_drop",
+                        action="store_true",
+                        help="report an accuracy drop (or, without labels, a loss of agreement "
+                             "with the float model) above --max-drop but exit 0")
     parser.add_argument("--per-channel", action="store_true",
                         help="per-channel weight quantization (default per-tensor: as accurate "
                              "here, and smaller)")

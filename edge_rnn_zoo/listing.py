@@ -66,6 +66,19 @@ def print_models() -> None:
         print(f"  {'':<20} options: {model['options']}\n")
 
 
+def task_options_line(name: str) -> str:
+    """``KEY=DEFAULT, ...``: the options a task takes and their defaults (``none``: unset, or
+    fixed from the data when a run starts)."""
+    from zoo.training.tasks import get_task
+
+    defaults = getattr(type(get_task(name)), "DEFAULTS", {}) or {}
+    return ", ".join(f"{k}={_default(v)}" for k, v in defaults.items()) or "none"
+
+
+def _default(value) -> str:
+    return "none" if value is None else str(value).replace(" ", "")
+
+
 def run_list(args) -> int:
     what = "pretrained" if args.pretrained else args.what
     if what in ("models", "all"):
@@ -79,6 +92,8 @@ def run_list(args) -> int:
             shape = "x".join("T" if s is None else str(s) for s in t["input_shape"])
             print(f"  {t['name']:<16} {shape:<14} {t['num_classes']:>7}  {t['kind']:<15} "
                   f"{t['description']}")
+            print(f"  {'':<16} task options (--task-option KEY=VALUE): "
+                  f"{task_options_line(t['name'])}")
     if what in ("pretrained", "all"):
         if what == "all":
             print()

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from zoo.training.flags import key_value, strict_float, strict_int
+from zoo.training.flags import key_value, non_empty, strict_float, strict_int
 from zoo.training.rundir import check_run_dir_argument
 
 _log = logging.getLogger(__name__)
@@ -19,7 +19,30 @@ _TRAIN_FLAGS = {
     "epochs": strict_int, "batch_size": strict_int, "lr": strict_float, "optimizer": str,
     "seed": strict_int, "clipnorm": strict_float, "lr_decay_epochs": strict_int,
     "lr_decay_factor": strict_float, "lr_schedule": str, "monitor": str, "sparsity_w": strict_float,
-    "sparsity_u": strict_float, "distribute": str, "init_from": str, "ema_momentum": strict_float,
+    "sparsity_u": strict_float, "distribute": str, "init_from": non_empty,
+    "ema_momentum": strict_float,
+}
+# What each of those flags sets (defaults: the recipe's, else zoo.training.config.TrainConfig).
+_TRAIN_HELP = {
+    "epochs": "epochs to train (default: the recipe's, else 100)",
+    "batch_size": "sequences per batch (default: the recipe's, else 128)",
+    "lr": "learning rate (default: the recipe's, else 0.01)",
+    "optimizer": "adam, sgd, momentum or rmsprop (default adam)",
+    "seed": "random seed of the weights, batches and augmentation (default 0)",
+    "clipnorm": "clip each gradient to this norm (default: none)",
+    "lr_decay_epochs": "with --lr-schedule step: multiply the learning rate by "
+                       "--lr-decay-factor every this many epochs (default: no decay)",
+    "lr_decay_factor": "the factor of each step decay (default 0.1)",
+    "lr_schedule": "step (the decay above) or cosine (to 0 over the epochs; default step)",
+    "monitor": "what early stopping and the best epoch watch: val_loss, val_accuracy, "
+               "val_mae, loss, accuracy or mae (default val_loss)",
+    "sparsity_w": "FastGRNN three-phase training: the share of input weights kept (0, 1]",
+    "sparsity_u": "the same for the recurrent weights",
+    "distribute": "none or mirrored (tf.distribute.MirroredStrategy over the GPUs)",
+    "init_from": "a finished run directory (or a pretrained tag) whose weights start this "
+                 "model (same weight shapes; a fresh head for other classes)",
+    "ema_momentum": "keep an exponential moving average of the weights with this momentum "
+                    "[0, 1) and use it as the model (default: off)",
 }
 # Model options with their own flags (any other goes through --option KEY=VALUE).
 _MODEL_FLAGS = {"units": strict_int, "k": strict_int, "rank": strict_int}
@@ -33,7 +56,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--option", type=key_value, action="append", default=[],
                         metavar="KEY=VALUE", help="any other model option, e.g. --option alpha=0.5")
     parser.add_argument("--task-option", type=key_value, action="append", default=[],
-                        metavar="KEY=VALUE", help="a task option, e.g. --task-option timesteps=200")
+                        metavar="KEY=VALUE", help="a task option, e.g. --task-option timesteps=200; "
+                        "each task's options and their defaults: zoo list tasks")
     parser.add_argument("--augment", type=key_value, action="append", default=[],
                         metavar="KEY=VALUE", help="an IMU augmentation option over the recipe's, "
                         "e.g. --augment rotation=15 (docs/realscale.md §7)")
@@ -46,7 +70,8 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
                         "of the run, over the recipe's: --qat-stage epochs=10 (0: none), lr=0.001, "
                         "percentile=98 (docs/qat.md)")
     for flag, kind in _TRAIN_FLAGS.items():
-        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind)
+        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind,
+                            help=_TRAIN_HELP[flag])
     parser.add_argument("--patience", type=strict_int, dest="early_stopping_patience",
                         help="early-stopping patience in epochs (0 disables)")
     parser.add_argument("--mixed-precision", action="store_true", default=None,
@@ -166,11 +191,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                              "export folder written by `zoo export` (its TFLite model: a step "
                              "export streamed as a device runs it, also a --form c folder), "
                              "or an installed tag by name (sirnn.har2: its Keras model)")
-    parser.add_argument("--data-dir", "--data", dest="data_dir",
+    parser.add_argument("--data-dir", dest="data_dir",
                         help="data of the task's kind (default: where the run or export found "
                              "its data, else $ZOO_DATA_DIR); the task decides what it holds: "
                              "its own test data or the whole folder. An export of a .keras "
-                             "model: an .npz of raw windows X and labels y")
+                             "model: an .npz of raw windows X and labels y (integers or the class names)")
     parser.add_argument("--runtime", choices=("litert", "tflite-micro"), default="litert",
                         help="an export: the runtime that runs it (default litert)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -36,7 +36,7 @@ BASELINES = ("lstm", "gru", "simple_rnn")
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", required=True)
+    parser.add_argument("--task", required=True, help="a task name (see `zoo list tasks`)")
     parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")
     parser.add_argument("--out", help="output folder (default bench/<task>)")
     parser.add_argument("--models", nargs="+", default=list(ZOO_MODELS),
@@ -48,11 +48,15 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--units", type=int_in(1, MAX_UNITS), default=80,
                         help="hidden size of the zoo cells")
     parser.add_argument("--modes", nargs="+", default=["none", "int8"],
-                        choices=["none", "fp16", "dynamic", "int16x8", "int8"])
-    parser.add_argument("--epochs", type=int_in(1), default=30)
-    parser.add_argument("--batch-size", type=int_in(1), default=64)
-    parser.add_argument("--lr", type=number_in(0, low_open=True), default=1e-2)
-    parser.add_argument("--seed", type=int_in(0), default=0)
+                        choices=["none", "fp16", "dynamic", "int16x8", "int8"],
+                        help="export modes measured (default: none int8)")
+    parser.add_argument("--epochs", type=int_in(1), default=30,
+                        help="epochs of every model (default 30)")
+    parser.add_argument("--batch-size", type=int_in(1), default=64,
+                        help="batch size (default 64)")
+    parser.add_argument("--lr", type=number_in(0, low_open=True), default=1e-2,
+                        help="learning rate (default 0.01)")
+    parser.add_argument("--seed", type=int_in(0), default=0, help="random seed (default 0)")
     parser.add_argument("--runs", type=int_in(1), default=30, help="timed sequences per artifact")
     parser.add_argument("--tflm", help="a TFLite Micro build (include/, lib/): also time each "
                                        "step export's C++ loop (export/device_build.py)")

@@ -80,11 +80,13 @@ def _add_engine_arguments(p: argparse.ArgumentParser) -> None:
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     from zoo.experiments.benchmarks import realscale
 
-    sub = parser.add_subparsers(dest="table", metavar="KIND", required=True)
+    sub = parser.add_subparsers(dest="table", metavar="KIND", required=True,
+                                help="cv (cross-validation of recipe variants) or realscale "
+                                     "(the real-scale table)")
     cv = sub.add_parser("cv", help="k-fold subject cross-validation of one or more variants "
                         "of a recipe (and --final: the shipping retrain)", allow_abbrev=False)
-    cv.add_argument("--task", required=True)
-    cv.add_argument("--model", required=True)
+    cv.add_argument("--task", required=True, help="a task name (see `zoo list tasks`)")
+    cv.add_argument("--model", required=True, help="a model name (see `zoo list models`)")
     cv.add_argument("--label", help="the model's name in the tables (default: --model)")
     cv.add_argument("--recipe", help="recipe YAML (default: the shipped <task>-<model>.yaml)")
     cv.add_argument("--data-dir", help="dataset folder or archive")
@@ -104,7 +106,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     cv.add_argument("--final-teacher", action="append", default=[], metavar="RUN_DIR",
                     help="with --final, for a variant that distils: the retrain's teacher (a "
                     "run trained on every training subject; repeat it for an ensemble)")
-    cv.add_argument("--out", default="bench/sweeps/cv")
+    cv.add_argument("--out", default="bench/sweeps/cv",
+                    help="output folder of the trials (default bench/sweeps/cv)")
     cv.add_argument("--results", help="folder of the per-trial results files, meant to be "
                     "committed (default: experiments/results/<the name of --out>); 'none': "
                     "none")

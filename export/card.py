@@ -52,6 +52,10 @@ def _headline(card: ModelCard) -> str:
     acc = card.accuracy or {}
     if acc.get("passed", True):
         return f"# {title}"
+    if acc.get("drop_points") is None:  # no labels: the agreement with the float model
+        return (f"# FAILED: {title}: TFLite's class differs from the Keras float model's on "
+                f"{acc['agreement_drop_points']:.2f}% of the windows (allowed "
+                f"{acc['max_drop_points']})")
     return (f"# FAILED: {title}: TFLite accuracy {acc['drop_points']:.2f} points below the "
             f"Keras float model's (allowed {acc['max_drop_points']})")
 

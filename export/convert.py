@@ -207,7 +207,10 @@ def run_tflite(tflite_bytes: bytes, x, *, num_threads: int | None = None) -> np.
     """
     from ai_edge_litert.interpreter import Interpreter
 
-    interpreter = Interpreter(model_content=bytes(tflite_bytes), num_threads=num_threads)
+    from zoo.export.device_runtime import delegate_line_hidden
+
+    with delegate_line_hidden():  # LiteRT's XNNPACK line
+        interpreter = Interpreter(model_content=bytes(tflite_bytes), num_threads=num_threads)
     (inp,), (out,) = interpreter.get_input_details(), interpreter.get_output_details()
     x = np.asarray(x, dtype=inp["dtype"])
     batch = int(inp["shape"][0])

@@ -142,6 +142,18 @@ def check_tflite(path):
 
 
 # ---------------------------------------------------------------------------------------- runtimes
+
+def delegate_line_hidden():
+    """LiteRT prints "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." on fd 2 when it
+    builds an interpreter, on every ``zoo export`` and ``zoo eval``; held back (and replayed if
+    the body fails) unless TensorFlow's logs are asked for (``TF_CPP_MIN_LOG_LEVEL=0``,
+    ``zoo --verbose``)."""
+    import contextlib
+
+    from zoo.quiet import native_stderr_captured, wants_native_logs
+
+    return contextlib.nullcontext() if wants_native_logs() else native_stderr_captured()
+
 class LiteInterpreter:
     """ai-edge-litert or tflite-runtime (same API), behind the interface every runtime here
     shares: ``input_quant`` / ``output_quant`` (dtype, (scale, zero point), shape), ``set``,
@@ -158,8 +170,9 @@ class LiteInterpreter:
         else:
             from tflite_runtime.interpreter import Interpreter
             resolver = {}
-        self._interp = Interpreter(model_path=path, num_threads=threads, **resolver)
-        self._interp.allocate_tensors()
+        with delegate_line_hidden():  # "Created TensorFlow Lite XNNPACK delegate for CPU."
+            self._interp = Interpreter(model_path=path, num_threads=threads, **resolver)
+            self._interp.allocate_tensors()
         self.inputs = self._interp.get_input_details()
         self.outputs = self._interp.get_output_details()
 

@@ -50,6 +50,10 @@ def evaluate_export(export_dir, data_dir=None, *, runtime: str = "litert",
         raise ValueError(str(err)) from None
     raw, y, source = raw_windows(export_dir, card, data_dir)
     raw, y = (raw[:limit], y[:limit]) if limit else (raw, y)
+    if not len(raw):
+        raise ValueError(f"{export_dir}: no test windows in {source} (the run held out no test "
+                         "split: too few groups or speakers); pass --data-dir with your own "
+                         "test data")
     norm = load_normalization(export_dir / card.normalization, card.features) \
         if card.normalization else None
     x = norm.apply(raw) if norm is not None else np.asarray(raw, np.float32)
@@ -63,13 +67,14 @@ def evaluate_export(export_dir, data_dir=None, *, runtime: str = "litert",
     return report
 
 
-def raw_windows(export_dir: Path, card, data_dir):
+def raw_windows(export_dir: Path, card, data_dir, *, need_labels: bool = True):
     """(raw windows, labels, where they came from): what ``zoo eval EXPORT --data-dir`` scores,
     the windows of the export's task in ``data_dir`` (its ``evaluation_split``), or an .npz of
-    X and y for an export of a Keras model."""
+    X and y for an export of a Keras model (``need_labels`` False: y may be missing, the
+    labels are then None)."""
     timesteps = card.timesteps if card.form == "sequence" else None  # a step model streams any T
     if card.task is None:
-        return _npz_windows(data_dir, card, timesteps)
+        return _npz_windows(data_dir, card, timesteps, need_labels)
     from zoo.training.evaluate import evaluation_split
     from zoo.training.tasks import get_task
 
@@ -85,18 +90,18 @@ def raw_windows(export_dir: Path, card, data_dir):
     return x, y, str(data_dir) if data_dir else f"the {card.task} data's default location"
 
 
-def _npz_windows(data_dir, card, timesteps):
+def _npz_windows(data_dir, card, timesteps, need_labels: bool = True):
     from zoo.export.sources import read_windows
 
     if data_dir is None or not str(data_dir).endswith(".npz"):
-        raise ValueError(f"this export is of a Keras model (no task): --data-dir (or --data) "
+        raise ValueError(f"this export is of a Keras model (no task): --data-dir "
                          f"takes an .npz holding its raw windows X (N, {timesteps or 'T'}, "
                          f"{card.features}) and their labels y; got {data_dir}")
     x, y, where = read_windows(data_dir, None, card.features, timesteps, classes=card.classes,
-                               min_windows=1)
-    if y is None:
+                               min_windows=1, class_names=card.class_names)
+    if y is None and need_labels:
         raise ValueError(f"{where}: no labels y to score against; valid: an .npz holding X and "
-                         "y (class indices)")
+                         "y (class indices or names)")
     return x, y, where
 
 

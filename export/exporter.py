@@ -34,6 +34,7 @@ from zoo.export import device_runtime
 from zoo.export.card import card_markdown, on_sequences, versus_float
 from zoo.export.card_schema import FORMS, ModelCard
 from zoo.export.exportdir import MARKER, ExportDirectory
+from zoo.export.int8_gate import agreement_drop, same_command, source_command, widest_range
 from zoo.export.quantize import CALIBRATED, MODES, accuracy_drop_advice
 from zoo.export.sources import ExportSource, frontend_entry, read_run
 from zoo.training import storage
@@ -64,9 +65,12 @@ class AccuracyDropError(RuntimeError):
     ``summary``: the loss alone (the accuracies and the bar), without where the export was kept
     or what to do, for a caller that words those itself (`zoo export --form c`)."""
 
-    def __init__(self, message: str, summary: str | None = None):
+    def __init__(self, message: str, summary: str | None = None, inspect: str | None = None,
+                 command: str | None = None):
         super().__init__(message)
         self.summary = summary or message
+        self.inspect = inspect  # the command that makes this export again (to keep and read it)
+        self.command = command  # the command to try next
 
 
 @dataclass(frozen=True)
@@ -191,7 +195,7 @@ def export_source(read, out: Path, opts: ExportOptions) -> dict:
         write_c_sources(export, card, run, converted, opts)
         finish(export, card, t_start)
         where = _place(replacement, card, opts)
-    _report(card, opts, out, where)
+    _report(card, opts, out, where, run)
     return card.to_dict()
 
 
@@ -333,7 +337,10 @@ def check_litert(export: ExportDirectory, card: ModelCard, run: ExportSource, co
         drop = 100 * (run.float_accuracy - lite_acc)
         card.accuracy.update(tflite=lite_acc, drop_points=drop, passed=bool(drop <= opts.max_drop))
     else:  # no labels: the agreement is what is known (it bounds the drop from above)
-        card.accuracy["labels"] = "none given: the export is compared with the float model only"
+        lost = agreement_drop(agreement)
+        card.accuracy.update(
+            labels="none given: the export is compared with the float model only",
+            agreement_drop_points=lost, passed=bool(lost <= opts.max_drop))
     if converted.stream is not None:
         card.stream = _stream_agreement(export, converted.stream, run, lite_logits)
     ops = sorted(set(sum(converted.ops.values(), [])))
@@ -466,8 +473,10 @@ def _place(replacement: storage.Replacement, card: ModelCard, opts: ExportOption
         return replacement.staging
 
 
-def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path) -> None:
-    """``wrote OUT``, or AccuracyDropError saying where the failed export was kept instead."""
+def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path,
+            run: ExportSource | None = None) -> None:
+    """``wrote OUT``, or AccuracyDropError saying where the failed export was kept instead, the
+    layer whose range is widest and a command to try next."""
     acc = card.accuracy
     if acc["passed"] or opts.allow_drop:
         _log.info(f"  wrote {out}")
@@ -475,13 +484,27 @@ def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path) -> Non
     kept = (f"the export is in {failed_path(out)} for inspection" if where.name.endswith(".failed")
             else f"the export is in {where} for inspection ({failed_path(out)} is not the zoo's "
                  "or in use); the next export to the same --out removes it")
-    summary = (f"{opts.quantize} {opts.form} model: test accuracy {100 * acc['tflite']:.2f}% is "
-               f"{acc['drop_points']:.2f} points below the Keras float model's "
-               f"{100 * acc['keras_float']:.2f}% (allowed: {opts.max_drop} points")
+    if acc["tflite"] is not None:
+        summary = (f"{opts.quantize} {opts.form} model: test accuracy {100 * acc['tflite']:.2f}% "
+                   f"is {acc['drop_points']:.2f} points below the Keras float model's "
+                   f"{100 * acc['keras_float']:.2f}% (allowed: {opts.max_drop} points")
+    else:  # no labels: the windows whose class the quantized model changed
+        summary = (f"{opts.quantize} {opts.form} model: its class agrees with the Keras float "
+                   f"model's on {100 * acc['argmax_agreement']:.2f}% of the "
+                   f"{acc['test_sequences']} calibration windows, "
+                   f"{acc['agreement_drop_points']:.2f} points lost (allowed: {opts.max_drop} "
+                   "points")
+    widest = widest_range(run.model, run.x_test) if run is not None else None
+    command = source_command(run, opts) if run is not None else None
     raise AccuracyDropError(
-        f"{summary}; {out} is unchanged and {kept}). Pass --allow-drop to accept it, or "
-        f"{accuracy_drop_advice(opts.quantize)}retrain with the integer-friendly options "
-        "(docs/export.md).", summary=summary + ")")
+        f"{summary}; {out} is unchanged and {kept})"
+        + (f"; widest int8 range: {widest}" if widest else "")
+        + (f". Try `{command}`, " if command else ". ")
+        + "pass --accept-int8-loss (--allow-drop) to accept it, or "
+        f"{accuracy_drop_advice(opts.quantize) if not command else ''}retrain with the "
+        "integer-friendly options (docs/export.md).", summary=summary + ")"
+        + (f"; widest int8 range: {widest}" if widest else ""),
+        inspect=same_command(run, opts) if run is not None else None, command=command)
 
 
 def check_out(out: Path, overwrite: bool) -> None:
@@ -554,7 +577,8 @@ def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
     output and input quantizations differ)."""
     from ai_edge_litert.interpreter import Interpreter
 
-    interp = Interpreter(model_content=stream_bytes)
+    with device_runtime.delegate_line_hidden():
+        interp = Interpreter(model_content=stream_bytes)
     step, head = interp.get_signature_runner("step"), interp.get_signature_runner("head")
     (x_in, h_in), (h_out,) = ([step.get_input_details()[k] for k in ("x_t", "h_prev")],
                               step.get_output_details().values())

@@ -159,6 +159,7 @@ def _flatten(model: keras.Model) -> list:
         layer, node_index = history.operation, history.node_index
         node = layer._inbound_nodes[node_index]
         if len(node.input_tensors) != 1:
+            _refuse_masking(node.input_tensors)
             raise _refuse(layer, f"takes {len(node.input_tensors)} inputs")
         if isinstance(layer, keras.Model):
             out[:0] = _flatten(layer)
@@ -166,6 +167,17 @@ def _flatten(model: keras.Model) -> list:
             out.insert(0, layer)
         tensor = node.input_tensors[0]
     return out
+
+
+def _refuse_masking(tensors) -> None:
+    """A recurrent layer fed a mask (two inputs) is the Masking layer's doing: that layer is the
+    one named, not the recurrent one it feeds."""
+    for tensor in tensors:
+        history = getattr(tensor, "_keras_history", None)
+        if history is not None and isinstance(history.operation, keras.layers.Masking):
+            raise _refuse(history.operation, "masks padded steps, which the exported step "
+                                             "model cannot skip (it runs every step); remove "
+                                             "it and give windows of one length")
 
 
 def _sort_roles(chain: LayerChain, layers: list) -> None:

@@ -134,6 +134,12 @@ _MORE_PRECISE = {"int8": "--quantize int16x8 (16-bit activations)",
                  "fp16": "--quantize none (float32)"}
 
 
+def more_precise_mode(mode: str) -> str | None:
+    """The ``--quantize`` mode to try after ``mode`` lost too much accuracy (None: none is
+    more precise)."""
+    return _MORE_PRECISE[mode].split()[1] if mode in _MORE_PRECISE else None
+
+
 def accuracy_drop_advice(mode: str) -> str:
     """``"try --quantize ..., or "`` for an export in ``mode`` that lost too much accuracy, or
     ``""`` when no mode is more precise."""

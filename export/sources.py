@@ -86,12 +86,18 @@ def read_run(run_dir: Path, data_dir=None) -> ExportSource:
         raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
                          f"{task.kind}")
     test = data.test
-    if not len(test) and len(data.train):
-        # A run trained on all the data (val_fraction 0, as zoo tune's best): no window was
-        # held out, so the int8 model is checked against the float one on the training windows.
+    trained_on_all = (config.get("task_options") or {}).get("val_fraction") == 0.0
+    if not len(test.x) and len(data.train.x) and trained_on_all:
+        # A run trained on all its data on purpose (val_fraction 0, as zoo tune's best): no
+        # window was held out, so the int8 model is checked against the float one on the
+        # training windows, and the log says so.
         _log.warning("%s: the run held no windows out (it trained on all its data); the export "
                      "is checked on its %d training windows", run_dir, len(data.train))
         test = data.train
+    if not len(test.x):  # Keras predict on no window fails with UnboundLocalError
+        raise ValueError(f"{run_dir}: the run has no test split ({data.source}: "
+                         f"{_split_sizes(data)}), so there is nothing to check the export on; "
+                         "give the data more groups (or speakers), or a test_fraction")
     x_test = norm.apply(test.x).astype(np.float32)
     return ExportSource(
         name=config["model"], model=model, norm=norm,
@@ -101,6 +107,10 @@ def read_run(run_dir: Path, data_dir=None) -> ExportSource:
         data_source=str(data.source), task=task.name, task_options=task.options(),
         model_options=config.get("model_options_resolved", config.get("model_options")),
         run_dir=str(Path(run_dir).resolve()), frontend=frontend_entry(task))
+
+
+def _split_sizes(data) -> str:
+    return f"{len(data.train.x)} train / {len(data.val.x)} val / {len(data.test.x)} test windows"
 
 
 def _task_data(config: dict, run_dir: Path, data_dir):
@@ -138,12 +148,39 @@ def load_keras_model(path) -> object:
     if path.suffix != ".keras" or not path.is_file():
         raise FileNotFoundError(f"{path}: not a .keras file (save one with model.save("
                                 "'model.keras'))")
+    _check_keras_archive(path)
     zoo.register_layers()
     try:
         return keras.saving.load_model(path, compile=False)
     except (ValueError, OSError, TypeError, KeyError) as err:
+        import re
+
+        unknown = re.search(r"Could not locate class '([^']+)'", str(err))
+        if unknown:  # the first line blames the model, not the layer class it could not find
+            raise ValueError(f"{path}: layer class {unknown.group(1)!r} is not registered "
+                             "with Keras (a custom layer); decorate it with "
+                             "@keras.saving.register_keras_serializable() and export from "
+                             "Python after importing it (zoo.export.export_model)") from None
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ValueError(f"{path}: cannot be loaded as a Keras model ({first})") from None
+
+
+def _check_keras_archive(path: Path) -> None:
+    """A ``.keras`` file is a zip archive; an empty, damaged or HDF5 one is said as such (Keras
+    answered "File not found" for them)."""
+    import zipfile
+
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+    if head.startswith(b"\x89HDF"):
+        raise ValueError(f"{path}: an HDF5 (.h5) model file named .keras; load it with "
+                         "keras.models.load_model and save it again as model.save('model.keras')")
+    if not head:
+        raise ValueError(f"{path}: empty (0 bytes), not a Keras model; save one with "
+                         "model.save('model.keras')")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not a .keras archive (a .keras file is a zip of the model's "
+                         "config and weights): damaged, or another kind of file")
 
 
 def read_keras(model, calibration, labels=None) -> ExportSource:
@@ -158,8 +195,8 @@ def read_keras(model, calibration, labels=None) -> ExportSource:
     if not hasattr(model, "layers"):
         path, model = Path(model), load_keras_model(model)
     chain = layer_chain(model)
-    x, y, where = read_windows(calibration, labels, chain.features, chain.timesteps,
-                               classes=chain.classes)
+    x, y, where, names = read_labelled_windows(calibration, labels, chain.features,
+                                               chain.timesteps, classes=chain.classes)
     norm = (Normalization(*chain.normalization) if chain.normalization is not None
             else Normalization.identity(chain.features))
     floats = logits_model(chain)
@@ -168,7 +205,7 @@ def read_keras(model, calibration, labels=None) -> ExportSource:
         name=path.stem if path else chain.name, model=floats, norm=norm, x_train=x, x_test=x,
         y_test=y,
         keras_logits=_float_logits(floats, x),
-        class_names=[str(i) for i in range(chain.classes)], data_source=where,
+        class_names=names, data_source=where,
         card_fields={"keras_model": str(path) if path else f"in-memory model {model.name!r}",
                      "layers": chain.describe()})
 
@@ -182,10 +219,24 @@ def _float_logits(model, x: np.ndarray) -> np.ndarray:
 
 
 def read_windows(calibration, labels, features: int, timesteps: int | None, *,
-                 classes: int | None = None, min_windows: int = MIN_WINDOWS):
+                 classes: int | None = None, min_windows: int = MIN_WINDOWS,
+                 class_names: list | None = None):
     """(x float32 (N, T, C), y int64 (N,) or None, where): the calibration windows and their
-    labels (class indices below ``classes``), checked (at least ``min_windows``); ``where`` names
-    the windows in messages."""
+    labels as class indices below ``classes`` (`read_labelled_windows`), checked (at least
+    ``min_windows``); ``where`` names the windows in messages."""
+    return read_labelled_windows(calibration, labels, features, timesteps, classes=classes,
+                                 min_windows=min_windows, class_names=class_names)[:3]
+
+
+def read_labelled_windows(calibration, labels, features: int, timesteps: int | None, *,
+                          classes: int | None = None, min_windows: int = MIN_WINDOWS,
+                          class_names: list | None = None):
+    """(x, y, where, class names): `read_windows`, and the names of the model's outputs in
+    order. Labels may be integers (class indices, or the classes' names when those are whole
+    numbers) or strings: mapped through ``class_names`` (an export's), else, for a model with
+    no names yet, the sorted distinct labels name its outputs in order (as the windows task
+    sorts its classes), which needs one label per output. A label outside the names is
+    refused, naming it."""
     x, y, where = _load_windows(calibration)
     if labels is not None:
         if y is not None:
@@ -194,9 +245,53 @@ def read_windows(calibration, labels, features: int, timesteps: int | None, *,
     else:
         label_where = where
     x = _checked_windows(x, where, features, timesteps, min_windows)
+    names = list(class_names) if class_names else (
+        [str(i) for i in range(classes)] if classes is not None else None)
     if y is not None:
-        y = _checked_labels(y, label_where, len(x), classes)
-    return x, y, where
+        y, names = _class_indices(np.asarray(y), label_where, len(x), classes, names,
+                                  named=bool(class_names))
+    return x, y, where, names
+
+
+def _class_indices(y: np.ndarray, where: str, n: int, classes: int | None, names: list | None,
+                   named: bool):
+    """``(indices, names)`` of labels ``y``: string labels through ``names`` (or, when nothing
+    named the classes yet, the sorted labels become the names); integer labels as indices,
+    or by value when every name is a whole number (a run trained on labels 1, 2, 5)."""
+    if y.ndim == 1 and y.dtype.kind in "US":
+        if y.dtype.kind == "S":
+            y = y.astype(str)
+        if len(y) != n:
+            raise CalibrationError(f"{where}: {len(y)} labels for {n} windows")
+        if not named:
+            from zoo.training.tasks.windows import label_names
+
+            found = label_names(y, where)
+            if classes is not None and len(found) != classes:
+                raise CalibrationError(
+                    f"{where}: {len(found)} distinct string labels {found} for a model of "
+                    f"{classes} outputs; string labels name the outputs in sorted order, so "
+                    f"each of the {classes} classes needs windows (or give integer class "
+                    "indices)")
+            names = found
+        return _through_names(y, names, where), names
+    if named and y.ndim == 1 and y.dtype.kind in "iu" and names and all(
+            _whole(name) for name in names) and names != [str(i) for i in range(len(names))]:
+        return _through_names(np.array([str(int(v)) for v in y.tolist()]), names, where), names
+    return _checked_labels(y, where, n, classes), names
+
+
+def _whole(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def _through_names(y: np.ndarray, names: list, where: str) -> np.ndarray:
+    index = {str(name): i for i, name in enumerate(names)}
+    unknown = sorted(set(y.tolist()) - set(index))
+    if unknown:
+        raise CalibrationError(f"{where}: label(s) {unknown} are not among the model's classes "
+                               f"{list(names)}; its outputs were never trained on them")
+    return np.array([index[v] for v in y.tolist()], dtype=np.int64)
 
 
 def _load_windows(calibration):
@@ -204,6 +299,7 @@ def _load_windows(calibration):
         return calibration, None, "calibration"
     path = Path(calibration)
     if path.suffix == ".npz":
+        _check_magic(path, (b"PK\x03\x04", b"PK\x05\x06"), ".npz archive (numpy.savez)")
         try:
             with np.load(path, allow_pickle=False) as data:
                 keys = set(data.files)
@@ -220,6 +316,22 @@ def _load_windows(calibration):
     return x, None, where
 
 
+def _check_magic(path: Path, magics: tuple, what: str) -> None:
+    """A file that is not what its name says (text, a pickle) is said in one line, before
+    numpy's reader suggests allow_pickle (loading a pickle runs its code)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError as err:
+        raise CalibrationError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if not any(head.startswith(m) for m in magics):
+        try:
+            kind = "empty" if not head else "text" if head.decode("utf-8") else "?"
+        except UnicodeDecodeError:
+            kind = "binary data of another kind"
+        raise CalibrationError(f"{path}: {kind}, not an {what}")
+
+
 def _load_array(source, what: str):
     if not isinstance(source, (str, Path)):
         return source, what
@@ -227,6 +339,7 @@ def _load_array(source, what: str):
     if path.suffix != ".npy":
         raise CalibrationError(f"{path}: {what} must be an .npy file (or an .npz holding X and "
                                "y)")
+    _check_magic(path, (b"\x93NUMPY",), ".npy array (numpy.save)")
     try:
         return np.load(path, allow_pickle=False), str(path)
     except (OSError, ValueError) as err:
@@ -262,12 +375,16 @@ def _checked_labels(y, where: str, n: int, classes: int | None) -> np.ndarray:
     y = np.asarray(y)
     if y.dtype.kind not in "iuf" or y.ndim != 1:
         raise CalibrationError(f"{where}: labels of dtype {y.dtype} and shape {y.shape}; valid: "
-                               "one integer class index per window (0..classes-1, the model's "
-                               "output order)")
+                               "one label per window: an integer class index (0..classes-1, "
+                               "the model's output order) or a class name")
     if len(y) != n:
         raise CalibrationError(f"{where}: {len(y)} labels for {n} windows")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y) & (y == np.round(y))):
         raise CalibrationError(f"{where}: labels must be whole numbers (class indices)")
+    if y.dtype.kind == "u" and y.size and int(y.max()) > np.iinfo(np.int64).max:
+        i = int(np.argmax(y))  # would wrap to a negative number as int64
+        raise CalibrationError(f"{where}: label {int(y[i])} at index {i}; the model has "
+                               f"{classes} classes (valid: 0..{(classes or 1) - 1})")
     y = y.astype(np.int64)
     bad = np.flatnonzero((y < 0) | (y >= (classes if classes is not None else np.inf)))
     if bad.size:

@@ -1,7 +1,8 @@
 """docs/your-data.md run as written, on a user's layouts written here from the shared data sets:
 a folder of WAV words at 8 kHz (Speech Commands clips resampled) to ``kws_app``, and an ``.npz``
 of HAR windows (HAR-6 names, subject groups) to ``zoo_app``. Each ``bash`` block of a section is
-run in order; only what CI's time needs is added to the doc's commands: ``zoo train`` gets a
+run in order, every section in one folder as a user following the page top to bottom would;
+only what CI's time needs is added to the doc's commands: ``zoo train`` gets a
 tiny model and 2 epochs, ``zoo export`` gets ``--allow-drop`` (such a model may lose more than a
 point in int8; the gate itself is tested in tests/export). What is checked beyond the exit
 status: ``zoo_app``'s arg max over the user's test windows gives exactly the accuracy ``zoo
@@ -88,33 +89,61 @@ def write_words(shared_data: Path, work: Path) -> None:
     shutil.copy(sorted((source / "yes").glob("*.wav"))[0], work / "recording.wav")
 
 
+def write_keras_model(work: Path) -> None:
+    """mine.keras: a user's model of the windows section's data (128 x 9, six classes, the
+    outputs in the sorted order of its string labels), fitted for an epoch with model.fit."""
+    import keras
+
+    with np.load(work / "my_windows.npz") as data:
+        x, labels = data["X"], data["y"]
+    names = sorted(set(labels.tolist()))
+    y = np.array([names.index(label) for label in labels])
+    model = keras.Sequential([keras.Input(x.shape[1:]), keras.layers.SimpleRNN(8),
+                              keras.layers.Dense(len(names))])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x[::8], y[::8], epochs=1, batch_size=64, verbose=0)
+    model.save(work / "mine.keras")
+
+
 @pytest.mark.slow
-def test_your_words_to_kws_app(shared_data, tmp_path):
+def test_the_page_runs_top_to_bottom_in_one_folder(shared_data, tmp_path):
+    """Every section in order in one folder, as a user following the page would: each
+    section's files and --out folders must leave the next section's commands valid."""
+    from zoo.experiments.user_windows import write_user_files
+
     write_words(shared_data, tmp_path)
-    said = run_section("Your words", tmp_path)
-    assert (tmp_path / "words-c" / "kws_app").is_file()
+    write_user_files(shared_data / "har", tmp_path / "har6")
+    shutil.move(tmp_path / "har6" / "train.npz", tmp_path / "my_windows.npz")
+    shutil.move(tmp_path / "har6" / "test.npz", tmp_path / "my_test.npz")
+    write_keras_model(tmp_path)
+    words = run_section("Your words", tmp_path)
+    windows = run_section("Your sensor windows", tmp_path)
+    keras_model = run_section("Your Keras model", tmp_path)
+    check_words(tmp_path, words)
+    check_windows(tmp_path, windows)
+    (evaluated,) = [out for command, out in keras_model.items() if command.startswith("zoo eval")]
+    assert "701 test sequences" in evaluated and "WALKING" in evaluated
+
+
+def check_words(work: Path, said: dict) -> None:
+    assert (work / "words-c" / "kws_app").is_file()
     (evaluated,) = [out for command, out in said.items() if command.startswith("zoo eval")]
     assert "accuracy" in evaluated and "up" in evaluated
 
 
-@pytest.mark.slow
-def test_your_sensor_windows_to_zoo_app(shared_data, tmp_path):
-    from zoo.experiments.user_windows import write_user_files
-
-    write_user_files(shared_data / "har", tmp_path / "har6")
-    shutil.move(tmp_path / "har6" / "train.npz", tmp_path / "my_windows.npz")
-    shutil.move(tmp_path / "har6" / "test.npz", tmp_path / "my_test.npz")
-    said = run_section("Your sensor windows", tmp_path)
+def check_windows(work: Path, said: dict) -> None:
+    """zoo_app's arg max over the user's test windows gives exactly the accuracy zoo eval
+    measures for the export under the TensorFlow Lite Micro interpreter."""
     (lines,) = [out for command, out in said.items() if "zoo_app" in command]
     c_class = np.array([np.argmax([int(v) for v in line.split()]) for line in lines.splitlines()])
-    with np.load(tmp_path / "my_test.npz") as test:
+    with np.load(work / "my_test.npz") as test:
         names = sorted(set(test["y"].tolist()))
         y = np.array([names.index(label) for label in test["y"]])
     assert len(c_class) == len(y) == 701
     evaluated = subprocess.run(
         [sys.executable, "-m", "edge_rnn_zoo", "eval", "mine-c", "--data-dir", "my_test.npz",
-         "--runtime", "tflite-micro", "--json"], cwd=tmp_path, capture_output=True, text=True,
+         "--runtime", "tflite-micro", "--json"], cwd=work, capture_output=True, text=True,
         env=dict(os.environ, PYTHONPATH=str(REPO)), check=True)
-    report = json.loads(evaluated.stdout)
+    report = json.loads(evaluated.stdout[evaluated.stdout.index("{"):])
     assert report["test_sequences"] == len(y)
     assert report["accuracy"] == pytest.approx(float(np.mean(c_class == y)), abs=1e-12)

@@ -49,12 +49,24 @@ def evaluation_split(task, data_dir, seed: int = 0):
     return task.load(data_dir, seed=seed).test
 
 
+def check_not_empty(split, scored, data_dir) -> None:
+    """No window to score (a run whose test split is empty: one group, two speakers) is said
+    in one line, not left to Keras's predict (an UnboundLocalError on no batch)."""
+    if not len(split.x):
+        raise ValueError(f"{scored}: no test windows in {data_dir or 'its data'} (the run held "
+                         "out no test split: too few groups or speakers); pass --data-dir "
+                         "with your own test data")
+
+
 def classification_report(y_true: np.ndarray, y_pred: np.ndarray, class_names) -> dict:
     """Accuracy, per-class accuracy and the confusion matrix of predictions ``y_pred``."""
     cm = confusion_matrix(np.asarray(y_true), np.asarray(y_pred), len(class_names))
-    per_class = cm.diagonal() / np.maximum(cm.sum(axis=1), 1)
+    counts = cm.sum(axis=1)
+    # A class with no test window has no accuracy (None, "-" in the table), not 0 %.
+    per_class = [float(cm[i, i] / n) if n else None for i, n in enumerate(counts)]
     return {"accuracy": float(np.mean(np.asarray(y_pred) == np.asarray(y_true))),
-            "per_class_accuracy": {str(name): float(a) for name, a in zip(class_names, per_class)},
+            "per_class_accuracy": {str(name): a for name, a in zip(class_names, per_class)},
+            "per_class_windows": {str(name): int(n) for name, n in zip(class_names, counts)},
             "class_names": [str(name) for name in class_names],
             "confusion_matrix": cm.tolist()}
 
@@ -69,11 +81,19 @@ def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | Non
 
     with shared(run_dir):  # its files and its data's place, from one run (docs/reliability.md)
         config, model, norm = load_run(run_dir)
-        if data_dir is None:
+        own_data = data_dir is None
+        if own_data:
             data_dir = RunDirectory(run_dir).data_source()
-    task = get_task(config["task"], **{**config.get("task_options", {}), **(task_options or {})})
+    options = {**config.get("task_options", {}), **(task_options or {})}
+    if own_data and data_dir and "train_data" in getattr(get_task(config["task"]), "DEFAULTS", {}) \
+            and not options.get("train_data"):
+        # A run from before the task recorded its training file: its own data is that file,
+        # whose held-out split (not every window) is what it may be scored on.
+        options["train_data"] = str(Path(data_dir).expanduser().resolve())
+    task = get_task(config["task"], **options)
     check_model_fits_task(model, task, run_dir)
     test = evaluation_split(task, data_dir, seed=config.get("seed", 0))
+    check_not_empty(test, run_dir, data_dir)
     outputs = model.predict(norm.apply(test.x).astype("float32"), batch_size=256, verbose=0)
     report = {"run_dir": str(run_dir), "task": task.name, "model": config["model"],
               "test_sequences": len(test.x)}
@@ -95,8 +115,11 @@ def format_report(report: dict) -> str:
     lines.append(f"test accuracy: {100 * report['accuracy']:.2f}%")
     lines.append("per-class accuracy:")
     width = max(len(n) for n in report["class_names"])
+    counts = report.get("per_class_windows", {})
     for name, acc in report["per_class_accuracy"].items():
-        lines.append(f"  {name:<{width}}  {100 * acc:6.2f}%")
+        n = f"  (n={counts[name]})" if name in counts else ""
+        lines.append(f"  {name:<{width}}  {'-':>7}{n}" if acc is None
+                     else f"  {name:<{width}}  {100 * acc:6.2f}%{n}")
     cm = np.array(report["confusion_matrix"])
     if len(cm) <= 30:
         lines.append("confusion matrix (rows: true, columns: predicted):")

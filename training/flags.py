@@ -93,6 +93,8 @@ def key_value(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     try:
         parsed = yaml.safe_load(value)
+        if isinstance(parsed, (list, dict)):  # e.g. classes=[yes,no]: the words stay words
+            parsed = yaml.load(value, Loader=_words_loader())  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as err:
         raise argparse.ArgumentTypeError(f"{text!r}: the value is not valid YAML ({err})") from None
     if isinstance(parsed, (int, float)) and not isinstance(parsed, bool) and "_" in value:
@@ -101,6 +103,33 @@ def key_value(text: str) -> tuple[str, object]:
     if isinstance(parsed, float) and not math.isfinite(parsed):
         raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number")
     return key.strip(), parsed
+
+
+def non_empty(text: str) -> str:
+    """A value that may not be empty (``--init-from=`` was silently ignored)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a value, got an empty one")
+    return text
+
+
+def _words_loader():
+    """A `yaml.SafeLoader` whose booleans are only true / false (YAML 1.2): inside a list,
+    YAML 1.1 turns yes, no, on, off into booleans, and yes / no are the usual keywords of a
+    list of class names (``--task-option classes=[yes,no]``)."""
+    import re
+
+    import yaml
+
+    class WordsLoader(yaml.SafeLoader):
+        pass
+
+    WordsLoader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    WordsLoader.add_implicit_resolver("tag:yaml.org,2002:bool",
+                                      re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                      list("tTfF"))
+    return WordsLoader
 
 
 def program_name(module: str) -> str:

@@ -189,3 +189,14 @@ def check_no_dangling_link(out: Path, option: str = "--out") -> None:
             raise ValueError(f"{option} {out}: {path} is a symlink to {os.readlink(path)}, which "
                              f"does not exist; create that folder yourself, or choose another "
                              f"{option}")
+
+
+def check_out_not_in_data(run_dir: Path, data_dir) -> None:
+    """A run directory inside the data folder would be read as data (a CSV task took it for an
+    empty class folder): refused, naming both."""
+    if data_dir is None or not Path(data_dir).expanduser().is_dir():
+        return
+    data = Path(data_dir).expanduser().resolve()
+    if run_dir.resolve() == data or data in run_dir.resolve().parents:
+        raise ValueError(f"--out {run_dir} is inside the data folder {data}, where the run's "
+                         "files would be read as data; choose an --out outside it")

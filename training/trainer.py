@@ -39,7 +39,7 @@ from zoo.training import callbacks as cb
 from zoo.layers import recurrent_layers
 from zoo.training import augment, distill, qat_stage, rundir, storage
 from zoo.training.artifacts import load_keras_model
-from zoo.training.provenance import hardware, versions
+from zoo.training.provenance import check_same_data, hardware, versions
 from zoo.training.warm_start import warm_start_weights
 from zoo.training.config import TrainConfig
 from zoo.training.rundir import RunDirError  # noqa: F401  (re-exported)
@@ -171,6 +171,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
     # First, from what is on disk alone: a refused --out (a finished run, a user's folder) is
     # answered before any data is read or model built, and gets no lock file beside it.
     check_out(real, overwrite)
+    rundir.check_out_not_in_data(real, data_dir)
     task = get_task(config.task, **config.task_options)
     from_data = getattr(task, "options_from_data", None)
     if from_data is not None:  # classes read off the user's data: recorded in the run's config
@@ -306,8 +307,9 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     if not len(data.train):  # model.fit on no batch at all waits for ever
         raise ValueError(f"task {config.task}: the training split of {data.source} is empty; "
                          "nothing to train on")
+    fingerprint = check_same_data(run, data, checkpoint)
     arrays = _normalised(data)
-    _write_settings(run, config, job.task, data, job.teachers)
+    _write_settings(run, config, job.task, data, job.teachers, fingerprint)
     start = _start(run, job, checkpoint,
                    steps_per_epoch=int(np.ceil(len(arrays.x_train) / config.batch_size)))
     model, history = start.model, start.history
@@ -326,7 +328,11 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     if qat_stage.stage_options(config):
         job, start, stateful, mark = _qat_stage(run, job, start, stateful, arrays, transform,
                                                 marked, data.normalization)
-    train_seconds = time.perf_counter() - clock + resumed_seconds
+    # The epochs' own time (each row of the history, resumed ones too): the setup before the
+    # first epoch (callbacks, tracing, a QAT stage's model) is not training.
+    train_seconds = sum(row.get("seconds", 0.0) for row in start.history)
+    _log.debug("%.1f s from the first epoch's start to the last one's end (%.1f s of epochs "
+               "resumed)", time.perf_counter() - clock, resumed_seconds)
     metrics = _final_metrics(job.config, start, arrays, stateful, train_seconds, data)
     if mark is not None:
         metrics["qat_stage"] = mark.state()
@@ -394,10 +400,13 @@ def _normalised(data) -> _Arrays:
 
 
 def _write_settings(run: rundir.RunDirectory, config: TrainConfig, task, data,
-                    teachers=()) -> None:
-    """``config.yaml`` (with where the data was found, so eval / export / analyze reuse it, and
-    the teachers distilled from, by sha256) and the normalization, before the first epoch."""
+                    teachers=(), fingerprint: dict | None = None) -> None:
+    """``config.yaml`` (with where the data was found, so eval / export / analyze reuse it, its
+    fingerprint, and the teachers distilled from, by sha256) and the normalization, before the
+    first epoch."""
     saved = {**resolved_config(config, task), "data_source_resolved": str(data.source)}
+    if fingerprint is not None:
+        saved["data_fingerprint_resolved"] = fingerprint
     if teachers:
         saved["distill_resolved"] = distill.provenance(config.distill, teachers)
     storage.write_text_atomic(run.config, yaml.safe_dump(saved, sort_keys=False))

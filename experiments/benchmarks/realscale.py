@@ -211,18 +211,29 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
     realscale``, which trains it."""
     parser.add_argument("--har", help="UCI HAR folder or zip (the full training split)")
     parser.add_argument("--dsa", help="DSA-19 folder or zip")
-    parser.add_argument("--tasks", nargs="+", default=["har2", "dsa19"], choices=list(TRAIN_SUBJECTS))
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    parser.add_argument("--seeds", type=int_in(1), default=3)
-    parser.add_argument("--units", type=int_in(1, MAX_UNITS), default=80)
-    parser.add_argument("--epochs", type=int_in(1), default=40)
-    parser.add_argument("--batch-size", type=int_in(1), default=128)
-    parser.add_argument("--lr", type=number_in(0, low_open=True), default=1e-2)
+    parser.add_argument("--tasks", nargs="+", default=["har2", "dsa19"], choices=list(TRAIN_SUBJECTS),
+                        help="the tasks of the table (default: har2 dsa19)")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS),
+                        help="the models of the table (default: all of them)")
+    parser.add_argument("--seeds", type=int_in(1), default=3,
+                        help="seeds per model and task, each holding out another subject fold "
+                             "(default 3)")
+    parser.add_argument("--units", type=int_in(1, MAX_UNITS), default=80,
+                        help="hidden size of every model (default 80)")
+    parser.add_argument("--epochs", type=int_in(1), default=40,
+                        help="epochs of every run (default 40)")
+    parser.add_argument("--batch-size", type=int_in(1), default=128,
+                        help="batch size of every run (default 128)")
+    parser.add_argument("--lr", type=number_in(0, low_open=True), default=1e-2,
+                        help="learning rate of every run (default 0.01)")
     parser.add_argument("--lr-decay-epochs", type=int_in(1), default=20,
                         help="learning rate x0.1 every this many epochs")
-    parser.add_argument("--patience", type=int_in(0), default=15)
-    parser.add_argument("--clipnorm", type=number_in(0, low_open=True), default=1.0)
-    parser.add_argument("--out", default="bench/realscale")
+    parser.add_argument("--patience", type=int_in(0), default=15,
+                        help="early-stopping patience in epochs (default 15)")
+    parser.add_argument("--clipnorm", type=number_in(0, low_open=True), default=1.0,
+                        help="gradient norm clipping (default 1.0)")
+    parser.add_argument("--out", default="bench/realscale",
+                        help="output folder (default bench/realscale)")
 
 
 def main(argv=None) -> int:

@@ -161,10 +161,13 @@ def _made_here(source: Path, step_dir: Path, step_options, step_maker=None) -> S
         with _without_wrote_line(step_dir):
             card = make(step_dir, quantize="int8", form="step", **step_options)
     except AccuracyDropError as err:  # its folder is temporary: say how to keep one
+        inspect = err.inspect or f"zoo export {source} --form step --quantize int8"
         raise AccuracyDropError(
             f"the int8 step export of {source} fails the accuracy check, so no C is made: "
-            f"{err.summary}. Run `zoo export {source} --form step --quantize int8` to inspect "
-            "it, or pass --allow-drop.", summary=err.summary) from None
+            f"{err.summary}. Run `{inspect}` to inspect it"
+            + (f", try `{err.command}`" if err.command else "")
+            + ", or pass --accept-int8-loss (--allow-drop).", summary=err.summary,
+            inspect=inspect, command=err.command) from None
     return StepExport(step_dir, read_step_export(step_dir, ModelCard.from_dict(card)))
 
 

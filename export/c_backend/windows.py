@@ -130,7 +130,7 @@ def _data_windows(export_dir: Path, card, norm, kind: str, data_dir) -> np.ndarr
     from zoo.export.evaluate_export import raw_windows
 
     try:
-        x, _, _ = raw_windows(export_dir, card, data_dir)
+        x, _, _ = raw_windows(export_dir, card, data_dir, need_labels=False)  # labels unused
     except (ValueError, OSError) as err:  # DataError and CalibrationError are ValueErrors
         raise CExportError(str(err)) from None
     x = np.asarray(x, np.float32)

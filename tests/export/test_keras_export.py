@@ -36,12 +36,12 @@ def good(tmp_path):
     ("nan", "window 3, step 5, feature 2 is nan; valid: finite numbers"),
     ("few", "4 windows; at least 10 are needed"),
     ("labels length", "11 labels for 12 windows"),
-    ("string labels", "labels of dtype <U"),
+    ("one-hot labels", "labels of dtype float64 and shape (12, 2)"),
     ("no X", "no array X in it"),
 ])
 def test_bad_calibration_is_refused_naming_the_file(good, case, words):
     x, y, tmp = good
-    path = tmp / ("c.npz" if case in ("labels length", "string labels", "no X") else "c.npy")
+    path = tmp / ("c.npz" if case in ("labels length", "one-hot labels", "no X") else "c.npy")
     if case == "shape":
         np.save(path, x[..., :8])
     elif case == "nan":
@@ -51,8 +51,8 @@ def test_bad_calibration_is_refused_naming_the_file(good, case, words):
         np.save(path, x[:4])
     elif case == "labels length":
         np.savez(path, X=x, y=y[:11])
-    elif case == "string labels":
-        np.savez(path, X=x, y=np.array(["walk"] * 12))
+    elif case == "one-hot labels":  # (string labels are class names: tests/reliability)
+        np.savez(path, X=x, y=np.zeros((12, 2)))
     else:
         np.savez(path, windows=x)
     with pytest.raises(CalibrationError) as err:
@@ -157,7 +157,7 @@ def test_keras_model_to_c_then_zoo_eval_equals_zoo_app(fitted, capsys):
     lines = subprocess.run([str(out / "zoo_app"), str(raw)], check=True,
                            capture_output=True, text=True).stdout.splitlines()
     c_pred = np.array([np.argmax([int(v) for v in line.split()]) for line in lines])
-    assert cli.main(["eval", str(out), "--data", str(folder / "test.npz"), "--runtime",
+    assert cli.main(["eval", str(out), "--data-dir", str(folder / "test.npz"), "--runtime",
                      "tflite-micro", "--json"]) == 0
     import json
 

@@ -60,3 +60,37 @@ def card_reads(monkeypatch):
 
     monkeypatch.setattr(card_schema, "load_card_json", counted)
     return reads
+
+
+def write_windows_npz(path, *, n=90, steps=6, channels=2, groups=6, seed=0, labels=None,
+                      names=None):
+    """A small learnable ``.npz`` of windows (``n`` windows of ``steps`` x ``channels``): class
+    0 has a positive mean, class 1 a negative one; ``labels`` the text of the two classes
+    (default ``["sit", "walk"]``), ``groups`` people (None: no groups), ``names`` the channels."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    x = rng.normal(size=(n, steps, channels)).astype("float32") + (1.0 - 2.0 * y)[:, None, None]
+    arrays = {"X": x, "y": np.asarray(labels or ["sit", "walk"])[y]}
+    if groups:
+        arrays["groups"] = np.arange(n) // (n // groups)
+    if names is not None:
+        arrays["channels"] = np.asarray(names)
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.fixture(scope="session")
+def windows_run(tmp_path_factory):
+    """A finished ``windows`` run (a 2-unit LSTM, one epoch) on a 90-window ``.npz`` with string
+    labels, six groups and named channels: ``(run folder, training .npz)``."""
+    from edge_rnn_zoo.cli import main
+
+    root = tmp_path_factory.mktemp("windows-run")
+    data = write_windows_npz(root / "train.npz", names=["ax", "ay"])
+    out = root / "run"
+    assert main(["train", "--task", "windows", "--model", "lstm", "--units", "2", "--epochs",
+                 "1", "--batch-size", "32", "--recipe", "none", "--data-dir", str(data),
+                 "--out", str(out)]) == 0
+    return out, data

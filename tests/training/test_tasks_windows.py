@@ -54,7 +54,8 @@ def test_options_from_data_give_the_classes_and_shape_and_the_run_must_match(har
     task = get_task("windows")
     assert task.describe()["input_shape"] == (None, None)
     assert task.options_from_data(har_npz) == {"class_names": sorted(ACTIVITIES),
-                                          "window_shape": [128, 9]}
+                                          "window_shape": [128, 9],
+                                          "train_data": str(har_npz.resolve())}
     run = get_task("windows", **task.options_from_data(har_npz), frames_per_step=4,
                    sensors=[[[0, 1, 2], [3, 4, 5], [6, 7, 8]]])
     assert run.input_shape == (32, 36) and run.num_classes == 6

@@ -69,6 +69,9 @@ TAG_NAMES = {0x0002: "Microsoft ADPCM", 0x0006: "A-law", 0x0007: "mu-law",
 ACCEPTED = ("accepted: RIFF/WAVE, integer PCM of 8/16/24/32 bits or IEEE float of 32/64 bits "
             "(plain or WAVE_FORMAT_EXTENSIBLE), 1-8 channels")
 INT16_MIN, INT16_MAX = -32768, 32767
+# Sample rates a recording can have: below, a damaged header (resampling 400 KB at 1 Hz asks
+# for 25 GB); above 384 kHz, the fastest audio interfaces, likewise.
+MIN_RATE, MAX_RATE = 1000, 384000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,14 +105,26 @@ def _refuse(path, what: str) -> DataError:
     return DataError(f"{path}: {what}; {ACCEPTED}")
 
 
+def _kind_of(head: bytes, count: int) -> str:
+    """What a file that is no WAV looks like, without quoting it: empty, text or binary."""
+    if not count:
+        return "it is empty"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return "binary data of another format"
+    return "it looks like text"
+
+
 def _walk_chunks(path: Path, f) -> tuple[bytes, int, int, int]:
     """The first ``fmt `` payload and the first ``data`` chunk's (offset, declared size) of an
     open RIFF/WAVE file, and the file's size; refuses what is not RIFF/WAVE or lacks either."""
     head = f.read(12)
     if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
         found = head[:4] if head[:4] in (b"RIFX", b"RF64", b"FORM", b"riff") else None
+        # Nothing of the content is shown: the path may be a link to any file of the system.
         what = (f"a {found.decode('latin-1').strip()} file, not RIFF/WAVE" if found else
-                f"not a RIFF/WAVE file (starts with {head[:12]!r}, {len(head)} bytes read)")
+                f"not a RIFF/WAVE file ({_kind_of(head, len(head))})")
         raise _refuse(path, what)
     size = f.seek(0, io.SEEK_END)
     fmt, data, pos = None, None, 12
@@ -159,8 +174,9 @@ def _parse_fmt(path: Path, fmt: bytes) -> tuple[int, int, int, int, bool]:
         raise _refuse(path, f"{bits}-bit {kind}")
     if not 1 <= channels <= MAX_CHANNELS:
         raise _refuse(path, f"{channels} channels")
-    if rate == 0:
-        raise _refuse(path, "a sample rate of 0 Hz")
+    if not MIN_RATE <= rate <= MAX_RATE:  # 1 Hz asked soxr for 25 GB; 2^31 Hz gave zeros
+        raise _refuse(path, f"a sample rate of {rate} Hz in its header (valid: {MIN_RATE:,} to "
+                            f"{MAX_RATE:,} Hz)")
     if block_align != channels * bits // 8:
         raise _refuse(path, f"block align {block_align}, but {channels} channel(s) of {bits} "
                             f"bits make {channels * bits // 8}")

@@ -82,6 +82,7 @@ def read_windows(path, csv_options: CsvOptions) -> Windows:
 
 def read_npz(path: Path) -> Windows:
     """``X``, ``y`` and the optional ``groups`` and ``channels`` of the ``.npz`` at ``path``."""
+    check_npz_magic(path)
     try:
         archive = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile) as err:
@@ -108,6 +109,32 @@ def read_npz(path: Path) -> Windows:
               if "groups" in arrays else None)
     channels = _checked_channels(path, arrays.get("channels"), x.shape[2])
     return Windows(x, labels, groups, channels, str(path))
+
+
+def check_npz_magic(path: Path) -> None:
+    """A file named .npz that is no zip archive (text, a pickle, an .npy): one line saying what
+    it is, before numpy's reader suggests allow_pickle (loading a pickle runs its code)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        return
+    if head.startswith(b"\x93NUMPY"):
+        raise DataError(f"{path}: a single .npy array, not an .npz archive; expected "
+                        f"{NPZ_LAYOUT} (numpy.savez(path, X=..., y=...))")
+    kind = "empty" if not head else "text" if _is_text(head) else "binary data of another kind"
+    raise DataError(f"{path}: {kind}, not an .npz archive (numpy.savez writes a zip); expected "
+                    f"{NPZ_LAYOUT}")
+
+
+def _is_text(head: bytes) -> bool:
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _member(archive, path: Path, key: str) -> np.ndarray:
@@ -156,6 +183,8 @@ def _checked_ids(path: Path, key: str, values: np.ndarray, n: int, what: str) ->
                         "must be the same length")
     if values.dtype.kind in "US":
         return values.astype(str)
+    if values.dtype.kind == "u" and len(values) and int(values.max()) > np.iinfo(np.int64).max:
+        return values.astype(str)  # as int64 they would wrap to negative numbers: kept as text
     if values.dtype.kind in "biu":
         return values.astype(np.int64)
     if values.dtype.kind == "f":

@@ -112,6 +112,10 @@ def index_folder(folder: Path, classes: list[str] | None = None) -> tuple[list[s
     clips, skipped = [], []
     for path in found:
         files = sorted(path.rglob("*"))
+        named = [f for f in files if f.is_dir() and f.suffix.lower() == ".wav"]
+        if named:  # tasks.md: refused, not skipped (a clip the user meant to give)
+            raise DataError(f"{named[0]}: a folder named like a WAV file; a clip must be a WAV "
+                            "file (rename the folder, or move the clip out of it)")
         wavs = [f for f in files if is_wav(f)]
         skipped += [f for f in files if f.is_file() and not is_wav(f) and not f.name.startswith(".")]
         if not wavs:
@@ -166,6 +170,10 @@ def split_groups(groups: list[str], val_fraction: float, test_fraction: float,
     if not train:
         raise DataError(f"{n} speaker group(s): none left for training after validation and "
                         "test (lower val_fraction / test_fraction, or add speakers)")
+    if n < 3 and (val_fraction > 0 or test_fraction > 0) and val_fold is None:
+        _log.warning("%d speaker group(s) %s: fewer than 3, so no validation split (no early "
+                     "stopping) and no test split; score a test folder with zoo eval RUN "
+                     "--data-dir DIR, or add speakers (speaker_pattern names them)", n, order)
     return {"train": sorted(train), "val": sorted(val), "test": sorted(test)}
 
 
@@ -356,6 +364,7 @@ class AudioFolder(Task):
             x = a["x"][m]
             if s == "train":
                 noise = self._noise(folder)
+                self._say_noise(folder, noise)
                 if noise:
                     x = self._mixed(a["waves"][m], noise, seed)
             splits[s] = Split(x, y[m])
@@ -366,6 +375,17 @@ class AudioFolder(Task):
                 "clips_cut": int(a["cut"].sum())}
         return TaskData(splits["train"], splits["val"], splits["test"],
                         Normalization.fit(splits["train"].x), str(folder), info)
+
+    def _say_noise(self, folder: Path, noise: list) -> None:
+        o = self._options
+        if noise:
+            _log.info("%s: %d %s recording(s) mixed into the training clips (frequency %g, "
+                      "volume %g; option noise_mixing)", folder, len(noise), NOISE_DIR,
+                      o["background_frequency"], o["background_volume"])
+        else:
+            why = ("noise_mixing is false" if o["noise_mixing"] is False
+                   else f"no {NOISE_DIR} folder of WAV files")
+            _log.info("%s: no background noise mixed in (%s)", folder, why)
 
     def _mixed(self, waves: np.ndarray, noise: list[np.ndarray], seed: int) -> np.ndarray:
         """Features of the training clips with background noise mixed in (TF speech_commands)."""

@@ -75,6 +75,11 @@ class WindowsTask(FramesPerStep, Task):
             split is the test split; score your own test file with ``zoo eval``).
         split_seed: seed of the draws (default 0).
         frames_per_step: samples the recurrent step reads at once (a divisor of T; default 1).
+        channels: the channel names of the training data, in order (fixed when a run starts,
+            when the data names them); a test file naming other channels, or the same in
+            another order, is refused.
+        train_data: the file or folder the run trained on (fixed when a run starts): ``zoo
+            eval`` of it scores the run's held-out split, never the windows trained on.
 
     Example:
 
@@ -91,7 +96,7 @@ class WindowsTask(FramesPerStep, Task):
                 "window_seconds": None, "stride_seconds": None, "sampling_rate": None,
                 "columns": None, "delimiter": ",", "group_pattern": None, "sensors": None,
                 "val_fraction": 0.2, "val_fold": None, "test_fraction": 0.0, "split_seed": 0,
-                "frames_per_step": 1}
+                "frames_per_step": 1, "channels": None, "train_data": None}
 
     # ------------------------------------------------------------------------- options
 
@@ -115,6 +120,10 @@ class WindowsTask(FramesPerStep, Task):
             raise ValueError("options window_seconds / stride_seconds need sampling_rate (the "
                              "recordings' samples per second, e.g. sampling_rate=50)")
         o["columns"] = _check_columns(o["columns"])
+        if o["channels"] is not None and (not isinstance(o["channels"], (list, tuple)) or not all(
+                isinstance(c, str) for c in o["channels"])):
+            raise ValueError(f"option channels must be a list of channel names, got "
+                             f"{o['channels']!r}")
         if not isinstance(o["delimiter"], str) or len(o["delimiter"]) != 1:
             raise ValueError(f"option delimiter must be one character, e.g. ',' or ';', got "
                              f"{o['delimiter']!r}")
@@ -164,9 +173,12 @@ class WindowsTask(FramesPerStep, Task):
         """``class_names`` and ``window_shape`` as the data at ``data_dir`` gives them (those set
         already are kept); the trainer records them in the run's task options."""
         windows = self._read(data_dir)
-        found = {"class_names": label_names(windows.labels),
-                 "window_shape": [int(windows.x.shape[1]), int(windows.x.shape[2])]}
-        return {k: v for k, v in found.items() if self._options[k] is None}
+        _check_two_classes(windows)
+        found = {"class_names": label_names(windows.labels, windows.source),
+                 "window_shape": [int(windows.x.shape[1]), int(windows.x.shape[2])],
+                 "channels": windows.channels if _named(windows.channels) else None,
+                 "train_data": str(Path(data_dir).expanduser().resolve())}
+        return {k: v for k, v in found.items() if self._options[k] is None and v is not None}
 
     def _read(self, data_dir) -> Windows:
         if data_dir is None:
@@ -184,8 +196,11 @@ class WindowsTask(FramesPerStep, Task):
             raise DataError(f"{windows.source}: windows of {shape[0]} steps x {shape[1]} "
                             f"channels; this task (the run) takes {o['window_shape'][0]} x "
                             f"{o['window_shape'][1]} (option window_shape)")
+        _check_channels(windows, o["channels"])
         if o["class_names"] is None:
-            o["class_names"] = label_names(windows.labels)
+            _check_two_classes(windows)
+            o["class_names"] = label_names(windows.labels, windows.source)
+        _warn_long(windows)
         if len(o["class_names"]) < 2:
             raise DataError(f"{windows.source}: one class only ({o['class_names'][0]!r}); a "
                             "classifier needs at least two")
@@ -231,7 +246,11 @@ class WindowsTask(FramesPerStep, Task):
 
     def evaluation_split(self, data_dir, *, seed: int = 0) -> Split:
         """What ``zoo eval RUN --data-dir PATH`` scores: every window of ``PATH`` (its groups
-        ignored), as the model takes them; a class the run does not know is refused."""
+        ignored), as the model takes them; a class the run does not know is refused. The
+        run's own training data (option ``train_data``) gives its held-out test split instead:
+        the windows trained on are never scored as test."""
+        if self._is_training_data(data_dir):
+            return self._held_out_test(data_dir, seed)
         windows = self._read(data_dir)
         if self._options["class_names"] is None or self._options["window_shape"] is None:
             raise ValueError("task windows: evaluation needs the run's class_names and "
@@ -241,6 +260,25 @@ class WindowsTask(FramesPerStep, Task):
         n, steps, channels = windows.x.shape
         k = self.frames_per_step
         return Split(windows.x.reshape(n, steps // k, channels * k), y)
+
+
+    def _is_training_data(self, data_dir) -> bool:
+        trained_on = self._options["train_data"]
+        return (data_dir is not None and trained_on is not None
+                and str(Path(data_dir).expanduser().resolve()) == trained_on)
+
+    def _held_out_test(self, data_dir, seed: int) -> Split:
+        """The run's test split of its own training data (its validation split when it held
+        out no test windows), refused when empty; said in the log."""
+        data = self.load(data_dir, seed=seed)
+        if not len(data.test.x):
+            raise DataError(f"{data_dir} is the run's training data and the run held out no "
+                            "test windows (one group, or val_fraction 0); pass --data-dir with "
+                            "your own test windows")
+        _log.info("%s is the run's training data: scoring its %d held-out windows (the run's "
+                  "test split), not the %d it trained on", data_dir, len(data.test.x),
+                  len(data.train.x))
+        return Split(data.test.x, data.test.y)
 
 
 # ----------------------------------------------------------------------------- splitting
@@ -335,15 +373,60 @@ def _share(n: int, fraction: float) -> int:
 # ----------------------------------------------------------------------------- helpers
 
 
-def label_names(labels: np.ndarray) -> list[str]:
-    """The class names of ``labels``: their distinct values as text, sorted (integers by value)."""
-    return sorted({str(v) for v in labels.tolist()}, key=_label_key)
+def label_names(labels: np.ndarray, source: str = "the data") -> list[str]:
+    """The class names of ``labels``: their distinct values as text, sorted (integers by value).
+    Two texts of one number (``'1'`` and ``'01'``) would tie in that order: refused, named."""
+    names = sorted({str(v) for v in labels.tolist()}, key=_label_key)
+    for a, b in zip(names, names[1:]):
+        if _label_key(a)[:2] == _label_key(b)[:2] and _label_key(a)[0] == 0:
+            raise DataError(f"{source}: labels {a!r} and {b!r} are two classes written as the "
+                            "same number, so their order is ambiguous; write each class one "
+                            "way (e.g. all without leading zeros)")
+    return names
 
 
 def _label_key(value):
-    """Integers (and their text) by value, before any other text, which sorts as text."""
+    """Integers (and their text) by value, before any other text, which sorts as text; two
+    texts of one number by their text (`label_names` refuses them as classes)."""
     text = str(value)
-    return (0, int(text), "") if re.fullmatch(r"-?\d+", text) else (1, 0, text)
+    return (0, int(text), text) if re.fullmatch(r"-?\d+", text) else (1, 0, text)
+
+
+def _check_two_classes(windows: Windows) -> None:
+    """Data of one class: said of the data (naming the file and the class), not of the
+    class_names option the user never set."""
+    found = label_names(windows.labels, windows.source)
+    if len(found) < 2:
+        raise DataError(f"{windows.source}: every window has the label {found[0]!r}; a "
+                        "classifier needs windows of at least two classes")
+
+
+LONG_WINDOW = 5000  # steps: beyond, an epoch of a recurrent cell takes minutes on a CPU
+
+
+def _warn_long(windows: Windows) -> None:
+    steps = int(windows.x.shape[1])
+    if steps > LONG_WINDOW:
+        _log.warning("%s: windows of %d steps: the recurrent cell steps %d times per window, "
+                     "so an epoch of %d windows may take minutes before its first line; "
+                     "shorter windows, or frames_per_step=K (K samples a step), go faster",
+                     windows.source, steps, steps, len(windows.x))
+
+
+def _named(channels: list[str]) -> bool:
+    """Whether the data named its channels (not the reader's ``channel_i`` / ``column_i``)."""
+    return not all(re.fullmatch(r"(channel|column)_\d+", c) for c in channels)
+
+
+def _check_channels(windows: Windows, trained: list | None) -> None:
+    """Windows whose named channels differ from training's (other names, another order) would
+    be scored as if they were the same sensors: refused, naming both."""
+    if trained is not None and _named(windows.channels) and list(trained) != windows.channels:
+        how = ("the same channels in another order" if sorted(trained) == sorted(windows.channels)
+               else "other channels")
+        raise DataError(f"{windows.source}: channels {windows.channels} differ from the run's "
+                        f"{list(trained)} ({how}); give X the channels of training, in its "
+                        "order")
 
 
 def _short(ids: list) -> str:
