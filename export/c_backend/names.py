@@ -44,8 +44,9 @@ MODEL_MACROS = ("TIMESTEPS", "FEATURES", "UNITS", "CLASSES", "LOGIT_SCALE", "LOG
                 "MODEL_H_")
 _MODEL_NAME = re.compile(r"\bzoo_(" + "|".join(MODEL_FUNCTIONS) + r")\b")
 _MODEL_MACRO = re.compile(r"\bZOO_(" + "|".join(MODEL_MACROS) + r")\b")
-# kws_ identifiers, but not the file names (kws_input.h, kws_frontend.c ...) nor the programs.
-_KWS_NAME = re.compile(r"\bkws_(?!app\b|lib\b)(\w+)\b(?!\.(?:c|h|o|mk)\b)")
+# kws_ identifiers, but not the file names (kws_input.h, kws_frontend.c, export/kws_stream.py
+# ...) nor the programs.
+_KWS_NAME = re.compile(r"\bkws_(?!app\b|lib\b)(\w+)\b(?!\.(?:c|h|o|mk|py)\b)")
 _KWS_MACRO = re.compile(r"\bKWS_(\w+)\b")
 _SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _.,:-")
 

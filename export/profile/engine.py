@@ -19,7 +19,9 @@ from typing import Callable
 import numpy as np
 
 from zoo.export.profile import build, counting
-from zoo.export.profile.source import KWS_SOURCES, c_names, is_kws
+from zoo.export.c_backend.driver_names import names_header
+from zoo.export.c_backend.names import c_names
+from zoo.export.profile.source import KWS_SOURCES, is_kws
 from zoo.export.profile.targets import APT_PACKAGES, Target
 
 N_CALLS = 100  # calls per count (and 2N): enough that a call's figure is exact to 0.01
@@ -62,20 +64,6 @@ def timing_of(c_dir: Path, kws: bool) -> Timing:
         return Timing(steps, steps * frames / task.rows_per_second)
     except (OSError, KeyError, ValueError, TypeError, json.JSONDecodeError):
         return Timing(steps, None)
-
-
-def names_header(c_dir: Path) -> str:
-    """profile_names.h: the export's names (prefix P: P_model.h, P_push_q, P_FEATURES ...) as
-    the harness's M_* names."""
-    prefix, header, _ = c_names(c_dir)
-    upper = prefix.upper()
-    lines = [f'#include "{header}"']
-    for short, name in (("STATE", f"{prefix}_state_t"), ("RESET", f"{prefix}_reset"),
-                        ("PUSH_Q", f"{prefix}_push_q"), ("PREDICT", f"{prefix}_predict")):
-        lines.append(f"#define M_{short} {name}")
-    for macro in ("TIMESTEPS", "FEATURES", "UNITS", "CLASSES"):
-        lines.append(f"#define M_{macro} {upper}_{macro}")
-    return "\n".join(lines) + "\n"
 
 
 def check_windows(c_dir: Path) -> tuple[np.ndarray, str]:
@@ -126,6 +114,7 @@ def profile_export(c_dir: Path, targets: list[Target], work: Path,
     kws = is_kws(c_dir)
     generated = work / "generated"
     generated.mkdir(parents=True, exist_ok=True)
+    # the harness is written in the names before prefixes; this header maps them to the export's
     (generated / "profile_names.h").write_text(names_header(c_dir))
     windows, windows_from = check_windows(c_dir)
     if kws:

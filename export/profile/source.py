@@ -6,31 +6,16 @@ its names (its prefix, `c_names`), whether it carries the keyword front end, and
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
-CHECK_FILE = "c_check.json"
+from zoo.export.c_backend.names import CHECK_FILE, c_names
+
 KWS_SOURCES = ("kws_frontend.c", "kws_frontend_tables.c", "kws_model_io.c", "kws_input.c")
 
 
 class ProfileError(ValueError):
     """A source that cannot be profiled, said in one line."""
-
-
-def c_names(c_dir: Path) -> tuple[str, str, str]:
-    """(prefix, header file, source file) of a C export: ``c_check.json``'s ``prefix``; an
-    export without the key is an older one, prefix ``zoo`` (CONTRACT: the linkable exports'
-    `zoo.export.c_backend.c_names`, read here the same way until both are merged)."""
-    try:
-        from zoo.export.c_backend import c_names as exported  # the export's own, once merged
-    except ImportError:
-        exported = None
-    if exported is not None:
-        return exported(c_dir)
-    path = Path(c_dir) / CHECK_FILE
-    prefix = json.loads(path.read_text()).get("prefix", "zoo") if path.is_file() else "zoo"
-    return prefix, f"{prefix}_model.h", f"{prefix}_model.c"
 
 
 def is_c_export(folder: Path) -> bool:
@@ -48,24 +33,14 @@ def is_kws(c_dir: Path) -> bool:
 
 
 def resolve_tag_folder(name: str) -> Path:
-    """An installed tag's folder by name: `zoo.pretrained.resolve_tag(name) -> Path` where it
-    exists (CONTRACT: the registry's lookup, with its messages for archived and unknown names),
-    else this private equivalent over the installed tags (unknown names list them)."""
-    import zoo.pretrained as pretrained
+    """An installed tag's folder by name (`zoo.pretrained.resolve_tag`: its one line for an
+    archived or unknown name, the valid tags listed)."""
+    from zoo.pretrained import resolve_tag
 
     try:
-        found = pretrained.resolve_tag(name)  # the one-argument form returns the folder
-    except TypeError:  # the older resolve_tag(name, pretrained) -> str: not that lookup
-        found = None
+        return resolve_tag(name)
     except ValueError as err:
         raise ProfileError(str(err)) from None
-    if isinstance(found, Path):
-        return found
-    try:
-        pretrained.get_pretrained_cfg(name)
-    except ValueError as err:  # unknown: the installed tags listed
-        raise ProfileError(str(err)) from None
-    return pretrained.pretrained_root() / name
 
 
 def c_export_of(source: str, work: Path, calibration: str | None = None,

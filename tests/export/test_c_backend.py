@@ -13,6 +13,7 @@ import json
 import logging
 import shutil
 import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def assert_bit_exact(check: dict, windows: int = 701) -> None:
 def sirnn_c(int8_step, tmp_path_factory):
     export_dir, _ = int8_step
     out = tmp_path_factory.mktemp("c") / "sirnn-c"
-    # The legacy prefix, zoo: tools/cortexm's c_main.c (the DSP test below) calls zoo_push ...
+    # The legacy prefix, zoo: the names of an export made before prefixes
     return out, export_c(export_dir, out, prefix="zoo")
 
 
@@ -116,20 +117,24 @@ def test_cross_build_for_a_cortex_m4_when_the_toolchain_is_there(sirnn_c, tmp_pa
     assert (build / "zoo_model.o").is_file()
 
 
-def test_the_cortex_m4_dsp_path_gives_the_portable_paths_bits(sirnn_c, tmp_path):
+def test_the_cortex_m4_dsp_path_gives_the_portable_paths_bits(int8_step, tmp_path):
     # The SMLAD / SMMULR / SSAT kernels (ZOO_USE_ARM_DSP) run under qemu-arm and print the state
     # after each of 128 steps and the logits; the host build of the same driver and export (the
-    # portable C, checked against TFLite Micro above) must print the same lines.
+    # portable C, checked against TFLite Micro above) must print the same lines. The export has
+    # its default prefix: tools/cortexm's driver takes the names from it (names_header).
     if shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-arm") is None:
         pytest.skip("arm-none-eabi-gcc and qemu-arm are not installed (optional)")
-    out, _ = sirnn_c
+    out = tmp_path / "c"
+    prefix = export_c(int8_step[0], out, check=False)["prefix"]  # checked above
+    assert prefix != "zoo" and c_names(out)[0] == prefix
     cortexm = Path(__file__).resolve().parents[2] / "tools" / "cortexm"
     build = tmp_path / "m4"
     subprocess.run(["make", "-s", "-C", str(cortexm), f"B={build}", f"C={out}", "NAME=test",
-                    "c-app"], check=True, capture_output=True)
+                    f"PYTHON={sys.executable}", "c-app"], check=True, capture_output=True)
     host = tmp_path / "host_app"
-    subprocess.run(["cc", "-std=c99", "-O2", f"-I{out}", str(cortexm / "c_main.c"),
-                    str(out / "zoo_model.c"), "-o", str(host)], check=True)
+    subprocess.run(["cc", "-std=c99", "-O2", f"-I{out}", f"-I{build / 'names-test'}",
+                    str(cortexm / "c_main.c"), str(out / c_names(out)[2]), "-o", str(host)],
+                   check=True)
     m4 = subprocess.run(["qemu-arm", "-cpu", "cortex-a15", str(build / "c-test.elf"), "sirnn",
                          "print", "128"], check=True, capture_output=True, text=True).stdout
     ref = subprocess.run([str(host), "sirnn", "print", "128"], check=True, capture_output=True,

@@ -219,6 +219,56 @@ def test_every_symbol_an_export_defines_starts_with_its_prefix(two_exports, tmp_
             assert symbols and all(s.startswith(prefix + "_") for s in symbols), (name, symbols)
 
 
+LEGACY_DRIVER = """#include "zoo_names.h"
+int main(void) {
+  static kws_stream_t stream;
+  static zoo_state_t state;
+  int16_t l[KWS_FILTERS] = {0};
+  int8_t xq[KWS_FILTERS], logits[ZOO_CLASSES];
+  kws_stream_reset(&stream);
+  zoo_reset(&state);
+  kws_model_input(l, xq);
+  zoo_push_q(&state, xq);
+  return zoo_predict(&state, logits) + kws_stream_push(&stream, 0, l);
+}
+"""
+
+
+def test_the_names_header_maps_every_public_name_a_driver_uses(two_exports, tmp_path):
+    """tools/cortexm's drivers and zoo profile's harnesses are written in the names before
+    prefixes: the names header must define every prefixed name the export's headers declare
+    (read from the headers the export wrote, not from the renaming rule), and a driver in the
+    old names then compiles and links against the prefixed export."""
+    import re
+
+    from zoo.export.c_backend.driver_names import names_header
+
+    words = two_exports / "words"
+    header = names_header(words)
+    defined = dict(re.findall(r"^#define (\w+) (\w+)$", header, re.M))
+    declared = set()
+    for name in ("words_model.h", "kws_frontend.h", "kws_input.h", "kws_recognizer.h"):
+        declared |= {t for t in re.findall(r"\b(?:words|WORDS)_\w+\b(?!\.\w)",  # not files
+                                           (words / name).read_text()) if not t.endswith("_H_")}
+    assert declared and declared <= set(defined.values()), declared - set(defined.values())
+    assert defined["zoo_push_q"] == "words_push_q"
+    assert defined["kws_stream_write"] == "words_kws_stream_write"
+    assert defined["KWS_FILTERS"] == "WORDS_KWS_FILTERS"
+    assert "export/kws_stream.py" in (words / "kws_input.h").read_text()  # a file: kept
+    (tmp_path / "zoo_names.h").write_text(header)
+    (tmp_path / "driver.c").write_text(LEGACY_DRIVER)
+    sources = [tmp_path / "driver.c", *(words / n for n in ("words_model.c", "kws_frontend.c",
+               "kws_frontend_tables.c", "kws_model_io.c", "kws_input.c"))]
+    done = subprocess.run(["cc", "-std=c99", "-Wall", "-Werror", f"-I{tmp_path}", f"-I{words}",
+                           *map(str, sources), "-o", str(tmp_path / "driver")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    legacy = tmp_path / "legacy"
+    write_kws_project(WORDS, legacy, prefix="zoo")
+    assert c_names(legacy)[0] == "zoo"
+    assert "#define" not in names_header(legacy)  # the old names are the export's own
+
+
 # ------------------------------------------------------------------ hostile labels (issue 52)
 HOSTILE = [
     'x??/",0};__attribute__((constructor)) static void pwn(void){puts("PWNED");}'

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -356,8 +357,9 @@ def test_the_cortex_m4_build_equals_the_reference(tmp_path):
     """The pipeline cross-compiled for a Cortex-M4 (CLZ, SMULL / SMLAL / UMLAL, the C backend's
     DSP path) and run under qemu-arm gives the reference's features and logits, hop by hop."""
     cortexm = Path(__file__).resolve().parents[2] / "tools" / "cortexm"
-    write_kws_project(SIRNN, tmp_path / "k", prefix="zoo")  # tools/cortexm's driver: zoo_ names
+    write_kws_project(SIRNN, tmp_path / "k", prefix="words")  # the driver reads its names
     build = subprocess.run(["make", "-s", "-C", str(cortexm), "-f", "kws.mk", f"K={tmp_path / 'k'}",
+                            f"PYTHON={sys.executable}",
                             f"B={tmp_path / 'b'}", f"{tmp_path / 'b'}/kws.elf"],
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stdout + build.stderr

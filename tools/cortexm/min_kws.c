@@ -3,7 +3,7 @@
 #include "kws_frontend.h"
 #include "kws_input.h"
 #include "kws_recognizer.h"
-#include "zoo_model.h"
+#include "zoo_names.h" /* the export's header, its names as zoo_* (names before prefixes) */
 int main(void) {
   static kws_stream_t stream;
   static zoo_state_t state;

@@ -2,9 +2,9 @@
  * model costs a firmware's flash and RAM. */
 #include "profile_names.h"
 int main(void) {
-  static M_STATE s;
-  int8_t x[M_FEATURES] = {0}, logits[M_CLASSES];
-  M_RESET(&s);
-  M_PUSH_Q(&s, x);
-  return M_PREDICT(&s, logits);
+  static zoo_state_t s;
+  int8_t x[ZOO_FEATURES] = {0}, logits[ZOO_CLASSES];
+  zoo_reset(&s);
+  zoo_push_q(&s, x);
+  return zoo_predict(&s, logits);
 }

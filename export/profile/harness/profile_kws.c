@@ -7,7 +7,8 @@
  *   PART loop:     the samples alone (the harness's own cost)
  *   PART check:    N hops of the pipeline, printing each hop's 32 features and int8 logits, so
  *                  the cross build is compared with the host build line for line
- * Samples: a 440 Hz square wave plus pseudo-random noise, so every stage does its usual work. */
+ * Samples: a 440 Hz square wave plus pseudo-random noise, so every stage does its usual work.
+ * profile_names.h defines the names before prefixes (kws_*, KWS_*, zoo_*) as the export's. */
 #include "kws_frontend.h"
 #include "kws_input.h"
 #include "kws_recognizer.h"
@@ -25,17 +26,17 @@ static void print_hop(int hop, const int16_t *l, const int8_t *logits) {
   zp_puts("hop "), zp_putint(hop), zp_puts(":");
   for (i = 0; i < KWS_FILTERS; ++i) zp_puts(" "), zp_putint(l[i]);
   zp_puts(" |");
-  for (i = 0; i < M_CLASSES; ++i) zp_puts(" "), zp_putint(logits[i]);
+  for (i = 0; i < ZOO_CLASSES; ++i) zp_puts(" "), zp_putint(logits[i]);
   zp_puts("\n");
 }
 
 int main(int argc, char **argv) {
   static kws_stream_t stream;
-  static M_STATE state;
+  static zoo_state_t state;
   static kws_recognizer_t rec;
   int16_t l[KWS_FILTERS] = {0};
-  int8_t xq[KWS_FILTERS], logits[M_CLASSES];
-  uint8_t post[M_CLASSES];
+  int8_t xq[KWS_FILTERS], logits[ZOO_CLASSES];
+  uint8_t post[ZOO_CLASSES];
   int n, hop, i, part, score;
   long sum = 0;
   unsigned t = 0;
@@ -44,7 +45,7 @@ int main(int argc, char **argv) {
        : zp_same(argv[2], "frontend") ? 1 : 0;
   n = zp_atoi(argv[3]);
   kws_stream_reset(&stream);
-  M_RESET(&state);
+  zoo_reset(&state);
   rec.window = 50, rec.threshold = 160, rec.suppression = 100, rec.min_count = 5;
   rec.last_class = rec.last_hop = -1;
   for (i = 0; i < KWS_FRAME - KWS_HOP; ++i) kws_stream_push(&stream, next_sample(t++), l);
@@ -58,10 +59,10 @@ int main(int argc, char **argv) {
     if (kws_stream_write(&stream, samples, KWS_HOP, l) == 1) sum += l[0];
     if (part < 2) continue;
     kws_model_input(l, xq);
-    if (hop % 99 == 0) M_RESET(&state);
-    M_PUSH_Q(&state, xq);
-    M_PREDICT(&state, logits);
-    kws_posteriors(M_CLASSES, logits, post);
+    if (hop % 99 == 0) zoo_reset(&state);
+    zoo_push_q(&state, xq);
+    zoo_predict(&state, logits);
+    kws_posteriors(ZOO_CLASSES, logits, post);
     score = 0;
     sum += kws_recognize(&rec, hop, post, &score) + score;
     if (argv[2][0] == 'c') print_hop(hop, l, logits);

@@ -6,7 +6,8 @@
  *   PART check: the check windows (profile_windows.h, int8) through reset, T push_q and
  *               predict each; prints every window's logits and final state, so the cross build
  *               is compared with the host build line for line.
- * profile_names.h (written by the profiler) maps the export's names (its prefix) to M_*. */
+ * profile_names.h (zoo.export.c_backend.driver_names) includes the export's header and
+ * defines the names before prefixes (zoo_push_q, ZOO_FEATURES ...) as the export's. */
 #include "profile_io.h"
 #include "profile_names.h"
 #include "profile_windows.h"
@@ -24,43 +25,43 @@ static void print_values(const char *label, const int8_t *v, int n) {
 }
 
 static long check(void) {
-  static M_STATE s;
-  int8_t logits[M_CLASSES];
+  static zoo_state_t s;
+  int8_t logits[ZOO_CLASSES];
   long sum = 0;
   int w, t;
   for (w = 0; w < PROFILE_WINDOWS; ++w) {
-    M_RESET(&s);
-    for (t = 0; t < M_TIMESTEPS; ++t) M_PUSH_Q(&s, profile_windows[w] + t * M_FEATURES);
-    sum += M_PREDICT(&s, logits);
+    zoo_reset(&s);
+    for (t = 0; t < ZOO_TIMESTEPS; ++t) zoo_push_q(&s, profile_windows[w] + t * ZOO_FEATURES);
+    sum += zoo_predict(&s, logits);
     zp_puts("window "), zp_putint(w);
-    print_values(" logits", logits, M_CLASSES);
-    print_values(" state", s.h, M_UNITS);
+    print_values(" logits", logits, ZOO_CLASSES);
+    print_values(" state", s.h, ZOO_UNITS);
     zp_puts("\n");
   }
   return sum;
 }
 
 int main(int argc, char **argv) {
-  static M_STATE s;
-  int8_t x[M_FEATURES], logits[M_CLASSES];
+  static zoo_state_t s;
+  int8_t x[ZOO_FEATURES], logits[ZOO_CLASSES];
   int n, t, i;
   long sum = 0;
   if (argc < 4) return 2;
   n = zp_atoi(argv[3]);
-  M_RESET(&s);
+  zoo_reset(&s);
   if (zp_same(argv[2], "check")) {
     sum = check();
   } else {
     for (t = 0; t < n; ++t) {
       if (zp_same(argv[2], "head")) {
-        sum += M_PREDICT(&s, logits);
+        sum += zoo_predict(&s, logits);
         continue;
       }
-      for (i = 0; i < M_FEATURES; ++i) x[i] = next_x();
-      if (zp_same(argv[2], "step")) M_PUSH_Q(&s, x);
-      else s.h[t % M_UNITS] ^= x[0]; /* keep the loop's work */
+      for (i = 0; i < ZOO_FEATURES; ++i) x[i] = next_x();
+      if (zp_same(argv[2], "step")) zoo_push_q(&s, x);
+      else s.h[t % ZOO_UNITS] ^= x[0]; /* keep the loop's work */
     }
-    for (i = 0; i < M_UNITS; ++i) sum += s.h[i];
+    for (i = 0; i < ZOO_UNITS; ++i) sum += s.h[i];
   }
   zp_done(argv[1], argv[2], argv[3], sum);
   return 0;
