@@ -30,7 +30,7 @@ from zoo.export import device_runtime
 from zoo.training.data.errors import DataError
 from zoo.training.data.wav import read_wav
 from zoo.export.card_schema import read_card
-from zoo.export.c_backend.graph import read_graph
+from zoo.export.tflite_graph import read_graph
 from zoo.training.tasks.int_frontend import (FILTERS, FRAME, HOP, InputMap, frames_function,
                                              integer_features)
 from zoo.training.tasks.speech_layout import SILENCE, UNKNOWN

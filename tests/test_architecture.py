@@ -170,7 +170,39 @@ def _names_a_package_attribute(path: Path, module: str, package: str) -> bool:
 
 def import_cycles() -> list[list[str]]:
     """Strongly connected groups of more than one module (Tarjan), each sorted."""
-    graph = import_graph()
+    return strongly_connected(import_graph())
+
+
+def folder_import_graph() -> dict[str, set[str]]:
+    """Each folder's parts (its files and its sub-folders, as dotted names) -> the parts of the
+    same folder they import: ``zoo.export.c_backend.kws`` importing ``zoo.export.kws_stream``
+    is the arrow ``zoo.export.c_backend -> zoo.export.kws_stream``. Nodes are (folder, part)
+    names joined, so that the parts of different folders never meet."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        for target in targets:
+            # the deepest folder holding both: the arrow runs between its two parts
+            a, b = module.split("."), target.split(".")
+            shared = 0
+            while shared < min(len(a), len(b)) - 1 and a[shared] == b[shared]:
+                shared += 1
+            if shared == 0 or a[:shared + 1] == b[:shared + 1]:
+                continue  # different packages, or one part inside the other (its __init__)
+            source, sink = ".".join(a[:shared + 1]), ".".join(b[:shared + 1])
+            graph.setdefault(source, set()).add(sink)
+            graph.setdefault(sink, set())
+    return graph
+
+
+def folder_cycles() -> list[list[str]]:
+    """Parts of one folder that import each other, through any of their files: two files can be
+    free of a cycle while their folders are not (as ``kws_stream`` -> ``c_backend.graph`` and
+    ``c_backend.kws`` -> ``kws_stream`` were)."""
+    return strongly_connected(folder_import_graph())
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node of ``graph`` (Tarjan), each sorted."""
     index, low, stack, on_stack, cycles = {}, {}, [], set(), []
 
     def visit(v):
@@ -263,6 +295,28 @@ def test_the_walk_finds_a_cycle_and_a_private_import(tmp_path, monkeypatch):
     assert import_cycles() == [["zoo.export.a", "zoo.export.b"]]
     found = private_imports()
     assert len(found) == 1 and "export/a.py:1" in found[0] and "_helper" in found[0]
+
+
+def test_no_folder_level_import_cycle():
+    """A folder's files and sub-folders import one another one way: a sub-folder (the C
+    backend) and a file beside it (the streaming reference) do not need each other, even
+    through different files; what both need lives below both."""
+    assert folder_cycles() == []
+
+
+def test_the_walk_finds_a_folder_level_cycle(tmp_path, monkeypatch):
+    """The check itself: no module cycle, but ``export/a.py`` and the folder ``export/sub/``
+    import each other through different files."""
+    fake = tmp_path / "export"
+    (fake / "sub").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "sub" / "__init__.py").write_text("")
+    (fake / "a.py").write_text("from zoo.export.sub.low import x\n")
+    (fake / "sub" / "low.py").write_text("x = 1\n")
+    (fake / "sub" / "high.py").write_text("from zoo.export.a import y\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert import_cycles() == []
+    assert folder_cycles() == [["zoo.export.a", "zoo.export.sub"]]
 
 
 def test_no_private_name_is_imported_from_another_module():

@@ -16,7 +16,8 @@ The step and head models are the export's own (their scales and zero points are 
 are: nothing is recalibrated), so the C code computes what they compute; their card is read
 through `card_schema.read_card` and checked against both models first (`read_checked_graphs`).
 Public names start with the export's prefix (`names`: written with ``zoo`` and renamed);
-user strings reach the C only octal-escaped (`names.c_string`). The fixed C is text in ``templates/`` (``zoo_model.h``, ``zoo_input.c``, ``zoo_api.c`` with
+user strings reach the C only octal-escaped (`zoo.export.c_text.c_string`). The fixed C is
+text in ``templates/`` (``zoo_model.h``, ``zoo_input.c``, ``zoo_api.c`` with
 ``${...}`` placeholders; ``zoo_int8.h``, ``zoo_args.h``, ``main.c``, ``Makefile`` copied as
 they are); what depends on the models (weights, tables, one function per model) is generated
 (`emit`).
@@ -34,11 +35,11 @@ import numpy as np
 
 from zoo.export import device_runtime
 from zoo.export.c_backend.emit import Emitted, c_array, emit_model
-from zoo.export.c_backend.graph import Graph, UnsupportedGraph, read_graph
+from zoo.export.tflite_graph import Graph, UnsupportedGraph, read_graph
 from zoo.export.c_backend.library import arduino_name, write_library
-from zoo.export.c_backend.names import (c_string, comment_text, default_prefix, model_files,
-                                        rename_model)
+from zoo.export.c_backend.names import default_prefix, model_files, rename_model
 from zoo.export.c_backend.plan import lower
+from zoo.export.c_text import c_string, comment_text
 from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, inside_folder, read_card
 
 C_FILES = ("zoo_model.h", "zoo_model.c", "zoo_int8.h", "zoo_args.h", "main.c", "Makefile",

@@ -82,7 +82,7 @@ def check_windows(c_dir: Path) -> tuple[np.ndarray, str]:
     """(int8 windows (W, T, F), where from): the export's first test windows (testset.npz,
     normalized) quantized as the step model's input, or, without a test set, a fixed
     pseudo-random set (seed 0) of int8 inputs."""
-    from zoo.export.c_backend.graph import read_graph
+    from zoo.export.tflite_graph import read_graph
     from zoo.export.card_schema import read_card
     from zoo.export.exportdir import load_testset
 
