@@ -84,13 +84,9 @@ def _step_loop(export_dir: Path, runtime: str):
 
 
 def loop_logits(loop, xq_windows) -> np.ndarray:
-    """int8 logits of the step loop (`device_runtime.StepModel`: the step model invoked T times,
-    its state fed back, then the head) for quantized windows [N, T, 1, d]."""
-    out = []
-    for xq in xq_windows:
-        loop.predict_prepared(xq)
-        out.append(np.array(loop.head.get(0)))
-    return np.concatenate(out)
+    """int8 logits of the step loop (`device_runtime.StepModel.run_prepared`: the step model
+    invoked T times, its state fed back, then the head) for quantized windows [N, T, 1, d]."""
+    return np.concatenate([loop.run_prepared(xq)[0] for xq in xq_windows])
 
 
 class SequenceRunner:

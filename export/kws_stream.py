@@ -223,15 +223,10 @@ class StreamReference:
         return np.asarray(out, np.int8).reshape(len(out), self.classes)
 
     def head_logits(self, h: np.ndarray) -> np.ndarray:
-        """The head's int8 logits on state ``h`` (requantized into the head's input quantization
-        when it differs, as `zoo.export.c_backend.check.reference` and the C code do)."""
-        m = self.model
-        if not m.direct_head:
-            h = device_runtime.quantize(device_runtime.dequantize(h, m.h_dtype, m.h_quant),
-                                      m.hh_dtype, m.hh_quant)
-        m.head.set(0, h)
-        m.head.invoke()
-        return np.array(m.head.get(0)).reshape(-1)
+        """The head's int8 logits on state ``h`` (`device_runtime.StepModel.head_raw`:
+        requantized into the head's input quantization when it differs, as
+        `zoo.export.c_backend.check.reference` and the C code do)."""
+        return self.model.head_raw(h).reshape(-1)
 
     def run(self, samples: np.ndarray, recognizer: Recognizer):
         """(int8 logits (T, C), uint8 posteriors (T, C), detections) of a stream of int16
