@@ -29,7 +29,7 @@ import numpy as np
 from zoo.export import device_runtime
 from zoo.training.data.errors import DataError
 from zoo.training.data.wav import read_wav
-from zoo.export.card_schema import read_card
+from zoo.export.card_schema import read_export_card
 from zoo.export.tflite_graph import read_graph
 from zoo.training.tasks.int_frontend import (FILTERS, FRAME, HOP, InputMap, frames_function,
                                              integer_features)
@@ -183,7 +183,7 @@ class StreamReference:
 
     def __init__(self, export_dir: Path, instances: int = 1, period: int = 99):
         self.export_dir = Path(export_dir)
-        card = read_card(str(self.export_dir))
+        card = read_export_card(str(self.export_dir))
         self.model = device_runtime.StepModel(str(self.export_dir), card, "tflite-micro", 1)
         if not 1 <= instances <= MAX_INSTANCES or period < instances:
             raise ValueError(f"instances must be in 1..{MAX_INSTANCES} and at most period "
@@ -240,7 +240,7 @@ def input_map(export_dir: Path, card=None) -> InputMap:
     """The export's `InputMap`: its normalization and its step model's input quantization
     (``card``: the export's `ModelCard`, when the caller has read it)."""
     export_dir = Path(export_dir)
-    card = card or read_card(str(export_dir))
+    card = card or read_export_card(str(export_dir))
     norm = json.loads((export_dir / (card.normalization or "normalization.json")).read_text())
     graph = read_graph((export_dir / card.files["step"]).read_bytes())
     x = graph.tensor(graph.inputs[card.step_io["x"]])

@@ -27,7 +27,7 @@ from zoo.export.c_backend.names import (LEGACY_PREFIX, PrefixError, c_names, che
                                         default_prefix, model_files)
 from zoo.export.c_backend.project import (RUNTIMES, CExportError, read_normalization,
                                           read_step_export, source_name, write_c_project)
-from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, read_card
+from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, read_export_card
 from zoo.export.device_runtime import failed_export
 from zoo.export.exportdir import load_testset
 from zoo.pretrained_card import PretrainedCfg
@@ -54,8 +54,8 @@ class StepExport:
 
 def find_step_export(source: Path) -> StepExport | None:
     """The int8 step export ``source`` is or holds (with its card, read once through
-    `card_schema.read_card`), or None (then ``source`` must be a run). A shipped tag that holds
-    no int8 step export (the DS-CNN keyword spotter ships a sequence model) is refused here,
+    `card_schema.read_export_card`), or None (then ``source`` must be a run). A shipped tag that
+    holds no int8 step export (the DS-CNN keyword spotter ships a sequence model) is refused here,
     before anything would treat the tag as a run to re-export (and look for, or download, its
     dataset)."""
     source = Path(source)
@@ -77,9 +77,9 @@ def find_step_export(source: Path) -> StepExport | None:
 
 
 def read_step_card(folder: Path) -> ModelCard:
-    """`card_schema.read_card` of ``folder``, its errors as `CExportError`."""
+    """`card_schema.read_export_card` of ``folder``, its errors as `CExportError`."""
     try:
-        return read_card(str(folder))
+        return read_export_card(str(folder))
     except ExportFolderError as err:
         raise CExportError(str(err)) from None
 

@@ -14,7 +14,8 @@
 
 The step and head models are the export's own (their scales and zero points are used as they
 are: nothing is recalibrated), so the C code computes what they compute; their card is read
-through `card_schema.read_card` and checked against both models first (`read_checked_graphs`).
+through `card_schema.read_export_card` and checked against both models first
+(`read_checked_graphs`).
 Public names start with the export's prefix (`names`: written with ``zoo`` and renamed);
 user strings reach the C only octal-escaped (`zoo.export.c_text.c_string`). The fixed C is
 text in ``templates/`` (``zoo_model.h``, ``zoo_input.c``, ``zoo_api.c`` with
@@ -40,7 +41,8 @@ from zoo.export.c_backend.library import arduino_name, write_library
 from zoo.export.c_backend.names import default_prefix, model_files, rename_model
 from zoo.export.c_backend.plan import lower
 from zoo.export.c_text import c_string, comment_text
-from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, inside_folder, read_card
+from zoo.export.card_schema import (CARD_FILE, ExportFolderError, ModelCard, inside_folder,
+                                     read_export_card)
 
 C_FILES = ("zoo_model.h", "zoo_model.c", "zoo_int8.h", "zoo_args.h", "main.c", "Makefile",
            "README.md")
@@ -83,11 +85,11 @@ def requant_table(src: _Quant, dst: _Quant) -> np.ndarray:
 
 
 def read_step_export(export_dir: Path, card: ModelCard | None = None) -> ModelCard:
-    """The card of an int8 step export (`card_schema.read_card`: the schema, the model files
+    """The card of an int8 step export (`card_schema.read_export_card`: the schema, the model files
     inside the folder; ``card``: that card, already read by the caller, only checked to be an
     int8 step export's); `CExportError` otherwise."""
     try:
-        card = card or read_card(str(export_dir))
+        card = card or read_export_card(str(export_dir))
     except ExportFolderError as err:
         raise CExportError(f"{err} (the C backend compiles a `zoo export --form step --quantize "
                            "int8` folder)") from None

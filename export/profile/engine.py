@@ -83,13 +83,13 @@ def check_windows(c_dir: Path) -> tuple[np.ndarray, str]:
     normalized) quantized as the step model's input, or, without a test set, a fixed
     pseudo-random set (seed 0) of int8 inputs."""
     from zoo.export.tflite_graph import read_graph
-    from zoo.export.card_schema import read_card
+    from zoo.export.card_schema import read_export_card
     from zoo.export.exportdir import load_testset
 
     check = json.loads((c_dir / "c_check.json").read_text())
     shape = (CHECK_WINDOWS, int(check["timesteps"]), int(check["features"]))
     if (c_dir / "testset.npz").is_file():
-        card = read_card(str(c_dir))
+        card = read_export_card(str(c_dir))
         x, _ = load_testset(str(c_dir), card)
         step = read_graph((c_dir / card.files["step"]).read_bytes())
         tensor = step.tensor(step.inputs[card.step_io["x"]])
