@@ -36,6 +36,7 @@ from zoo.pretrained_card import (C_BACKEND, CARD, CARD_VERSION, CFigures, Cost, 
                                  TrainingData, check_tag_name, read_tag_card)
 from zoo.training import storage
 from zoo.training.rundir import RunDirectory
+from zoo.training.tasks.frames import frames_per_step_of
 
 _log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
     summaries = [_seed_summary(Path(r)) for r in seed_runs] or [_seed_summary(run_dir)]
     seeds = [s.val_accuracy for s in summaries]
     accuracy = export_card.accuracy
-    frames = config.get("task_options_resolved", {}).get("frames_per_step", 1) or 1
+    frames = frames_per_step_of(config.get("task_options_resolved"))
     return PretrainedCfg(
         version=CARD_VERSION, tag=tag, model=config["model"], task=config["task"],
         # the raw window: the loader puts the Reshape to the model's frames in front

@@ -56,9 +56,10 @@ def timing_of(c_dir: Path, kws: bool) -> Timing:
     try:
         card = json.loads((c_dir / "model_card.json").read_text())
         from zoo.training.tasks import get_task
+        from zoo.training.tasks.frames import frames_per_step_of
 
         task = get_task(card["task"])
-        frames = int((card.get("task_options") or {}).get("frames_per_step") or 1)
+        frames = frames_per_step_of(card.get("task_options"))
         return Timing(steps, steps * frames / task.rows_per_second)
     except (OSError, KeyError, ValueError, TypeError, json.JSONDecodeError):
         return Timing(steps, None)
