@@ -123,14 +123,19 @@ def _check_keras_arguments(args) -> None:
                          "--calibration windows")
 
 
+def option_fields(args) -> dict:
+    """The flags every export shares, as `zoo.export.exporter.ExportOptions` fields (written
+    here once for the three kinds of export)."""
+    return dict(max_drop=args.max_drop, allow_drop=args.allow_drop, overwrite=args.overwrite,
+                per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
+                micro=not args.no_micro)
+
+
 def run_export(args) -> int:
-    from zoo.export.convert import NonBuiltinOpError
-    from zoo.export.exporter import AccuracyDropError, ExportDirError, ExportOptions, export_run
-    from zoo.export.quantize import ConversionCrashed
-    from zoo.training.storage import StorageError
+    from zoo.export.exporter import ExportOptions
 
     try:  # the numeric flags, by ExportOptions' rules, for every --form (c included)
-        ExportOptions(max_drop=args.max_drop, calibration_pairs=args.calibration_pairs)
+        ExportOptions(**option_fields(args))
     except ValueError as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 2
@@ -138,12 +143,20 @@ def run_export(args) -> int:
         return _run_keras_export(args)
     if args.form == "c":
         return _run_c_export(args)
+    return _run_tflite_export(args)
+
+
+def _run_tflite_export(args) -> int:
+    from zoo.export.convert import NonBuiltinOpError
+    from zoo.export.exporter import (AccuracyDropError, ExportDirError, ExportOptions,
+                                     export_run_with)
+    from zoo.export.quantize import ConversionCrashed
+    from zoo.training.storage import StorageError
+
     try:
-        export_run(args.run_dir, args.out, quantize=args.quantize, form=args.form,
-                   unroll=args.unroll, data_dir=args.data_dir, max_drop=args.max_drop,
-                   allow_drop=args.allow_drop, overwrite=args.overwrite,
-                   per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
-                   micro=not args.no_micro)
+        options = ExportOptions(quantize=args.quantize, form=args.form, unroll=args.unroll,
+                                data_dir=args.data_dir, **option_fields(args))
+        export_run_with(args.run_dir, args.out, options)
     except AccuracyDropError as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 3
@@ -158,7 +171,7 @@ def _run_c_export(args) -> int:
     from zoo.export.c_backend import CExportError
     from zoo.training.storage import StorageError
     from zoo.export.c_backend.command import export_c
-    from zoo.export.exporter import AccuracyDropError
+    from zoo.export.exporter import AccuracyDropError, ExportOptions
 
     if args.quantize not in ("none", "int8"):
         print(f"zoo export: error: --form c is int8; --quantize {args.quantize} does not apply",
@@ -168,12 +181,11 @@ def _run_c_export(args) -> int:
         print("zoo export: error: --unroll applies to --form sequence; --form c is the int8 step "
               "(its time loop is the caller's)", file=sys.stderr)
         return 2
+    options = ExportOptions(quantize="int8", form="step", data_dir=args.data_dir,
+                            **option_fields(args))
     try:
-        export_c(args.run_dir, args.out, match=args.match, overwrite=args.overwrite,
-                 found=getattr(args, "step_export", None), prefix=args.prefix,
-                 data_dir=args.data_dir, max_drop=args.max_drop, allow_drop=args.allow_drop,
-                 per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
-                 micro=not args.no_micro)
+        export_c(args.run_dir, args.out, match=args.match, found=getattr(args, "step_export", None),
+                 prefix=args.prefix, options=options)
     except AccuracyDropError as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 3
@@ -197,9 +209,7 @@ def _run_keras_export(args) -> int:
               f"{'--unroll' if args.unroll else f'--quantize {quantize}'} does not apply",
               file=sys.stderr)
         return 2
-    options = dict(max_drop=args.max_drop, allow_drop=args.allow_drop, overwrite=args.overwrite,
-                   per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
-                   micro=not args.no_micro)
+    options = option_fields(args)
     if args.form != "c":
         options["unroll"] = args.unroll
     else:

@@ -93,9 +93,9 @@ def _export_c(read, out: Path, match: str, name: str, options: dict) -> dict:
     """The int8 step export made in a temporary folder, then compiled and checked by
     `zoo.export.c_backend.command.export_c` into ``out``."""
     from zoo.export.c_backend.command import export_c
-    from zoo.export.exporter import ExportOptions, export_source
+    from zoo.export.exporter import export_source
 
-    def make_step(step_dir, **step_options):
-        return export_source(read, Path(step_dir), ExportOptions(**step_options))
+    def make_step(step_dir, step_options):
+        return export_source(read, Path(step_dir), step_options)
 
     return export_c(name, out, match=match, step_maker=make_step, **options)
