@@ -14,8 +14,8 @@ The folders are the layers (each may import only the layers before it, and its o
 A module's layer is that of the deepest folder (or file) of `LAYER_OF_PATH` that holds it; no
 entry puts a module in a higher layer than its folder. The script folders (`SCRIPT_DIRS`, not
 installed) import each other by bare name (``import measurement``), which is resolved here to the
-file beside the importer. Besides: no import cycle between modules,
-no private name (``_x``) imported from another module, no module over `MAX_LINES` lines.
+file beside the importer. Besides: no import cycle between modules, nor between the files and
+sub-folders of one folder (export/c_backend/ and export/kws_stream.py, say), no private name (``_x``) imported from another module, no module over `MAX_LINES` lines.
 """
 
 from __future__ import annotations
