@@ -10,6 +10,8 @@ from zoo.training.rundir import check_no_dangling_link, check_run_dir_argument
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    from zoo.export.c_backend.project import DEFAULT_RUNTIME, RUNTIMES
+    from zoo.export.exporter import ExportOptions
     from zoo.export.quantize import MODES
     from edge_rnn_zoo.train_cli import strict_float, strict_int
 
@@ -36,9 +38,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                              "(x_t, h_prev) -> h_t plus a head model; c: the int8 step and head "
                              "models as plain C99, bit-exact (RUN_DIR may also be an int8 step "
                              "export or a shipped tag's folder)")
-    parser.add_argument("--match", choices=("tflite-micro", "litert"), default="tflite-micro",
+    parser.add_argument("--match", choices=RUNTIMES, default=DEFAULT_RUNTIME,
                         help="--form c: the runtime whose int8 arithmetic the C code reproduces "
-                             "bit for bit (default tflite-micro; they round differently)")
+                             f"bit for bit (default {DEFAULT_RUNTIME}; they round differently)")
     parser.add_argument("--prefix", metavar="NAME",
                         help="--form c: the C identifier every public name of the C code starts "
                              "with (NAME_model.h, NAME_push, NAME_CLASSES; a keyword model's "
@@ -50,16 +52,18 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="export directory (default RUN_DIR/export-FORM-QUANTIZE)")
     parser.add_argument("--data-dir", help="dataset folder or archive (default: where the run "
                                            "found it, else $ZOO_DATA_DIR)")
-    parser.add_argument("--max-drop", type=strict_float, default=1.0,
+    parser.add_argument("--max-drop", type=strict_float, default=ExportOptions.max_drop,
                         help="fail (exit 3) when TFLite accuracy is more than this many points "
-                             "below the Keras float model's (default 1.0)")
+                             f"below the Keras float model's (default {ExportOptions.max_drop})")
     parser.add_argument("--allow-drop", action="store_true",
                         help="report an accuracy drop above --max-drop but exit 0")
     parser.add_argument("--per-channel", action="store_true",
                         help="per-channel weight quantization (default per-tensor: as accurate "
                              "here, and smaller)")
-    parser.add_argument("--calibration-pairs", type=strict_int, default=1000,
-                        help="step form: (x_t, h_prev) pairs for calibration (default 1000)")
+    parser.add_argument("--calibration-pairs", type=strict_int,
+                        default=ExportOptions.calibration_pairs,
+                        help="step form: (x_t, h_prev) pairs for calibration (default "
+                             f"{ExportOptions.calibration_pairs})")
     parser.add_argument("--no-micro", action="store_true",
                         help="skip the TFLite Micro run and arena search")
     parser.add_argument("--overwrite", action="store_true",

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING
 from zoo.export.c_backend import kws, shipped
 from zoo.export.c_backend.names import (LEGACY_PREFIX, PrefixError, c_names, check_prefix,
                                         default_prefix, model_files)
-from zoo.export.c_backend.project import (RUNTIMES, CExportError, read_normalization,
-                                          read_step_export, source_name, write_c_project)
+from zoo.export.c_backend.project import (DEFAULT_RUNTIME, RUNTIMES, CExportError,
+                                          read_normalization, read_step_export, source_name,
+                                          write_c_project)
 from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, read_export_card
 from zoo.export.device_runtime import failed_export
 from zoo.export.exportdir import load_testset
@@ -89,7 +90,7 @@ def read_step_card(folder: Path) -> ModelCard:
         raise CExportError(str(err)) from None
 
 
-def export_c(source, out=None, *, match: str = "tflite-micro", check: bool = True,
+def export_c(source, out=None, *, match: str = DEFAULT_RUNTIME, check: bool = True,
              found: StepExport | None = None, step_maker=None, prefix: str | None = None,
              options: ExportOptions | None = None, **fields) -> dict:
     """Write the C export of ``source`` to ``out`` (default SOURCE/export-c-int8); returns the

@@ -47,6 +47,7 @@ from zoo.export.card_schema import (CARD_FILE, ExportFolderError, ModelCard, ins
 C_FILES = ("zoo_model.h", "zoo_model.c", "zoo_int8.h", "zoo_args.h", "main.c", "Makefile",
            "README.md")
 RUNTIMES = ("tflite-micro", "litert")  # the runtime whose int8 arithmetic the C code matches
+DEFAULT_RUNTIME = RUNTIMES[0]  # --match's default, written here only
 # TFLite Micro's kernels rescale with gemmlowp's two roundings. LiteRT's builtin
 # FULLY_CONNECTED rounds once (its other int8 kernels agree with TFLite Micro): measured op by
 # op, the same FULLY_CONNECTED differs in ~1 % of outputs by one LSB between the runtimes.
@@ -158,7 +159,7 @@ def _check_ops(card: ModelCard, name: str, graph: Graph, step_export: Path) -> N
                            "belong to this model")
 
 
-def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro",
+def write_c_project(step_export: Path, out: Path, runtime: str = DEFAULT_RUNTIME,
                     card: ModelCard | None = None, prefix: str | None = None) -> dict:
     """Write the C project of the int8 step export ``step_export`` into ``out`` (a folder that
     exists); returns its summary (files, bytes, scratch, prefix) for the model card. ``card``:
