@@ -21,6 +21,7 @@ sub-folders of one folder (export/c_backend/ and export/kws_stream.py, say), no 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 import time
@@ -139,7 +140,13 @@ def upward_imports():
 
 def import_graph() -> dict[str, set[str]]:
     """module -> the project modules it imports (``from a import b`` counts as a.b when that is
-    a module, else as a; a package's ``__init__`` only when named)."""
+    a module, else as a; a package's ``__init__`` only when named). Read once per checkout
+    (``REPO``) and test session: the module and the folder checks share it."""
+    return {module: set(targets) for module, targets in _import_graph_of(REPO).items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _import_graph_of(repo: Path) -> dict[str, set[str]]:
     modules = dict(project_modules())
     graph = {m: set() for m in modules}
     for module, path in modules.items():
