@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zoo.export.c_backend import kws, shipped
-from zoo.export.c_backend.names import (LEGACY_PREFIX, PrefixError, c_names, check_prefix,
-                                        default_prefix, model_files)
-from zoo.export.c_backend.project import (DEFAULT_RUNTIME, RUNTIMES, CExportError,
-                                          read_normalization, read_step_export, source_name,
-                                          write_c_project)
-from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, read_export_card
+from zoo.export.c_backend.names import (CHECK_FILE, LEGACY_PREFIX, PrefixError, c_names,
+                                        check_prefix, default_prefix, model_files)
+from zoo.export.c_backend.project import (DEFAULT_RUNTIME, RUNTIMES, STEP_EXPORT_NAME,
+                                          CExportError, read_normalization, read_step_export,
+                                          source_name, write_c_project)
+from zoo.export.card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, NORMALIZATION_FILE,
+                                    TESTSET_FILE, ExportFolderError, ModelCard, read_export_card)
 from zoo.export.device_runtime import failed_export
 from zoo.export.exportdir import load_testset
 from zoo.pretrained_card import PretrainedCfg
@@ -38,13 +39,11 @@ from zoo.pretrained_card import PretrainedCfg
 if TYPE_CHECKING:
     from zoo.export.exporter import ExportOptions
 
-STEP_EXPORT_NAME = "export-step-int8"
 DEFAULT_OUT_NAME = "export-c-int8"
 _log = logging.getLogger(__name__)
-CHECK_FILE = "c_check.json"
 # The step export's files the C folder keeps beside the sources (provenance and the test split).
-KEPT = ("step.tflite", "head.tflite", "model_card.json", "model_card.md", "normalization.json",
-        "testset.npz")
+KEPT = ("step.tflite", "head.tflite", CARD_FILE, CARD_MARKDOWN_FILE, NORMALIZATION_FILE,
+        TESTSET_FILE)
 
 
 @dataclass(frozen=True)
@@ -266,7 +265,7 @@ def check_c(c_dir: Path, match: str, windows=None, card: ModelCard | None = None
         if x is None:
             _log.warning("  no C check on test windows: %s", why)
             return {"skipped": why}
-    elif not (c_dir / "testset.npz").is_file():
+    elif not (c_dir / TESTSET_FILE).is_file():
         return {"skipped": "the step export has no testset.npz"}
     if shutil.which("cc") is None or shutil.which("make") is None:
         return {"skipped": "no host cc / make to build zoo_app"}

@@ -48,6 +48,7 @@ C_FILES = ("zoo_model.h", "zoo_model.c", "zoo_int8.h", "zoo_args.h", "main.c", "
            "README.md")
 RUNTIMES = ("tflite-micro", "litert")  # the runtime whose int8 arithmetic the C code matches
 DEFAULT_RUNTIME = RUNTIMES[0]  # --match's default, written here only
+STEP_EXPORT_NAME = "export-step-int8"  # the int8 step export's folder in a run or a shipped tag
 # TFLite Micro's kernels rescale with gemmlowp's two roundings. LiteRT's builtin
 # FULLY_CONNECTED rounds once (its other int8 kernels agree with TFLite Micro): measured op by
 # op, the same FULLY_CONNECTED differs in ~1 % of outputs by one LSB between the runtimes.
@@ -202,7 +203,7 @@ def source_name(source: Path) -> str:
     source = Path(source).resolve()
     if source.suffix == ".keras":
         return source.stem
-    return source.parent.name if source.name == "export-step-int8" else source.name
+    return source.parent.name if source.name == STEP_EXPORT_NAME else source.name
 
 
 def read_normalization(export_dir: Path, card: ModelCard):
