@@ -10,6 +10,8 @@ from zoo.training.rundir import check_no_dangling_link, check_run_dir_argument
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    from zoo.export.c_backend.project import DEFAULT_RUNTIME, RUNTIMES
+    from zoo.export.exporter import ExportOptions
     from zoo.export.quantize import MODES
     from edge_rnn_zoo.train_cli import strict_float, strict_int
 
@@ -36,9 +38,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                              "(x_t, h_prev) -> h_t plus a head model; c: the int8 step and head "
                              "models as plain C99, bit-exact (RUN_DIR may also be an int8 step "
                              "export or a shipped tag's folder)")
-    parser.add_argument("--match", choices=("tflite-micro", "litert"), default="tflite-micro",
+    parser.add_argument("--match", choices=RUNTIMES, default=DEFAULT_RUNTIME,
                         help="--form c: the runtime whose int8 arithmetic the C code reproduces "
-                             "bit for bit (default tflite-micro; they round differently)")
+                             f"bit for bit (default {DEFAULT_RUNTIME}; they round differently)")
     parser.add_argument("--prefix", metavar="NAME",
                         help="--form c: the C identifier every public name of the C code starts "
                              "with (NAME_model.h, NAME_push, NAME_CLASSES; a keyword model's "
@@ -50,9 +52,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="export directory (default RUN_DIR/export-FORM-QUANTIZE)")
     parser.add_argument("--data-dir", help="dataset folder or archive (default: where the run "
                                            "found it, else $ZOO_DATA_DIR)")
-    parser.add_argument("--max-drop", type=strict_float, default=1.0,
+    parser.add_argument("--max-drop", type=strict_float, default=ExportOptions.max_drop,
                         help="fail (exit 3) when TFLite accuracy is more than this many points "
-                             "below the Keras float model's (default 1.0)")
+                             f"below the Keras float model's (default {ExportOptions.max_drop})")
     parser.add_argument("--allow-drop", "--accept-int8-loss", dest="allow_drop",
                         action="store_true",
                         help="report an accuracy drop (or, without labels, a loss of agreement "
@@ -60,8 +62,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-channel", action="store_true",
                         help="per-channel weight quantization (default per-tensor: as accurate "
                              "here, and smaller)")
-    parser.add_argument("--calibration-pairs", type=strict_int, default=1000,
-                        help="step form: (x_t, h_prev) pairs for calibration (default 1000)")
+    parser.add_argument("--calibration-pairs", type=strict_int,
+                        default=ExportOptions.calibration_pairs,
+                        help="step form: (x_t, h_prev) pairs for calibration (default "
+                             f"{ExportOptions.calibration_pairs})")
     parser.add_argument("--no-micro", action="store_true",
                         help="skip the TFLite Micro run and arena search")
     parser.add_argument("--overwrite", action="store_true",
@@ -125,14 +129,19 @@ def _check_keras_arguments(args) -> None:
                          "--calibration windows")
 
 
+def option_fields(args) -> dict:
+    """The flags every export shares, as `zoo.export.exporter.ExportOptions` fields (written
+    here once for the three kinds of export)."""
+    return dict(max_drop=args.max_drop, allow_drop=args.allow_drop, overwrite=args.overwrite,
+                per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
+                micro=not args.no_micro)
+
+
 def run_export(args) -> int:
-    from zoo.export.convert import NonBuiltinOpError
-    from zoo.export.exporter import AccuracyDropError, ExportDirError, ExportOptions, export_run
-    from zoo.export.quantize import ConversionCrashed
-    from zoo.training.storage import StorageError
+    from zoo.export.exporter import ExportOptions
 
     try:  # the numeric flags, by ExportOptions' rules, for every --form (c included)
-        ExportOptions(max_drop=args.max_drop, calibration_pairs=args.calibration_pairs)
+        ExportOptions(**option_fields(args))
     except ValueError as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 2
@@ -140,12 +149,20 @@ def run_export(args) -> int:
         return _run_keras_export(args)
     if args.form == "c":
         return _run_c_export(args)
+    return _run_tflite_export(args)
+
+
+def _run_tflite_export(args) -> int:
+    from zoo.export.convert import NonBuiltinOpError
+    from zoo.export.exporter import (AccuracyDropError, ExportDirError, ExportOptions,
+                                     export_run_with)
+    from zoo.export.quantize import ConversionCrashed
+    from zoo.training.storage import StorageError
+
     try:
-        export_run(args.run_dir, args.out, quantize=args.quantize, form=args.form,
-                   unroll=args.unroll, data_dir=args.data_dir, max_drop=args.max_drop,
-                   allow_drop=args.allow_drop, overwrite=args.overwrite,
-                   per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
-                   micro=not args.no_micro)
+        options = ExportOptions(quantize=args.quantize, form=args.form, unroll=args.unroll,
+                                data_dir=args.data_dir, **option_fields(args))
+        export_run_with(args.run_dir, args.out, options)
     except AccuracyDropError as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 3
@@ -160,7 +177,7 @@ def _run_c_export(args) -> int:
     from zoo.export.c_backend import CExportError
     from zoo.training.storage import StorageError
     from zoo.export.c_backend.command import export_c
-    from zoo.export.exporter import AccuracyDropError
+    from zoo.export.exporter import AccuracyDropError, ExportOptions
 
     if args.quantize not in ("none", "int8"):
         print(f"zoo export: error: --form c is int8; --quantize {args.quantize} does not apply",
@@ -170,12 +187,11 @@ def _run_c_export(args) -> int:
         print("zoo export: error: --unroll applies to --form sequence; --form c is the int8 step "
               "(its time loop is the caller's)", file=sys.stderr)
         return 2
+    options = ExportOptions(quantize="int8", form="step", data_dir=args.data_dir,
+                            **option_fields(args))
     try:
-        export_c(args.run_dir, args.out, match=args.match, overwrite=args.overwrite,
-                 found=getattr(args, "step_export", None), prefix=args.prefix,
-                 data_dir=args.data_dir, max_drop=args.max_drop, allow_drop=args.allow_drop,
-                 per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
-                 micro=not args.no_micro)
+        export_c(args.run_dir, args.out, match=args.match, found=getattr(args, "step_export", None),
+                 prefix=args.prefix, options=options)
     except AccuracyDropError as err:
         print(f"zoo export: error: {err}", file=sys.stderr)
         return 3
@@ -199,9 +215,7 @@ def _run_keras_export(args) -> int:
               f"{'--unroll' if args.unroll else f'--quantize {quantize}'} does not apply",
               file=sys.stderr)
         return 2
-    options = dict(max_drop=args.max_drop, allow_drop=args.allow_drop, overwrite=args.overwrite,
-                   per_tensor=not args.per_channel, calibration_pairs=args.calibration_pairs,
-                   micro=not args.no_micro)
+    options = option_fields(args)
     if args.form != "c":
         options["unroll"] = args.unroll
     else:

@@ -43,6 +43,7 @@ CELLS = {
 
 def _run_dir(label: str, args, out: Path) -> Path:
     from zoo.pretrained import verified_dir
+    from zoo.training.tasks.frames import frames_per_step_of
 
     if CELLS[label] is None:  # a copy whose validation fold exists on any HAR copy
         import yaml
@@ -51,7 +52,7 @@ def _run_dir(label: str, args, out: Path) -> Path:
         if not run.is_dir():
             shutil.copytree(verified_dir(f"{label}.har2"), run)
             config = yaml.safe_load((run / "config.yaml").read_text())
-            frames = config.get("task_options", {}).get("frames_per_step", 1)  # the model's input
+            frames = frames_per_step_of(config.get("task_options"))  # the model's input
             config["task_options"] = {"val_fold": [1, 5], "frames_per_step": frames}
             config.pop("task_options_resolved", None)
             (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

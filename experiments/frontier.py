@@ -73,8 +73,10 @@ def graph_key(model: str, options: dict, frames_per_step: int = 1) -> tuple:
 
 def frames_of(config_or_figures: dict) -> int:
     """Samples per step of a CV config or a device variant (1 unless it says otherwise)."""
-    options = config_or_figures.get("task_options") or {}
-    return int(config_or_figures.get("frames_per_step") or options.get("frames_per_step") or 1)
+    from zoo.training.tasks.frames import frames_per_step_of
+
+    return frames_per_step_of(config_or_figures if config_or_figures.get("frames_per_step")
+                              else config_or_figures.get("task_options"))
 
 
 def signal(task: str) -> tuple[int, float]:

@@ -31,7 +31,7 @@ import numpy as np
 
 from zoo.export import device_runtime
 from zoo.export.c_backend.check import quantized_windows, reference
-from zoo.export.card_schema import read_card
+from zoo.export.card_schema import read_export_card
 from zoo.export.c_backend.kws import write_kws_project
 from zoo.export.kws_stream import Recognizer, StreamReference, input_map
 from zoo.training.data.audio import FbankFrontend, pad_to
@@ -63,7 +63,7 @@ def trained_on_integer_features(card) -> bool:
 
 
 def accuracies(export_dir: Path, waves: np.ndarray, y: np.ndarray) -> dict:
-    card = read_card(str(export_dir))
+    card = read_export_card(str(export_dir))
     model = device_runtime.StepModel(str(export_dir), card, "tflite-micro", 1)
     features = integer_features((card.task_options or {}).get("features"))
     x_int = input_map(export_dir)(clip_log_mel_q8(waves, features=features))

@@ -47,9 +47,9 @@ def load_test_split(export_dir: Path, data_dir=None):
     shipped exports carry no ``testset.npz``); else from the export's ``testset.npz``."""
     from zoo.training.tasks.base import Normalization
 
-    from zoo.export.device_bench import load_testset, read_card
+    from zoo.export.device_bench import load_testset, read_export_card
 
-    card = read_card(str(export_dir))
+    card = read_export_card(str(export_dir))
     norm = Normalization.load(Path(export_dir) / (card.normalization or "normalization.json"))
     if data_dir is None:
         x, y = load_testset(str(export_dir), card)
@@ -76,21 +76,17 @@ def _load_task_test(card, data_dir):
 
 # ------------------------------------------------------------------------------ runtimes
 def _step_loop(export_dir: Path, runtime: str):
-    from zoo.export.card_schema import read_card
+    from zoo.export.card_schema import read_export_card
     from zoo.export.device_runtime import StepModel
 
-    card = read_card(str(export_dir))
+    card = read_export_card(str(export_dir))
     return StepModel(str(export_dir), card, runtime, 1)
 
 
 def loop_logits(loop, xq_windows) -> np.ndarray:
-    """int8 logits of the step loop (`device_runtime.StepModel`: the step model invoked T times,
-    its state fed back, then the head) for quantized windows [N, T, 1, d]."""
-    out = []
-    for xq in xq_windows:
-        loop.predict_prepared(xq)
-        out.append(np.array(loop.head.get(0)))
-    return np.concatenate(out)
+    """int8 logits of the step loop (`device_runtime.StepModel.run_prepared`: the step model
+    invoked T times, its state fed back, then the head) for quantized windows [N, T, 1, d]."""
+    return np.concatenate([loop.run_prepared(xq)[0] for xq in xq_windows])
 
 
 class SequenceRunner:

@@ -21,7 +21,7 @@ import os
 
 __all__ = ["CARD_FILE", "CARD_MARKDOWN_FILE", "NORMALIZATION_FILE", "TESTSET_FILE", "STREAM_FILE",
            "FORMS", "MODEL_NAMES", "CARD_SCHEMA_VERSION", "ExportFolderError", "CardError",
-           "ModelCard", "model_file", "load_card_json", "read_card", "inside_folder"]
+           "ModelCard", "model_file", "load_card_json", "read_export_card", "inside_folder"]
 
 # ------------------------------------------------------------------------------ export directory
 # The file names a device reads. `zoo export` writes them through export/exportdir.py.
@@ -249,7 +249,7 @@ def load_card_json(card_path):
     return data
 
 
-def read_card(export_dir):
+def read_export_card(export_dir):
     """The `ModelCard` of ``export_dir``, checked: the schema, model files inside the folder."""
     card_path = os.path.join(export_dir, CARD_FILE)
     card = ModelCard.from_dict(load_card_json(card_path), card_path)

@@ -56,7 +56,7 @@ if __package__:
     from .card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION,  # noqa: F401
                               FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                               CardError, ExportFolderError, ModelCard, inside_folder,
-                              load_card_json, model_file, read_card)
+                              load_card_json, model_file, read_export_card)
     from .device_runtime import (MAX_THREADS, RUNTIME_MODULES, RUNTIMES,  # noqa: F401
                                  LiteInterpreter, MicroInterpreter, SequenceModel, StepModel,
                                  check_card_fits_models, check_files_sha256, check_step_io,
@@ -69,7 +69,7 @@ else:  # the sibling file, however this one was started (runpy.run_path adds no 
     from card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION,  # noqa: F401
                              FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                              CardError, ExportFolderError, ModelCard, inside_folder,
-                             load_card_json, model_file, read_card)
+                             load_card_json, model_file, read_export_card)
     from device_runtime import (MAX_THREADS, RUNTIME_MODULES, RUNTIMES,  # noqa: F401
                                 LiteInterpreter, MicroInterpreter, SequenceModel, StepModel,
                                 check_card_fits_models, check_files_sha256, check_step_io,
@@ -260,7 +260,7 @@ def opened_models(model):
 
 
 def run(args):
-    card = read_card(args.export_dir)
+    card = read_export_card(args.export_dir)
     runtime = detect_runtime() if args.runtime == "auto" else args.runtime
     require_runtime(runtime)
     form = card.form

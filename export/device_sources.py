@@ -11,7 +11,7 @@ from __future__ import annotations
 import string
 from importlib import resources
 
-from zoo.export.c_backend.names import comment_text
+from zoo.export.c_text import comment_text
 from zoo.export.exportdir import MAIN_SOURCE, MAKEFILE, SELF_TEST_SOURCE, STREAM_HEADER
 
 __all__ = ["device_sources", "resolver_calls"]

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.export import device_runtime
-from zoo.export.card_schema import CARD_FILE, ExportFolderError, read_card
+from zoo.export.card_schema import CARD_FILE, ExportFolderError, read_export_card
 
 __all__ = ["is_export", "evaluate_export", "EVAL_RUNTIMES"]
 EVAL_RUNTIMES = ("litert", "tflite-micro")
@@ -45,7 +45,7 @@ def evaluate_export(export_dir, data_dir=None, *, runtime: str = "litert",
         raise ValueError(f"unknown runtime {runtime!r}; valid: {', '.join(EVAL_RUNTIMES)}")
     export_dir = Path(export_dir)
     try:
-        card = read_card(str(export_dir))
+        card = read_export_card(str(export_dir))
     except ExportFolderError as err:
         raise ValueError(str(err)) from None
     raw, y, source = raw_windows(export_dir, card, data_dir)

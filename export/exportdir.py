@@ -16,7 +16,7 @@ import numpy as np
 
 from zoo.export.card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION, FORMS,
                                 MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
-                                CardError, ModelCard, load_card_json, model_file, read_card)
+                                CardError, ModelCard, load_card_json, model_file, read_export_card)
 from zoo.export.device_bench import load_testset
 from zoo.training import storage
 
@@ -76,7 +76,7 @@ class ExportDirectory:
     # ------------------------------------------------------------------------------ reading
     def read_card(self) -> ModelCard:
         """The checked `ModelCard`; `CardError` (a ValueError) names the file and the key."""
-        return read_card(str(self.root))
+        return read_export_card(str(self.root))
 
     def read_card_json(self) -> dict:
         """The card's JSON object, not yet checked against the schema (for a caller whose

@@ -39,8 +39,8 @@ from zoo.export.quantize import CALIBRATED, MODES, accuracy_drop_advice
 from zoo.export.sources import ExportSource, frontend_entry, read_run
 from zoo.training import storage
 
-__all__ = ["export_run", "export_source", "ExportOptions", "ExportDirError", "AccuracyDropError",
-           "FORMS", "frontend_entry"]
+__all__ = ["export_run", "export_run_with", "export_source", "ExportOptions", "ExportDirError",
+           "AccuracyDropError", "FORMS", "frontend_entry"]
 _log = logging.getLogger(__name__)
 
 
@@ -169,7 +169,13 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
             TFLite accuracy is more than ``max_drop`` points below the Keras float model's,
             unless ``allow_drop``.
     """
-    opts = ExportOptions(quantize=quantize, form=form, unroll=unroll, **options)
+    return export_run_with(run_dir, out,
+                           ExportOptions(quantize=quantize, form=form, unroll=unroll, **options))
+
+
+def export_run_with(run_dir, out, opts: ExportOptions) -> dict:
+    """`export_run` with its options already made (and so checked): ``zoo export`` builds them
+    once from its flags and hands them down, to here or to the C export's step export."""
     check_backend()
     out = Path(out) if out else opts.default_out(run_dir)
     # The run's lock, shared, for the whole export: `zoo train --overwrite` cannot replace the

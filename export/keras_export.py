@@ -25,7 +25,8 @@ def default_out(model_path, form: str, quantize: str) -> Path:
 
 
 def export_model(model, calibration, out=None, *, labels=None, quantize: str = "int8",
-                 form: str = "c", match: str = "tflite-micro", **options) -> dict:
+                 form: str = "c", match: str | None = None, prefix: str | None = None,
+                 **options) -> dict:
     """Export a Keras classifier with its calibration windows; returns the model card as
     written (``form="c"``: the C export's summary, with its check of every window).
 
@@ -44,7 +45,10 @@ def export_model(model, calibration, out=None, *, labels=None, quantize: str = "
         form: ``sequence`` (one model, the whole window), ``step`` (streaming step + head
             models, the C++ loop) or ``c`` (the int8 step and head as plain C99, bit-exact with
             TFLite Micro, checked on every window).
-        match: ``form="c"``: the runtime the C code reproduces (``tflite-micro`` or ``litert``).
+        match: ``form="c"``: the runtime the C code reproduces (``tflite-micro``, the default, or
+            ``litert``).
+        prefix: ``form="c"``: the public C names' (`zoo.export.c_backend.names.check_prefix`;
+            default made from the model's name).
         **options: the other fields of `zoo.export.exporter.ExportOptions` (``max_drop``,
             ``allow_drop``, ``overwrite``, ``per_tensor``, ``calibration_pairs``, ``micro``...).
 
@@ -71,6 +75,8 @@ def export_model(model, calibration, out=None, *, labels=None, quantize: str = "
 
     if form not in FORMS:
         raise ValueError(f"unknown form {form!r}; valid: {', '.join(FORMS)}")
+    if prefix is not None and form != "c":
+        raise ValueError(f"prefix names the C code's symbols; it applies to form 'c', not {form!r}")
     if form == "c" and quantize != "int8":
         raise ValueError(f"form 'c' is the int8 step model in C; quantize {quantize!r} does not "
                          "apply")
@@ -86,16 +92,17 @@ def export_model(model, calibration, out=None, *, labels=None, quantize: str = "
         return export_source(read, Path(out), opts)
     ExportOptions(quantize="int8", form="step", **options)  # every option checked up front
     return _export_c(read, Path(out), match, str(model) if not in_memory else model.name,
-                     options)
+                     dict(options, prefix=prefix))
 
 
-def _export_c(read, out: Path, match: str, name: str, options: dict) -> dict:
+def _export_c(read, out: Path, match: str | None, name: str, options: dict) -> dict:
     """The int8 step export made in a temporary folder, then compiled and checked by
     `zoo.export.c_backend.command.export_c` into ``out``."""
     from zoo.export.c_backend.command import export_c
-    from zoo.export.exporter import ExportOptions, export_source
+    from zoo.export.c_backend.project import DEFAULT_RUNTIME
+    from zoo.export.exporter import export_source
 
-    def make_step(step_dir, **step_options):
-        return export_source(read, Path(step_dir), ExportOptions(**step_options))
+    def make_step(step_dir, step_options):
+        return export_source(read, Path(step_dir), step_options)
 
-    return export_c(name, out, match=match, step_maker=make_step, **options)
+    return export_c(name, out, match=match or DEFAULT_RUNTIME, step_maker=make_step, **options)

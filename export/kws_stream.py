@@ -29,8 +29,8 @@ import numpy as np
 from zoo.export import device_runtime
 from zoo.training.data.errors import DataError
 from zoo.training.data.wav import read_wav
-from zoo.export.card_schema import read_card
-from zoo.export.c_backend.graph import read_graph
+from zoo.export.card_schema import read_export_card
+from zoo.export.tflite_graph import read_graph
 from zoo.training.tasks.int_frontend import (FILTERS, FRAME, HOP, InputMap, frames_function,
                                              integer_features)
 from zoo.training.tasks.speech_layout import SILENCE, UNKNOWN
@@ -183,7 +183,7 @@ class StreamReference:
 
     def __init__(self, export_dir: Path, instances: int = 1, period: int = 99):
         self.export_dir = Path(export_dir)
-        card = read_card(str(self.export_dir))
+        card = read_export_card(str(self.export_dir))
         self.model = device_runtime.StepModel(str(self.export_dir), card, "tflite-micro", 1)
         if not 1 <= instances <= MAX_INSTANCES or period < instances:
             raise ValueError(f"instances must be in 1..{MAX_INSTANCES} and at most period "
@@ -223,15 +223,10 @@ class StreamReference:
         return np.asarray(out, np.int8).reshape(len(out), self.classes)
 
     def head_logits(self, h: np.ndarray) -> np.ndarray:
-        """The head's int8 logits on state ``h`` (requantized into the head's input quantization
-        when it differs, as `zoo.export.c_backend.check.reference` and the C code do)."""
-        m = self.model
-        if not m.direct_head:
-            h = device_runtime.quantize(device_runtime.dequantize(h, m.h_dtype, m.h_quant),
-                                      m.hh_dtype, m.hh_quant)
-        m.head.set(0, h)
-        m.head.invoke()
-        return np.array(m.head.get(0)).reshape(-1)
+        """The head's int8 logits on state ``h`` (`device_runtime.StepModel.head_raw`:
+        requantized into the head's input quantization when it differs, as
+        `zoo.export.c_backend.check.reference` and the C code do)."""
+        return self.model.head_raw(h).reshape(-1)
 
     def run(self, samples: np.ndarray, recognizer: Recognizer):
         """(int8 logits (T, C), uint8 posteriors (T, C), detections) of a stream of int16
@@ -245,7 +240,7 @@ def input_map(export_dir: Path, card=None) -> InputMap:
     """The export's `InputMap`: its normalization and its step model's input quantization
     (``card``: the export's `ModelCard`, when the caller has read it)."""
     export_dir = Path(export_dir)
-    card = card or read_card(str(export_dir))
+    card = card or read_export_card(str(export_dir))
     norm = json.loads((export_dir / (card.normalization or "normalization.json")).read_text())
     graph = read_graph((export_dir / card.files["step"]).read_bytes())
     x = graph.tensor(graph.inputs[card.step_io["x"]])

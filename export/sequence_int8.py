@@ -426,9 +426,9 @@ def build_sequence(step_bytes: bytes, head_bytes: bytes, step_io: dict, timestep
 
 def build_from_export(export_dir: Path, *, keep_identity_ops: bool = False) -> Built:
     """`build_sequence` of the ``step.tflite`` / ``head.tflite`` of a zoo int8 step export."""
-    from zoo.export.card_schema import read_card
+    from zoo.export.card_schema import read_export_card
 
-    card = read_card(str(export_dir))
+    card = read_export_card(str(export_dir))
     if card.form != "step" or card.quantize != "int8":
         raise ValueError(f"{export_dir}: needs an int8 step export (form step, quantize int8); "
                          f"this one is form {card.form}, quantize {card.quantize}")

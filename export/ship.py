@@ -10,7 +10,7 @@ int16x8`` TFLite's 16x8 one; else the float sequence model), checks it against t
 on the whole test split (`zoo export`'s checks), copies the run's files and the export (without
 its test set: the data stay with the user) into the tag's folder, and writes ``card.json`` with
 the metrics, the seeds' subject-CV estimate, the command and the sha256 of every file (the card
-type's `to_json`: what every reader reads back through `read_card`). The tag
+type's `to_json`: what every reader reads back through `read_tag_card`). The tag
 folder is written as every zoo directory is (`zoo.training.storage.replacing`): locked, built beside
 it, swapped in only once complete; an existing folder is replaced only when it is a shipped tag
 (its card.json names the tag).
@@ -33,9 +33,10 @@ from zoo.export.exportdir import C_ARRAY_FILES, TESTSET_FILE, ModelCard
 from zoo.pretrained import pretrained_root, sha256
 from zoo.pretrained_card import (C_BACKEND, CARD, CARD_VERSION, CFigures, Cost, Metrics,
                                  PretrainedCfg, PretrainedError, SeedResult, ShippedExport,
-                                 TrainingData, check_tag_name, read_card)
+                                 TrainingData, check_tag_name, read_tag_card)
 from zoo.training import storage
 from zoo.training.rundir import RunDirectory
+from zoo.training.tasks.frames import frames_per_step_of
 
 _log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
     summaries = [_seed_summary(Path(r)) for r in seed_runs] or [_seed_summary(run_dir)]
     seeds = [s.val_accuracy for s in summaries]
     accuracy = export_card.accuracy
-    frames = config.get("task_options_resolved", {}).get("frames_per_step", 1) or 1
+    frames = frames_per_step_of(config.get("task_options_resolved"))
     return PretrainedCfg(
         version=CARD_VERSION, tag=tag, model=config["model"], task=config["task"],
         # the raw window: the loader puts the Reshape to the model's frames in front
@@ -226,7 +227,7 @@ def _is_shipped(folder: Path, tag: str) -> bool:
     if folder.is_symlink() or not folder.is_dir() or folder.name != tag:
         return False
     try:
-        read_card(folder / CARD)
+        read_tag_card(folder / CARD)
     except PretrainedError:
         return False
     return True
@@ -271,7 +272,7 @@ def repack(tag: str, dest=None) -> PretrainedCfg:
                            check=check, option="--dest") as replacement:
         stage = replacement.stage()
         shutil.copytree(final, stage, symlinks=True, dirs_exist_ok=True)
-        card = read_card(final / CARD)  # the staging copy holds the same card, named otherwise
+        card = read_tag_card(final / CARD)  # the staging copy holds the same card, named otherwise
         card = card.replace(files=pack(stage, card.export.folder))
         (stage / CARD).write_text(card.to_json())
         _swap_in_tag(replacement, tag)
@@ -354,7 +355,7 @@ def _keep(final: Path, target: Path) -> None:
         stage = replacement.stage()
         shutil.copytree(final, stage, dirs_exist_ok=True,
                         ignore=lambda d, names: [n for n in names if _bookkeeping(Path(d) / n, final)])
-        card = read_card(final / CARD).replace(tag=target.name)
+        card = read_tag_card(final / CARD).replace(tag=target.name)
         (stage / CARD).write_text(card.to_json())
         replacement.swap_in()
     (target / storage.PRETRAINED_MARKER).unlink(missing_ok=True)
@@ -383,7 +384,7 @@ def record_c_figures(tag_folder, figures) -> PretrainedCfg:
     if not isinstance(figures, CFigures):
         figures = CFigures.from_dict(figures, "export.c")
     with storage.exclusive(folder, "pretrained tag folder", "tag"):
-        card = read_card(folder / CARD).with_c_figures(figures)
+        card = read_tag_card(folder / CARD).with_c_figures(figures)
         storage.write_text_atomic(folder / CARD, card.to_json())
     return card
 
@@ -431,7 +432,7 @@ def record_profile(tag_folder, result: dict, measured_by: str) -> PretrainedCfg:
                        bit_exact_with=c_export["bit_exact_with"], measured_by=measured_by)
     folder = storage.real_target(Path(tag_folder), "tag folder")
     with storage.exclusive(folder, "pretrained tag folder", "tag"):
-        card = read_card(folder / CARD)
+        card = read_tag_card(folder / CARD)
         cost = Cost.derive(window_seconds=card.cost.window_seconds,
                            steps_per_second=card.cost.steps_per_second,
                            instructions_per_step=step,

@@ -14,13 +14,14 @@ The folders are the layers (each may import only the layers before it, and its o
 A module's layer is that of the deepest folder (or file) of `LAYER_OF_PATH` that holds it; no
 entry puts a module in a higher layer than its folder. The script folders (`SCRIPT_DIRS`, not
 installed) import each other by bare name (``import measurement``), which is resolved here to the
-file beside the importer. Besides: no import cycle between modules,
-no private name (``_x``) imported from another module, no module over `MAX_LINES` lines.
+file beside the importer. Besides: no import cycle between modules, nor between the files and
+sub-folders of one folder (export/c_backend/ and export/kws_stream.py, say), no private name (``_x``) imported from another module, no module over `MAX_LINES` lines.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 import time
@@ -139,7 +140,13 @@ def upward_imports():
 
 def import_graph() -> dict[str, set[str]]:
     """module -> the project modules it imports (``from a import b`` counts as a.b when that is
-    a module, else as a; a package's ``__init__`` only when named)."""
+    a module, else as a; a package's ``__init__`` only when named). Read once per checkout
+    (``REPO``) and test session: the module and the folder checks share it."""
+    return {module: set(targets) for module, targets in _import_graph_of(REPO).items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _import_graph_of(repo: Path) -> dict[str, set[str]]:
     modules = dict(project_modules())
     graph = {m: set() for m in modules}
     for module, path in modules.items():
@@ -170,7 +177,39 @@ def _names_a_package_attribute(path: Path, module: str, package: str) -> bool:
 
 def import_cycles() -> list[list[str]]:
     """Strongly connected groups of more than one module (Tarjan), each sorted."""
-    graph = import_graph()
+    return strongly_connected(import_graph())
+
+
+def folder_import_graph() -> dict[str, set[str]]:
+    """Each folder's parts (its files and its sub-folders, as dotted names) -> the parts of the
+    same folder they import: ``zoo.export.c_backend.kws`` importing ``zoo.export.kws_stream``
+    is the arrow ``zoo.export.c_backend -> zoo.export.kws_stream``. Nodes are (folder, part)
+    names joined, so that the parts of different folders never meet."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        for target in targets:
+            # the deepest folder holding both: the arrow runs between its two parts
+            a, b = module.split("."), target.split(".")
+            shared = 0
+            while shared < min(len(a), len(b)) - 1 and a[shared] == b[shared]:
+                shared += 1
+            if shared == 0 or a[:shared + 1] == b[:shared + 1]:
+                continue  # different packages, or one part inside the other (its __init__)
+            source, sink = ".".join(a[:shared + 1]), ".".join(b[:shared + 1])
+            graph.setdefault(source, set()).add(sink)
+            graph.setdefault(sink, set())
+    return graph
+
+
+def folder_cycles() -> list[list[str]]:
+    """Parts of one folder that import each other, through any of their files: two files can be
+    free of a cycle while their folders are not (as ``kws_stream`` -> ``c_backend.graph`` and
+    ``c_backend.kws`` -> ``kws_stream`` were)."""
+    return strongly_connected(folder_import_graph())
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node of ``graph`` (Tarjan), each sorted."""
     index, low, stack, on_stack, cycles = {}, {}, [], set(), []
 
     def visit(v):
@@ -263,6 +302,28 @@ def test_the_walk_finds_a_cycle_and_a_private_import(tmp_path, monkeypatch):
     assert import_cycles() == [["zoo.export.a", "zoo.export.b"]]
     found = private_imports()
     assert len(found) == 1 and "export/a.py:1" in found[0] and "_helper" in found[0]
+
+
+def test_no_folder_level_import_cycle():
+    """A folder's files and sub-folders import one another one way: a sub-folder (the C
+    backend) and a file beside it (the streaming reference) do not need each other, even
+    through different files; what both need lives below both."""
+    assert folder_cycles() == []
+
+
+def test_the_walk_finds_a_folder_level_cycle(tmp_path, monkeypatch):
+    """The check itself: no module cycle, but ``export/a.py`` and the folder ``export/sub/``
+    import each other through different files."""
+    fake = tmp_path / "export"
+    (fake / "sub").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "sub" / "__init__.py").write_text("")
+    (fake / "a.py").write_text("from zoo.export.sub.low import x\n")
+    (fake / "sub" / "low.py").write_text("x = 1\n")
+    (fake / "sub" / "high.py").write_text("from zoo.export.a import y\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    assert import_cycles() == []
+    assert folder_cycles() == [["zoo.export.a", "zoo.export.sub"]]
 
 
 def test_no_private_name_is_imported_from_another_module():

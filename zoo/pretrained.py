@@ -41,12 +41,12 @@ import logging
 from pathlib import Path
 
 from zoo.pretrained_card import (CARD, CARD_VERSION, MODEL_FILE, NORMALIZATION_FILE,
-                                 REQUIRED_FILES, PretrainedCfg, PretrainedError, read_card)
+                                 REQUIRED_FILES, PretrainedCfg, PretrainedError, read_tag_card)
 
 __all__ = ["CARD", "CARD_VERSION", "MODEL_FILE", "NORMALIZATION_FILE", "REQUIRED_FILES",
-           "PretrainedCfg", "PretrainedError", "read_card", "pretrained_root", "list_pretrained",
-           "get_pretrained_cfg", "requested_tag", "resolve_tag", "tag_or_path", "sha256", "verified_dir", "load_pretrained",
-           "archive_root"]
+           "PretrainedCfg", "PretrainedError", "read_tag_card", "pretrained_root", "list_pretrained",
+           "get_pretrained_cfg", "requested_tag", "resolve_tag", "tag_or_path", "sha256",
+           "verified_dir", "load_pretrained", "archive_root"]
 _log = logging.getLogger(__name__)
 
 
@@ -70,7 +70,7 @@ def _cards(root: Path | None = None) -> dict[str, PretrainedCfg | ValueError]:
     cards = {}
     for path in sorted(root.glob(f"*/{CARD}")) if root.is_dir() else []:
         try:
-            cards[path.parent.name] = read_card(path)
+            cards[path.parent.name] = read_tag_card(path)
         except ValueError as err:
             cards[path.parent.name] = err
     return cards

@@ -2,7 +2,7 @@
 
 `zoo ship` (`zoo.export.ship`) builds it and writes `PretrainedCfg.to_dict`; every reader (the
 pretrained loader, ``zoo list``, the C export of a shipped tag, the device scripts of
-``tools/cortexm``) reads it through `read_card`, which checks every key, its type and its
+``tools/cortexm``) reads it through `read_tag_card`, which checks every key, its type and its
 range and refuses what it does not know: a damaged or hand-edited card is one `PretrainedError`
 line naming the file and the key, never a KeyError far from the file.
 
@@ -11,7 +11,7 @@ Standard library only (``zoo list`` reads cards without loading Keras).
 Example:
 
     >>> from zoo.pretrained import pretrained_root
-    >>> card = read_card(pretrained_root() / "sirnn.har2" / "card.json")   # doctest: +SKIP
+    >>> card = read_tag_card(pretrained_root() / "sirnn.har2" / "card.json")   # doctest: +SKIP
     >>> card.metrics.export_accuracy, card.export.folder                    # doctest: +SKIP
     (97.0, 'export-step-int8')
 """
@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 __all__ = ["CARD", "CARD_VERSION", "MODEL_FILE", "NORMALIZATION_FILE", "REQUIRED_FILES",
            "PretrainedError", "PretrainedCfg", "Metrics", "ShippedExport", "CFigures",
-           "TrainingData", "SeedResult", "Cost", "C_BACKEND", "read_card", "check_tag_name"]
+           "TrainingData", "SeedResult", "Cost", "C_BACKEND", "read_tag_card", "check_tag_name"]
 
 CARD = "card.json"
 CARD_VERSION = 2  # 2: frames_per_step, cost (input_shape: the raw window)
@@ -408,7 +408,7 @@ class PretrainedCfg(_Record):
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
 
-def read_card(path: Path, folder_is_tag: bool = True) -> PretrainedCfg:
+def read_tag_card(path: Path, folder_is_tag: bool = True) -> PretrainedCfg:
     """The card at ``path`` (``<folder>/<tag>/card.json``), checked, and (``folder_is_tag``)
     its tag its folder's name; anything else is a `PretrainedError` naming the file and what is
     wrong. A copy of a tag under another name (a C export's source) reads with

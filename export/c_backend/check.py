@@ -20,7 +20,7 @@ import numpy as np
 from zoo.export import device_runtime
 from zoo.export.c_backend.project import CExportError
 from zoo.export.c_backend.windows import write_windows
-from zoo.export.card_schema import read_card
+from zoo.export.card_schema import read_export_card
 from zoo.export.exportdir import load_testset
 
 
@@ -82,7 +82,7 @@ def compare(export_dir: Path, app: Path, runtime: str = "tflite-micro", limit: i
     """Window counts of identical logits and identical final states, C vs ``runtime``, on the
     int8 path and on the raw-float path, over the normalized windows ``x`` (default: the
     export's test windows). ``card``: the export's `ModelCard`, when the caller has read it."""
-    card = card or read_card(str(export_dir))
+    card = card or read_export_card(str(export_dir))
     if x is None:
         x, _ = load_testset(str(export_dir), card)
     x = x[:limit] if limit else x

@@ -14,6 +14,7 @@ The result is one folder: the step export's files, the C project (`project.C_FIL
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -21,24 +22,28 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoo.export.c_backend import kws, shipped
-from zoo.export.c_backend.names import (LEGACY_PREFIX, PrefixError, c_names, check_prefix,
-                                        default_prefix, model_files)
-from zoo.export.c_backend.project import (RUNTIMES, CExportError, read_normalization,
-                                          read_step_export, source_name, write_c_project)
-from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, read_card
+from zoo.export.c_backend.names import (CHECK_FILE, LEGACY_PREFIX, PrefixError, c_names,
+                                        check_prefix, default_prefix, model_files)
+from zoo.export.c_backend.project import (DEFAULT_RUNTIME, RUNTIMES, STEP_EXPORT_NAME,
+                                          CExportError, read_normalization, read_step_export,
+                                          source_name, write_c_project)
+from zoo.export.card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, NORMALIZATION_FILE,
+                                    TESTSET_FILE, ExportFolderError, ModelCard, read_export_card)
 from zoo.export.device_runtime import failed_export
 from zoo.export.exportdir import load_testset
 from zoo.pretrained_card import PretrainedCfg
 
-STEP_EXPORT_NAME = "export-step-int8"
+if TYPE_CHECKING:
+    from zoo.export.exporter import ExportOptions
+
 DEFAULT_OUT_NAME = "export-c-int8"
 _log = logging.getLogger(__name__)
-CHECK_FILE = "c_check.json"
 # The step export's files the C folder keeps beside the sources (provenance and the test split).
-KEPT = ("step.tflite", "head.tflite", "model_card.json", "model_card.md", "normalization.json",
-        "testset.npz")
+KEPT = ("step.tflite", "head.tflite", CARD_FILE, CARD_MARKDOWN_FILE, NORMALIZATION_FILE,
+        TESTSET_FILE)
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,8 @@ class StepExport:
 
 def find_step_export(source: Path) -> StepExport | None:
     """The int8 step export ``source`` is or holds (with its card, read once through
-    `card_schema.read_card`), or None (then ``source`` must be a run). A shipped tag that holds
-    no int8 step export (the DS-CNN keyword spotter ships a sequence model) is refused here,
+    `card_schema.read_export_card`), or None (then ``source`` must be a run). A shipped tag that
+    holds no int8 step export (the DS-CNN keyword spotter ships a sequence model) is refused here,
     before anything would treat the tag as a run to re-export (and look for, or download, its
     dataset)."""
     source = Path(source)
@@ -77,24 +82,28 @@ def find_step_export(source: Path) -> StepExport | None:
 
 
 def read_step_card(folder: Path) -> ModelCard:
-    """`card_schema.read_card` of ``folder``, its errors as `CExportError`."""
+    """`card_schema.read_export_card` of ``folder``, its errors as `CExportError`."""
     try:
-        return read_card(str(folder))
+        return read_export_card(str(folder))
     except ExportFolderError as err:
         raise CExportError(str(err)) from None
 
 
-def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool = False,
-             check: bool = True, found: StepExport | None = None, step_maker=None,
-             prefix: str | None = None, **step_options) -> dict:
+def export_c(source, out=None, *, match: str = DEFAULT_RUNTIME, check: bool = True,
+             found: StepExport | None = None, step_maker=None, prefix: str | None = None,
+             options: ExportOptions | None = None, **fields) -> dict:
     """Write the C export of ``source`` to ``out`` (default SOURCE/export-c-int8); returns the
     summary (also in ``c_check.json``). ``found``: `find_step_export` of ``source`` when the
-    caller has it (the export's card is read once per command). ``step_options`` go to
-    `export_run` when a step export has to be made first. ``step_maker(step_dir, **options)``,
-    when given, makes the int8 step export instead of `export_run` and returns its card as a
-    dict (``source`` then only names it: `zoo.export.keras_export` passes a Keras model's).
-    Progress is logged at INFO (`zoo.training.logs`). ``prefix``: the public C names'
-    (`names.check_prefix`; default `names.default_prefix` of the source's name).
+    caller has it (the export's card is read once per command). ``options``: the
+    `zoo.export.exporter.ExportOptions` of the int8 step export (as ``zoo export`` builds them
+    from its flags), or ``fields`` of them (``overwrite=True, data_dir=...``): they make the
+    step export when one has to be made first (`export_run_with`); ``overwrite`` is this
+    folder's, and ``allow_drop`` and ``data_dir`` apply to a step export given as it is too.
+    ``step_maker(step_dir, options)``, when given, makes the int8 step export instead of
+    `export_run_with` and returns its card as a dict (``source`` then only names it:
+    `zoo.export.keras_export` passes a Keras model's). Progress is logged at INFO
+    (`zoo.training.logs`). ``prefix``: the public C names' (`names.check_prefix`; default
+    `names.default_prefix` of the source's name).
 
     ``out`` is handled as every export directory (`zoo.training.storage`): locked, built in a
     staging folder beside it, swapped in only once the C compiles and matches the runtime; an
@@ -104,6 +113,7 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
     from zoo.training import storage
 
     source = Path(source)
+    options = step_export_options(options, fields)
     if match not in RUNTIMES:
         raise CExportError(f"--match {match!r}; valid: {', '.join(RUNTIMES)}")
     try:
@@ -113,28 +123,40 @@ def export_c(source, out=None, *, match: str = "tflite-micro", overwrite: bool =
     if step_maker is None:
         found = found or find_step_export(source)
     out = storage.real_target(Path(out) if out else source / DEFAULT_OUT_NAME)
-    refuse = functools.partial(check_out, overwrite=overwrite)
+    refuse = functools.partial(check_out, overwrite=options.overwrite)
     with storage.replacing(out, MARKER, check=refuse) as replacement:
         stage = replacement.stage()
-        summary = _build(source, found, stage, out, match, check, step_options, step_maker,
-                         prefix)
+        summary = _build(source, found, stage, out, match, check, options, step_maker, prefix)
         replacement.swap_in()
     _log.info("wrote %s: " + model_files(prefix)[1] + " (%s bytes of constants, state %s bytes), bit-exact target "
               "%s", out, summary["const_bytes"], summary["state_bytes"], match)
     return summary
 
 
+def step_export_options(options: ExportOptions | None, fields: dict) -> ExportOptions:
+    """The int8 step export's `ExportOptions`: ``options`` (made int8 step), or made of
+    ``fields``; checked either way before anything is read."""
+    from zoo.export.exporter import ExportOptions
+
+    if options is not None and fields:
+        raise TypeError(f"export_c: options, or their fields ({', '.join(fields)}), not both")
+    if options is None:
+        return ExportOptions(quantize="int8", form="step", **fields)
+    return dataclasses.replace(options, quantize="int8", form="step")
+
+
 def _build(source: Path, found: StepExport | None, stage: Path, out: Path, match: str,
-           check: bool, step_options, step_maker=None, prefix: str = LEGACY_PREFIX) -> dict:
+           check: bool, options: ExportOptions, step_maker=None,
+           prefix: str = LEGACY_PREFIX) -> dict:
     """The C export of ``source`` written into the (marked, empty) folder ``stage``, which
     becomes ``out``."""
     made = found is None
     with tempfile.TemporaryDirectory(prefix=".zoo-c-step-", dir=stage) as tmp:
         if made:
-            found = _made_here(source, Path(tmp) / "step", step_options, step_maker)
+            found = _made_here(source, Path(tmp) / "step", options, step_maker)
             windows = None
         else:
-            windows = _given_export_windows(source, found, step_options)
+            windows = _given_export_windows(source, found, options)
         step_dir, card = found.folder, found.card
         for name in KEPT:
             if (step_dir / name).is_file():
@@ -150,16 +172,17 @@ def _build(source: Path, found: StepExport | None, stage: Path, out: Path, match
     return summary
 
 
-def _made_here(source: Path, step_dir: Path, step_options, step_maker=None) -> StepExport:
+def _made_here(source: Path, step_dir: Path, options: ExportOptions,
+               step_maker=None) -> StepExport:
     """The int8 step export of the run ``source`` (or ``step_maker``'s), made in ``step_dir``
     (calibrated as ``--form step`` would); its card is the one the maker returns, not read
     back."""
-    from zoo.export.exporter import AccuracyDropError, export_run
+    from zoo.export.exporter import AccuracyDropError, export_run_with
 
-    make = step_maker or functools.partial(export_run, source)
+    make = step_maker or functools.partial(export_run_with, source)
     try:
         with _without_wrote_line(step_dir):
-            card = make(step_dir, quantize="int8", form="step", **step_options)
+            card = make(step_dir, options)
     except AccuracyDropError as err:  # its folder is temporary: say how to keep one
         inspect = err.inspect or f"zoo export {source} --form step --quantize int8"
         raise AccuracyDropError(
@@ -186,7 +209,7 @@ def _without_wrote_line(step_dir: Path):
         exporter_log.removeFilter(drop)
 
 
-def _given_export_windows(source: Path, found: StepExport, step_options: dict):
+def _given_export_windows(source: Path, found: StepExport, options: ExportOptions):
     """Checks of a step export given as it is, before it is trusted (the card against its
     models is `write_c_project`'s): a failed export (``accuracy.passed`` false) is refused
     without --allow-drop; a shipped tag's export must have the tag's input shape. Returns the
@@ -194,7 +217,7 @@ def _given_export_windows(source: Path, found: StepExport, step_options: dict):
     from the task's data on disk, or the reason there are none; None: the export's own."""
     step_dir, card = found.folder, read_step_export(found.folder, found.card)
     failed = failed_export(card)
-    if failed and not step_options.get("allow_drop"):
+    if failed and not options.allow_drop:
         raise CExportError(f"{step_dir}: {failed}; its C code would be bit-exact with a model "
                            "that was rejected. Pass --allow-drop to compile it anyway")
     if card.testset and (step_dir / card.testset).is_file():
@@ -207,7 +230,7 @@ def _given_export_windows(source: Path, found: StepExport, step_options: dict):
         return None
     shipped.check_against_tag(found.tag, card, source)
     x, _, why = shipped.test_windows(card, read_normalization(step_dir, card),
-                                     step_options.get("data_dir"))
+                                     options.data_dir)
     return x, why
 
 
@@ -245,7 +268,7 @@ def check_c(c_dir: Path, match: str, windows=None, card: ModelCard | None = None
         if x is None:
             _log.warning("  no C check on test windows: %s", why)
             return {"skipped": why}
-    elif not (c_dir / "testset.npz").is_file():
+    elif not (c_dir / TESTSET_FILE).is_file():
         return {"skipped": "the step export has no testset.npz"}
     if shutil.which("cc") is None or shutil.which("make") is None:
         return {"skipped": "no host cc / make to build zoo_app"}

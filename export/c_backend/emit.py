@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo.export.c_backend.names import comment_text
 from zoo.export.c_backend.plan import Kernel, Plan
+from zoo.export.c_text import comment_text
 
 ALIGN = 4  # every scratch tensor starts on a word: the DSP path loads int8 four at a time
 

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.export.c_backend.graph import read_graph
 from zoo.export.c_backend.library import write_library
-from zoo.export.c_backend.names import CHECK_FILE, comment_text, model_files, rename_kws
+from zoo.export.c_backend.names import CHECK_FILE, model_files, rename_kws
 from zoo.export.c_backend.project import read_step_export, write_c_project
+from zoo.export.c_text import comment_text
 from zoo.export.kws_stream import Posteriors, ignored_classes, input_map
+from zoo.export.tflite_graph import read_graph
 from zoo.training.tasks import int_frontend_q15
 from zoo.training.tasks.int_frontend import FILTERS, Tables, integer_features, tables
 

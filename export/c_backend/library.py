@@ -12,7 +12,7 @@
 
 The templates are in ``templates/`` with ``@PREFIX@``-style placeholders (CMake's own ``${}``
 stays as it is). User text (model and task names) reaches library.properties only through
-`names.comment_text`.
+`zoo.export.c_text.comment_text`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from zoo.export.c_backend.names import comment_text, model_files
+from zoo.export.c_backend.names import model_files
+from zoo.export.c_text import comment_text
 
 LIBRARY_FILES = ("CMakeLists.txt", "cmake/arm-none-eabi.cmake", "zephyr/module.yml")
 # library.properties needs a url: the package's registry page (the project names no other).

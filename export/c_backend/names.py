@@ -12,11 +12,7 @@ no ``prefix``). `zoo_int8.h` (static inline kernels only) keeps its names.
 The generated C is written with the ``zoo`` names (templates/, frontend/) and renamed here,
 identifier by identifier, so a template cannot miss one.
 
-User strings (class names, model and task names) never reach the compiler as text:
-`c_string` writes every byte outside ``[A-Za-z0-9 _.,:-]`` as an octal escape (no ``?``, so no
-trigraph such as ``??/`` can close the string under ``-std=c99 -trigraphs``; no quote, no
-backslash, no newline), and `comment_text` keeps only those characters and ``/ +`` in comments
-(a ``*/`` in a model, task or tensor name would otherwise close the comment).
+User strings (class names, model and task names) reach the C through `zoo.export.c_text`.
 """
 
 from __future__ import annotations
@@ -48,7 +44,6 @@ _MODEL_MACRO = re.compile(r"\bZOO_(" + "|".join(MODEL_MACROS) + r")\b")
 # ...) nor the programs.
 _KWS_NAME = re.compile(r"\bkws_(?!app\b|lib\b)(\w+)\b(?!\.(?:c|h|o|mk|py)\b)")
 _KWS_MACRO = re.compile(r"\bKWS_(\w+)\b")
-_SAFE_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _.,:-")
 
 
 class PrefixError(ValueError):
@@ -120,26 +115,3 @@ def c_names(export_dir) -> tuple[str, str, str]:
         except PrefixError as err:
             raise ValueError(f"{path}: prefix {prefix!r}: {err}") from None
     return (prefix, *model_files(prefix))
-
-
-def c_string(text: str, what: str = "class name") -> str:
-    """A C string literal of ``text``'s UTF-8 bytes that no compiler mode can read as code:
-    bytes outside ``[A-Za-z0-9 _.,:-]`` as three-digit octal escapes. A NUL (it would end the
-    string in C) or text that is not UTF-8 is refused naming it (``what``)."""
-    if "\0" in str(text):
-        raise ValueError(f"{what} {text!r} holds a NUL character, which would cut the C string "
-                         "short; rename the class")
-    try:
-        data = str(text).encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise ValueError(f"{what} {text!r} is not valid Unicode text ({err.reason}); rename "
-                         "the class") from None
-    return '"' + "".join(chr(b) if b in _SAFE_BYTES else f"\\{b:03o}"
-                         for b in data) + '"'
-
-
-def comment_text(text) -> str:
-    """``text`` for a C comment: characters outside ``[A-Za-z0-9 _.,:-/+()]`` as ``_`` (no ``*``,
-    so neither ``*/`` nor ``/*``; no ``?``, no trigraph; no backslash, no line splice)."""
-    return "".join(c if c.isascii() and (ord(c) in _SAFE_BYTES or c in "/+()") else "_"
-                   for c in str(text))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zoo.export.c_backend import arith
-from zoo.export.c_backend.graph import Graph, Op, Tensor, UnsupportedGraph
+from zoo.export.tflite_graph import Graph, Op, Tensor, UnsupportedGraph
 from zoo.export.c_backend.tables import ELEMENTWISE, op_table
 
 UNARY_TABLE_OPS = {"RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "QUANTIZE", "LEAKY_RELU",

@@ -14,9 +14,11 @@
 
 The step and head models are the export's own (their scales and zero points are used as they
 are: nothing is recalibrated), so the C code computes what they compute; their card is read
-through `card_schema.read_card` and checked against both models first (`read_checked_graphs`).
+through `card_schema.read_export_card` and checked against both models first
+(`read_checked_graphs`).
 Public names start with the export's prefix (`names`: written with ``zoo`` and renamed);
-user strings reach the C only octal-escaped (`names.c_string`). The fixed C is text in ``templates/`` (``zoo_model.h``, ``zoo_input.c``, ``zoo_api.c`` with
+user strings reach the C only octal-escaped (`zoo.export.c_text.c_string`). The fixed C is
+text in ``templates/`` (``zoo_model.h``, ``zoo_input.c``, ``zoo_api.c`` with
 ``${...}`` placeholders; ``zoo_int8.h``, ``zoo_args.h``, ``main.c``, ``Makefile`` copied as
 they are); what depends on the models (weights, tables, one function per model) is generated
 (`emit`).
@@ -34,16 +36,19 @@ import numpy as np
 
 from zoo.export import device_runtime
 from zoo.export.c_backend.emit import Emitted, c_array, emit_model
-from zoo.export.c_backend.graph import Graph, UnsupportedGraph, read_graph
+from zoo.export.tflite_graph import Graph, UnsupportedGraph, read_graph
 from zoo.export.c_backend.library import arduino_name, write_library
-from zoo.export.c_backend.names import (c_string, comment_text, default_prefix, model_files,
-                                        rename_model)
+from zoo.export.c_backend.names import default_prefix, model_files, rename_model
 from zoo.export.c_backend.plan import lower
-from zoo.export.card_schema import CARD_FILE, ExportFolderError, ModelCard, inside_folder, read_card
+from zoo.export.c_text import c_string, comment_text
+from zoo.export.card_schema import (CARD_FILE, ExportFolderError, ModelCard, inside_folder,
+                                     read_export_card)
 
 C_FILES = ("zoo_model.h", "zoo_model.c", "zoo_int8.h", "zoo_args.h", "main.c", "Makefile",
            "README.md")
 RUNTIMES = ("tflite-micro", "litert")  # the runtime whose int8 arithmetic the C code matches
+DEFAULT_RUNTIME = RUNTIMES[0]  # --match's default, written here only
+STEP_EXPORT_NAME = "export-step-int8"  # the int8 step export's folder in a run or a shipped tag
 # TFLite Micro's kernels rescale with gemmlowp's two roundings. LiteRT's builtin
 # FULLY_CONNECTED rounds once (its other int8 kernels agree with TFLite Micro): measured op by
 # op, the same FULLY_CONNECTED differs in ~1 % of outputs by one LSB between the runtimes.
@@ -82,11 +87,11 @@ def requant_table(src: _Quant, dst: _Quant) -> np.ndarray:
 
 
 def read_step_export(export_dir: Path, card: ModelCard | None = None) -> ModelCard:
-    """The card of an int8 step export (`card_schema.read_card`: the schema, the model files
+    """The card of an int8 step export (`card_schema.read_export_card`: the schema, the model files
     inside the folder; ``card``: that card, already read by the caller, only checked to be an
     int8 step export's); `CExportError` otherwise."""
     try:
-        card = card or read_card(str(export_dir))
+        card = card or read_export_card(str(export_dir))
     except ExportFolderError as err:
         raise CExportError(f"{err} (the C backend compiles a `zoo export --form step --quantize "
                            "int8` folder)") from None
@@ -155,7 +160,7 @@ def _check_ops(card: ModelCard, name: str, graph: Graph, step_export: Path) -> N
                            "belong to this model")
 
 
-def write_c_project(step_export: Path, out: Path, runtime: str = "tflite-micro",
+def write_c_project(step_export: Path, out: Path, runtime: str = DEFAULT_RUNTIME,
                     card: ModelCard | None = None, prefix: str | None = None) -> dict:
     """Write the C project of the int8 step export ``step_export`` into ``out`` (a folder that
     exists); returns its summary (files, bytes, scratch, prefix) for the model card. ``card``:
@@ -198,7 +203,7 @@ def source_name(source: Path) -> str:
     source = Path(source).resolve()
     if source.suffix == ".keras":
         return source.stem
-    return source.parent.name if source.name == "export-step-int8" else source.name
+    return source.parent.name if source.name == STEP_EXPORT_NAME else source.name
 
 
 def read_normalization(export_dir: Path, card: ModelCard):

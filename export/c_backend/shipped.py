@@ -17,17 +17,17 @@ import numpy as np
 from zoo.export.c_backend.project import CExportError
 from zoo.export.card_schema import CARD_FILE, ModelCard
 from zoo.pretrained_card import CARD as TAG_CARD
-from zoo.pretrained_card import PretrainedCfg, PretrainedError, read_card
+from zoo.pretrained_card import PretrainedCfg, PretrainedError, read_tag_card
 
 
 def tag_card(source: Path) -> PretrainedCfg | None:
-    """The shipped tag's card in ``source`` (`zoo.pretrained_card.read_card`, under any folder
+    """The shipped tag's card in ``source`` (`zoo.pretrained_card.read_tag_card`, under any folder
     name), or None when ``source`` is not a tag folder; a damaged one is a `CExportError`."""
     path = Path(source) / TAG_CARD
     if not path.is_file():
         return None
     try:
-        return read_card(path, folder_is_tag=False)
+        return read_tag_card(path, folder_is_tag=False)
     except PretrainedError as err:
         raise CExportError(f"{err} (the shipped tag's card is damaged)") from None
 

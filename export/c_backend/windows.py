@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.export.c_backend.project import CExportError, read_normalization, read_step_export
-from zoo.export.card_schema import ExportFolderError
+from zoo.export.card_schema import TESTSET_FILE, ExportFolderError
 from zoo.export.exportdir import load_testset
 from zoo.training.flags import int_in
 from zoo.training.storage import write_bytes_atomic
@@ -107,7 +107,7 @@ def testset_windows(export_dir: Path, kind: str, data_dir: Path | None = None) -
     export_dir = Path(export_dir)
     card = read_step_export(export_dir)
     norm = read_normalization(export_dir, card)
-    if data_dir is not None and (export_dir / "testset.npz").is_file():
+    if data_dir is not None and (export_dir / TESTSET_FILE).is_file():
         return _data_windows(export_dir, card, norm, kind, data_dir)
     try:
         x, _ = load_testset(str(export_dir), card)

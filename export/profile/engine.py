@@ -58,9 +58,10 @@ def timing_of(c_dir: Path, kws: bool) -> Timing:
     try:
         card = json.loads((c_dir / "model_card.json").read_text())
         from zoo.training.tasks import get_task
+        from zoo.training.tasks.frames import frames_per_step_of
 
         task = get_task(card["task"])
-        frames = int((card.get("task_options") or {}).get("frames_per_step") or 1)
+        frames = frames_per_step_of(card.get("task_options"))
         return Timing(steps, steps * frames / task.rows_per_second)
     except (OSError, KeyError, ValueError, TypeError, json.JSONDecodeError):
         return Timing(steps, None)
@@ -70,14 +71,14 @@ def check_windows(c_dir: Path) -> tuple[np.ndarray, str]:
     """(int8 windows (W, T, F), where from): the export's first test windows (testset.npz,
     normalized) quantized as the step model's input, or, without a test set, a fixed
     pseudo-random set (seed 0) of int8 inputs."""
-    from zoo.export.c_backend.graph import read_graph
-    from zoo.export.card_schema import read_card
+    from zoo.export.tflite_graph import read_graph
+    from zoo.export.card_schema import read_export_card
     from zoo.export.exportdir import load_testset
 
     check = json.loads((c_dir / "c_check.json").read_text())
     shape = (CHECK_WINDOWS, int(check["timesteps"]), int(check["features"]))
     if (c_dir / "testset.npz").is_file():
-        card = read_card(str(c_dir))
+        card = read_export_card(str(c_dir))
         x, _ = load_testset(str(c_dir), card)
         step = read_graph((c_dir / card.files["step"]).read_bytes())
         tensor = step.tensor(step.inputs[card.step_io["x"]])

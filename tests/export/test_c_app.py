@@ -138,7 +138,7 @@ def test_each_kind_of_window_is_fed_as_its_header_says(zoo_app, c_project, tmp_p
     round half to even, as the zoo's loops), and raw ones (RAW) those of their normalization."""
     import json
 
-    from zoo.export.c_backend.graph import read_graph
+    from zoo.export.tflite_graph import read_graph
 
     card = json.loads((c_project / "model_card.json").read_text())
     step = read_graph((c_project / "step.tflite").read_bytes())

@@ -23,7 +23,7 @@ from zoo.export import device_runtime
 from zoo.export.c_backend import CExportError, c_names, check, write_c_project
 from zoo.export.c_backend.kws import write_kws_project
 from zoo.export.c_backend.names import PrefixError, check_prefix, default_prefix
-from zoo.export.card_schema import read_card
+from zoo.export.card_schema import read_export_card
 from zoo.export.kws_stream import stream_log_mel_q8
 
 REPO = Path(__file__).resolve().parents[2]
@@ -162,7 +162,7 @@ def _compile(root: Path, out: Path) -> Path:
 
 
 def _reference(export_dir: Path, xq: np.ndarray):
-    card = read_card(str(export_dir))
+    card = read_export_card(str(export_dir))
     model = device_runtime.StepModel(str(export_dir), card, "tflite-micro", 1)
     return check.reference(model, xq)
 
@@ -281,7 +281,7 @@ HOSTILE = [
 
 
 def _hostile_export(tmp_path: Path, labels, model: str = "sirnn") -> Path:
-    card = dataclasses.replace(read_card(str(DSA)), class_names=list(labels), model=model)
+    card = dataclasses.replace(read_export_card(str(DSA)), class_names=list(labels), model=model)
     out = tmp_path / "c"
     out.mkdir()
     write_c_project(DSA, out, card=card, prefix="dsa")
@@ -427,7 +427,7 @@ def test_tensor_names_in_the_generated_comments_cannot_close_them(tmp_path):
     from zoo.export.c_backend.plan import lower
     from zoo.export.c_backend.project import read_checked_graphs
 
-    card = read_card(str(HAR))
+    card = read_export_card(str(HAR))
     data, graph = read_checked_graphs(HAR, card)["step"]
     for tensor in graph.tensors:  # a Keras layer name is the model author's text
         tensor.name = "dense */ int injected_by_tensor = 1; /* ??/ \\"
@@ -440,7 +440,7 @@ def test_tensor_names_in_the_generated_comments_cannot_close_them(tmp_path):
 def test_the_cxx_loops_title_stays_in_its_comment():
     from zoo.export.device_sources import device_sources
 
-    card = read_card(str(HAR))
+    card = read_export_card(str(HAR))
     texts = device_sources(title="m\n#error injected ??/\nx (int8)", io_dtype="int8", card=card,
                            step_ops=["FULLY_CONNECTED"], head_ops=["FULLY_CONNECTED"])
     for name, text in texts.items():

@@ -102,11 +102,11 @@ def test_c_is_bit_exact_with_tflite_micro_on_every_window(exported):
 def test_the_card_records_the_state_vector_layout(exported):
     """The card's ``step_io.state_layout`` tiles the state the C code carries: every layer's
     states in order (absent for one state vector); the labels gave an accuracy check."""
-    from zoo.export.card_schema import read_card
+    from zoo.export.card_schema import read_export_card
     from zoo.export.layer_chain import layer_chain
 
     name, model, c_dir, summary = exported
-    card = read_card(str(c_dir))
+    card = read_export_card(str(c_dir))
     chain = layer_chain(model)
     assert card.state_size == summary["units"] == chain.state_size
     layout = card.step_io.get("state_layout")

@@ -1,5 +1,5 @@
 """``card.json`` as one type (issue 43 item 3): every card in the repository reads back through
-`zoo.pretrained_card.read_card` and writes out as the same text (so `zoo ship`, which writes
+`zoo.pretrained_card.read_tag_card` and writes out as the same text (so `zoo ship`, which writes
 `PretrainedCfg.to_json`, and every reader agree key for key); a key the type does not know, a
 missing one or one of the wrong type is a one-line error naming the file and the key; the C
 figures reach a card only through the type (`zoo.export.ship.record_c_figures`)."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from zoo.pretrained_card import PretrainedError, read_card
+from zoo.pretrained_card import PretrainedError, read_tag_card
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 CARDS = sorted(MODELS.glob("*/*/card.json"))  # installed tags and the archive
@@ -18,7 +18,7 @@ CARDS = sorted(MODELS.glob("*/*/card.json"))  # installed tags and the archive
 
 @pytest.mark.parametrize("path", CARDS, ids=lambda p: f"{p.parents[1].name}/{p.parent.name}")
 def test_every_card_reads_and_writes_back_as_the_same_text(path):
-    card = read_card(path)
+    card = read_tag_card(path)
     assert card.to_json() == path.read_text()
     assert card.tag == path.parent.name
 
@@ -45,7 +45,7 @@ def _refused(path: Path, match: str, **changes) -> str:
             target[key] = value
     path.write_text(json.dumps(card))
     with pytest.raises(PretrainedError, match=match) as err:
-        read_card(path)
+        read_tag_card(path)
     message = str(err.value)
     assert message.startswith(f"{path}: ") and "\n" not in message, message
     return message
@@ -87,17 +87,17 @@ def test_a_card_under_another_folder_name(card_path, tmp_path):
     other = tmp_path / "mine"
     card_path.parent.rename(other)
     with pytest.raises(PretrainedError, match="differs from its folder name"):
-        read_card(other / "card.json")
-    assert read_card(other / "card.json", folder_is_tag=False).tag == "gru.har2"
+        read_tag_card(other / "card.json")
+    assert read_tag_card(other / "card.json", folder_is_tag=False).tag == "gru.har2"
 
 
 def test_c_figures_reach_the_card_through_the_type(card_path):
     from zoo.export.ship import record_c_figures
 
-    before = read_card(card_path)
+    before = read_tag_card(card_path)
     figures = {**before.export.c.to_dict(), "cortex_m4_instructions_per_step_O2": 1234.5}
     after = record_c_figures(card_path.parent, figures)
-    assert read_card(card_path) == after
+    assert read_tag_card(card_path) == after
     assert after.export.c.cortex_m4_instructions_per_step_O2 == 1234.5
     # the cost follows: 50 samples per second, one per step, 2.56 s windows (gru.har2)
     assert after.cost.instructions_per_step == 1234.5
@@ -106,7 +106,7 @@ def test_c_figures_reach_the_card_through_the_type(card_path):
     assert after.replace(export=before.export, cost=before.cost) == before  # nothing else
     with pytest.raises(ValueError, match="export.c.const_bytes must be an integer"):
         record_c_figures(card_path.parent, {**figures, "const_bytes": "big"})
-    assert read_card(card_path) == after  # a refused write leaves the card as it was
+    assert read_tag_card(card_path) == after  # a refused write leaves the card as it was
 
 
 def test_zoo_profile_figures_reach_the_card_per_target(card_path):
@@ -121,9 +121,9 @@ def test_zoo_profile_figures_reach_the_card_per_target(card_path):
     result = {"targets": {"cortex-m4": {**figures, "frontend_instructions_per_hop": 20_000.0},
                           "rv32imc": {**figures, "instructions_per_step": 60_000.0}},
               "c_export": {"const_bytes": 7472, "state_bytes": 80, "bit_exact_with": "tflite-micro"}}
-    before = read_card(card_path)
+    before = read_tag_card(card_path)
     after = record_profile(card_path.parent, result, "zoo profile (test)")
-    assert read_card(card_path) == after
+    assert read_tag_card(card_path) == after
     assert set(after.cost.targets) == {"cortex-m4", "rv32imc"}
     assert after.cost.targets["rv32imc"].instructions_per_step == 60_000.0
     assert after.export.c.cortex_m4_instructions_per_step_O2 == 10_000.0  # the hop's model part
@@ -132,4 +132,4 @@ def test_zoo_profile_figures_reach_the_card_per_target(card_path):
     result["targets"]["rv32imc"]["bit_exact"] = False
     with pytest.raises(ValueError, match="rv32imc is not bit-exact"):
         record_profile(card_path.parent, result, "zoo profile (test)")
-    assert read_card(card_path) == after
+    assert read_tag_card(card_path) == after

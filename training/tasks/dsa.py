@@ -21,7 +21,7 @@ from zoo.training.data.textio import parse_table
 from zoo.training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                  check_fraction, check_seed, check_subjects, fold_subjects,
                                  pick_val_subjects, register_task)
-from zoo.training.tasks.frames import FramesPerStep
+from zoo.training.tasks.frames import DEFAULT_FRAMES_PER_STEP, FramesPerStep
 
 SPEC = DatasetSpec(
     key="dsa19",
@@ -109,7 +109,7 @@ class DSA19(FramesPerStep, Task):
     """
 
     DEFAULTS = {"train_subjects": (1, 2, 3, 4), "val_fraction": 0.2, "val_subjects": None,
-                "val_fold": None, "split_seed": 0, "allow_partial": False, "frames_per_step": 1}
+                "val_fold": None, "split_seed": 0, "allow_partial": False, "frames_per_step": DEFAULT_FRAMES_PER_STEP}
     description = "UCI Daily and Sports Activities, 19 activities, 5 IMUs x 9 channels (125 x 45)"
     paper_split = ("subjects p1-p4 train / p5-p8 test (4,560 / 4,560 windows on the full data); "
                    "validation = whole training subjects held out (val_fraction, split_seed)")

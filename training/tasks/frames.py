@@ -21,6 +21,17 @@ import numpy as np
 
 from zoo.training.tasks.base import Normalization, Split, TaskData
 
+# A task's default (its DEFAULTS entry), and what a run's task options without the option mean:
+# one sample per step. Written here only; readers of a config or card use `frames_per_step_of`.
+DEFAULT_FRAMES_PER_STEP = 1
+
+
+def frames_per_step_of(task_options: dict | None) -> int:
+    """The ``frames_per_step`` of a run's (or card's) task options, ``task_options`` or
+    ``task_options_resolved``: the option where it is set, `DEFAULT_FRAMES_PER_STEP` where the
+    options are missing or do not set it (a task without the option, a run from before it)."""
+    return int((task_options or {}).get("frames_per_step") or DEFAULT_FRAMES_PER_STEP)
+
 
 def check_frames_per_step(value, steps: int) -> int:
     """The option's value as an int, or ValueError naming it and the valid values."""

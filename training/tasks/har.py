@@ -21,7 +21,7 @@ from zoo.training.data.textio import parse_int_column, parse_table
 from zoo.training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                  check_fraction, check_seed, check_subjects, fold_subjects,
                                  pick_val_subjects, register_task)
-from zoo.training.tasks.frames import FramesPerStep
+from zoo.training.tasks.frames import DEFAULT_FRAMES_PER_STEP, FramesPerStep
 
 SPEC = DatasetSpec(
     key="uci_har",
@@ -112,7 +112,7 @@ class HARTask(FramesPerStep, Task):
     """
 
     DEFAULTS = {"val_fraction": 0.2, "val_subjects": None, "val_fold": None, "split_seed": 0,
-                "frames_per_step": 1}
+                "frames_per_step": DEFAULT_FRAMES_PER_STEP}
     window_shape = (STEPS, len(CHANNELS))
     rows_per_second, window_seconds = 50.0, 2.56  # 128 samples at 50 Hz
     # One phone: body_acc, body_gyro and total_acc turn together.

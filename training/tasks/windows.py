@@ -42,7 +42,7 @@ from zoo.training.data.errors import DataError
 from zoo.training.data.windows import CsvOptions, Windows, read_windows
 from zoo.training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                      check_fraction, check_seed, register_task)
-from zoo.training.tasks.frames import FramesPerStep
+from zoo.training.tasks.frames import DEFAULT_FRAMES_PER_STEP, FramesPerStep
 
 _log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class WindowsTask(FramesPerStep, Task):
                 "window_seconds": None, "stride_seconds": None, "sampling_rate": None,
                 "columns": None, "delimiter": ",", "group_pattern": None, "sensors": None,
                 "val_fraction": 0.2, "val_fold": None, "test_fraction": 0.0, "split_seed": 0,
-                "frames_per_step": 1, "channels": None, "train_data": None}
+                "frames_per_step": DEFAULT_FRAMES_PER_STEP, "channels": None, "train_data": None}
 
     # ------------------------------------------------------------------------- options
 

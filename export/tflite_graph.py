@@ -1,5 +1,5 @@
-"""A TFLite int8 model read into a small typed graph: what the C backend needs to know about
-each tensor (shape, int8 / int32 data, per-tensor or per-channel quantization) and each op
+"""A TFLite int8 model read into a small typed graph: what the C backend (and the streaming
+reference's input map, the profiler) needs to know about each tensor (shape, int8 / int32 data, per-tensor or per-channel quantization) and each op
 (builtin name, inputs, outputs, options), in the model's own execution order."""
 
 from __future__ import annotations
