@@ -270,7 +270,7 @@ def test_refuses_to_overwrite(har_run, har_dir, tmp_path, capsys):
 
 
 def test_crash_in_the_child_becomes_a_clear_error(har_run, monkeypatch):
-    from zoo.export.quantize import CRASH_HOOK_ENV, ConversionCrashed, convert
+    from zoo.export.quantize import CRASH_HOOK_ENV, ConversionCrashed, convert, convert_all
     from zoo.export.step import step_models
     from zoo.training.evaluate import load_run
 
@@ -280,6 +280,9 @@ def test_crash_in_the_child_becomes_a_clear_error(har_run, monkeypatch):
     monkeypatch.setenv(CRASH_HOOK_ENV, "1")
     with pytest.raises(ConversionCrashed, match="--quantize int8 --form step.*SIGSEGV"):
         convert(step, "int8", calib, form="step")
+    # A step export's models convert in one child (issue 51): its crash is as clear.
+    with pytest.raises(ConversionCrashed, match="--quantize int8 --form step.*SIGSEGV"):
+        convert_all({"step": (step, calib)}, "int8", form="step")
 
 
 @pytest.mark.slow
