@@ -1,7 +1,7 @@
 """The int8 step model on each CV fold's *validation* subjects, beside the Keras model.
 
     zoo bench fold-int8 bench/sweeps/har2-campaign/har2/sirnn/rot15_qat/fold? \\
-        --results experiments/results/har2-campaign-int8
+        --results results/har2-campaign-int8
 
 Each run directory (a finished ``zoo sweep cv`` trial, laid out
 ``<out>/<task>/<label>/<variant>/fold<k>``) is exported ``--quantize int8 --form step`` (into

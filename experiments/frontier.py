@@ -5,11 +5,11 @@ model that reads k samples at once covers k samples), as a table (docs/frontier.
 
 Three inputs, all committed:
 
-- the device JSON (``experiments/results/frontier/har2_device.json``, written by
+- the device JSON (``results/frontier/har2_device.json`` in the repository, written by
   ``tools/cortexm/c_frontier.py``): per graph variant its MACs per step, Cortex-M4 instructions per
   step (-O2), flash (-Os) and RAM of its C export, measured on a tiny run of that graph (the cost
   of a graph does not depend on how well it was trained);
-- the per-trial CV results files of ``zoo sweep cv`` (``experiments/results/<study>/<task>/
+- the per-trial CV results files of ``zoo sweep cv`` (``results/<study>/<task>/
   <label>/<variant>/fold<k>.json``): the validation accuracy at the CV epoch, mean ± sd over the
   folds done (`zoo.experiments.tables.cv_rows`, the sweep's own table code);
 - the installed tags' cards (`zoo.pretrained_card`): their C figures (``export.c``), the cost of
@@ -36,13 +36,13 @@ import sys
 from pathlib import Path
 
 from zoo.experiments.benchmarks.realscale import mean_sd
-from zoo.experiments.trials import Trial
+from zoo.experiments.trials import Trial, results_root
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-DEVICE = HERE / "results" / "frontier" / "har2_device.json"
-RESULTS = HERE / "results" / "har2-campaign"
-INT8_RESULTS = HERE / "results" / "har2-campaign-int8"  # `zoo bench fold-int8` per-fold files
+DEVICE = results_root() / "frontier" / "har2_device.json"
+RESULTS = results_root() / "har2-campaign"
+INT8_RESULTS = results_root() / "har2-campaign-int8"  # `zoo bench fold-int8` per-fold files
 # The options that change the exported step graph (and so its cost); the rest is training.
 GRAPH_OPTIONS = ("units", "rank", "premultiply", "qat", "state_clip", "w_rank", "u_rank",
                  "step_graph")

@@ -34,7 +34,7 @@ import os
 import sys
 from pathlib import Path
 
-from zoo.experiments.trials import Trial
+from zoo.experiments.trials import Trial, results_root
 from zoo.training.flags import int_in, key_value, number_in, program_name
 
 _log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     cv.add_argument("--out", default="bench/sweeps/cv",
                     help="output folder of the trials (default bench/sweeps/cv)")
     cv.add_argument("--results", help="folder of the per-trial results files, meant to be "
-                    "committed (default: experiments/results/<the name of --out>); 'none': "
+                    "committed (default: results/<the name of --out> in the repository); 'none': "
                     "none")
     _add_engine_arguments(cv)
     rs = sub.add_parser("realscale", help="the real-scale table of docs/realscale.md",
@@ -293,7 +293,7 @@ def results_dir(args) -> Path | None:
         return None
     if args.results:
         return Path(args.results)
-    return Path(__file__).resolve().parent / "results" / Path(args.out).resolve().name
+    return results_root() / Path(args.out).resolve().name
 
 
 def execute(todo: list[Trial], args) -> int:

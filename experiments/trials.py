@@ -19,7 +19,8 @@ parent's retrain: `final_trial`).
 
 Results files: a finished CV trial's summary (its validation curve, test accuracy, size, time)
 is also written to ``<results>/<task>/<label>/<variant>/fold<k>.json`` with the settings that made
-it: a few hundred bytes meant to be committed (``experiments/results/``), so a campaign spread
+it: a few hundred bytes meant to be committed (the repository's ``results/``, `results_root`:
+kept out of the installed package), so a campaign spread
 over several machines and days keeps every result, and the tables can be rebuilt from those
 files alone. A trial whose results file holds the same settings counts as done.
 """
@@ -87,6 +88,14 @@ class Trial:
         """``task / label / variant / fold k`` (``final`` for the shipping retrain)."""
         fold = "final" if self.fold is None else f"fold {self.fold}"
         return f"{self.task} / {self.label} / {self.variant} / {fold}"
+
+
+def results_root() -> Path:
+    """The repository's ``results/`` folder, where campaigns commit their per-trial files: beside
+    ``pyproject.toml`` in a checkout (an editable install), else ``results/`` in the working
+    directory. It is not part of the package: a wheel carries no results (issue 51)."""
+    checkout = Path(__file__).resolve().parents[1]
+    return checkout / "results" if (checkout / "pyproject.toml").is_file() else Path("results")
 
 
 def slug(text: str) -> str:

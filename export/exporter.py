@@ -247,7 +247,7 @@ def _convert_sequence(source, run: ExportSource, opts: ExportOptions) -> _Conver
 
 def _convert_step(source, run: ExportSource, opts: ExportOptions) -> _Converted:
     from zoo.export.convert import check_builtin_only
-    from zoo.export.quantize import convert
+    from zoo.export.quantize import convert_all
     from zoo.export.step import calibration_pairs, step_models
 
     xs, hs, h_final, scales = calibration_pairs(
@@ -261,16 +261,17 @@ def _convert_step(source, run: ExportSource, opts: ExportOptions) -> _Converted:
                          "to calibrate. Retrain it (docs/export.md).")
     calib = ({"step": {"x_t": xs, "h_prev": hs}, "head": {"h": h_final}} if opts.calibrated
              else {"step": None, "head": None})
-    kwargs = dict(per_tensor=opts.per_tensor, form=opts.form,
-                  child=False if opts.in_process else None)
-    models = {"step": convert(step, opts.quantize, calib["step"], **kwargs),
-              "head": convert(head, opts.quantize, calib["head"], **kwargs)}
-    stream = None
+    jobs = {"step": (step, calib["step"]), "head": (head, calib["head"])}
     if opts.stream:
         # The same pair as one file with `step` and `head` signatures, for LiteRT users
         # (TFLite Micro runs a model's first subgraph only, so it keeps the two files).
-        stream = convert({"step": step, "head": head}, opts.quantize,
-                         calib if opts.calibrated else None, **kwargs)
+        jobs["stream"] = ({"step": step, "head": head}, calib if opts.calibrated else None)
+    # One child process for the three (one TensorFlow import), unless in_process.
+    converted = convert_all(jobs, opts.quantize, per_tensor=opts.per_tensor, form=opts.form,
+                            child=False if opts.in_process else None)
+    stream = converted.pop("stream", None)
+    models = converted
+    if stream is not None:
         check_builtin_only(stream)
     note = (f"{len(xs)} (x_t, h_t-1) pairs from float trajectories of {len(h_final)} training "
             "sequences; head: their final states")

@@ -11,7 +11,8 @@ Modes (``zoo export --quantize``):
 Calibration of a graph holding a ``WHILE`` loop segfaults inside the converter's calibrator
 (TensorFlow bug #75140), so every conversion that calibrates runs in a child
 process on a SavedModel the parent wrote: a crash becomes `ConversionCrashed`, naming the mode
-and what works instead (``--form step`` or ``--unroll``), not a dead process.
+and what works instead (``--form step`` or ``--unroll``), not a dead process. A step export's
+models (step, head, stream) convert in one child (`convert_all`): one TensorFlow import.
 
 Weights are quantized per tensor (``_experimental_disable_per_channel``): measured as accurate as
 per-channel for the step models and 2.8 KB smaller, with a smaller arena
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["MODES", "CALIBRATED", "ConversionCrashed", "configure", "set_integer_mode",
-           "convert_saved_model", "convert", "CRASH_HOOK_ENV"]
+           "convert_saved_model", "convert", "convert_all", "CRASH_HOOK_ENV"]
 
 MODES = ("none", "fp16", "dynamic", "int16x8", "int8")
 CALIBRATED = ("int16x8", "int8")
@@ -153,6 +154,14 @@ def _alternative(mode: str, form: str, unroll: bool) -> str:
     return "--quantize dynamic or --quantize none (no calibration)"
 
 
+def _check_calibration(model, mode: str, calibration) -> None:
+    if mode not in MODES:
+        raise ValueError(f"unknown quantization mode {mode!r}; valid: {', '.join(MODES)}")
+    signature_keys = list(model) if isinstance(model, dict) else None
+    if signature_keys and mode in CALIBRATED and set(calibration or {}) != set(signature_keys):
+        raise ValueError(f"calibration must name every signature {signature_keys}")
+
+
 def convert(model, mode: str, calibration=None, *, unroll: bool = False, per_tensor: bool = True,
             form: str = "sequence", child: bool | None = None, timeout: float = 900) -> bytes:
     """Convert a Keras ``model`` to TFLite in ``mode``; calibrated modes run in a child process.
@@ -163,49 +172,87 @@ def convert(model, mode: str, calibration=None, *, unroll: bool = False, per_ten
     """
     from zoo.export.convert import to_tflite, write_saved_model
 
-    if mode not in MODES:
-        raise ValueError(f"unknown quantization mode {mode!r}; valid: {', '.join(MODES)}")
+    _check_calibration(model, mode, calibration)
     signature_keys = list(model) if isinstance(model, dict) else None
-    if signature_keys and mode in CALIBRATED and set(calibration or {}) != set(signature_keys):
-        raise ValueError(f"calibration must name every signature {signature_keys}")
     if mode == "none" and not child and not signature_keys:
         return to_tflite(model, unroll=unroll)
     if child is None:
         child = mode in CALIBRATED
     with tempfile.TemporaryDirectory(prefix="zoo_export_") as tmp:
         tmp = Path(tmp)
-        write_saved_model(model, tmp / "saved_model", unroll=unroll)
         if not child:
+            write_saved_model(model, tmp / "saved_model", unroll=unroll)
             return convert_saved_model(tmp / "saved_model", mode, calibration,
                                        per_tensor=per_tensor, signature_keys=signature_keys)
-        if calibration:
-            np.savez(tmp / "calibration.npz", **_flatten(calibration))
-        spec = {"saved_model": str(tmp / "saved_model"), "mode": mode,
-                "calibration": str(tmp / "calibration.npz") if calibration else None,
-                "per_tensor": per_tensor, "signature_keys": signature_keys,
-                "out": str(tmp / "model.tflite")}
-        (tmp / "spec.json").write_text(json.dumps(spec))
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")}
-        what = f"--quantize {mode} --form {form}{' --unroll' if unroll else ''}"
-        try:
-            proc = subprocess.run([sys.executable, "-m", "zoo.export.quantize", str(tmp / "spec.json")],
-                                  capture_output=True, text=True, env=env, timeout=timeout,
-                                  cwd=str(Path(__file__).resolve().parents[1]))
-        except subprocess.TimeoutExpired:
-            raise ConversionCrashed(f"TFLite conversion ({what}) did not finish in {timeout:.0f} s; "
-                                    f"try {_alternative(mode, form, unroll)}") from None
-        if proc.returncode != 0:
-            if proc.returncode < 0:
-                sig = signal.Signals(-proc.returncode).name
-                cause = (f"the converter crashed with {sig}"
-                         + (" (calibrating a WHILE loop: TensorFlow bug #75140)"
-                            if form == "sequence" and not unroll and mode in CALIBRATED else ""))
-            else:
-                tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-                cause = f"the converter failed (exit {proc.returncode}):\n{tail}"
-            raise ConversionCrashed(f"TFLite conversion ({what}) failed: {cause}. What works "
-                                    f"instead: {_alternative(mode, form, unroll)}.")
-        return (tmp / "model.tflite").read_bytes()
+        job = _write_job(tmp, model, mode, calibration, unroll=unroll, per_tensor=per_tensor)
+        _run_child(tmp, [job], mode, form, unroll, timeout)
+        return Path(job["out"]).read_bytes()
+
+
+def convert_all(models: dict, mode: str, *, per_tensor: bool = True, form: str = "sequence",
+                child: bool | None = None, timeout: float = 900) -> dict[str, bytes]:
+    """`convert` for several models at once, ``models`` mapping a name to ``(model,
+    calibration)``; the converted models by name. Calibrated modes convert them all in one
+    child process, so a step export's step, head and stream models cost one TensorFlow import,
+    not three, with the same crash safety (a crash names the mode and the form)."""
+    if child is None:
+        child = mode in CALIBRATED
+    if not child:
+        return {name: convert(model, mode, calibration, per_tensor=per_tensor, form=form,
+                              child=False) for name, (model, calibration) in models.items()}
+    for model, calibration in models.values():
+        _check_calibration(model, mode, calibration)
+    with tempfile.TemporaryDirectory(prefix="zoo_export_") as tmp:
+        tmp = Path(tmp)
+        jobs = {name: _write_job(tmp / name, model, mode, calibration, unroll=False,
+                                 per_tensor=per_tensor)
+                for name, (model, calibration) in models.items()}
+        _run_child(tmp, list(jobs.values()), mode, form, False, timeout)
+        return {name: Path(job["out"]).read_bytes() for name, job in jobs.items()}
+
+
+def _write_job(folder: Path, model, mode: str, calibration, *, unroll: bool,
+               per_tensor: bool) -> dict:
+    """Write ``model`` as a SavedModel (and its calibration) in ``folder``: one conversion for
+    the child (`_child_main`), as the dict it reads."""
+    from zoo.export.convert import write_saved_model
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_saved_model(model, folder / "saved_model", unroll=unroll)
+    if calibration:
+        np.savez(folder / "calibration.npz", **_flatten(calibration))
+    return {"saved_model": str(folder / "saved_model"), "mode": mode,
+            "calibration": str(folder / "calibration.npz") if calibration else None,
+            "per_tensor": per_tensor,
+            "signature_keys": list(model) if isinstance(model, dict) else None,
+            "out": str(folder / "model.tflite")}
+
+
+def _run_child(tmp: Path, jobs: list[dict], mode: str, form: str, unroll: bool,
+               timeout: float) -> None:
+    """Run the conversions ``jobs`` in one child process; `ConversionCrashed` when it dies,
+    fails or runs past ``timeout``, naming the mode and what works instead."""
+    (tmp / "spec.json").write_text(json.dumps({"jobs": jobs}))
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")}
+    what = f"--quantize {mode} --form {form}{' --unroll' if unroll else ''}"
+    try:
+        proc = subprocess.run([sys.executable, "-m", "zoo.export.quantize", str(tmp / "spec.json")],
+                              capture_output=True, text=True, env=env, timeout=timeout,
+                              cwd=str(Path(__file__).resolve().parents[1]))
+    except subprocess.TimeoutExpired:
+        raise ConversionCrashed(f"TFLite conversion ({what}) did not finish in {timeout:.0f} s; "
+                                f"try {_alternative(mode, form, unroll)}") from None
+    if proc.returncode != 0:
+        if proc.returncode < 0:
+            sig = signal.Signals(-proc.returncode).name
+            cause = (f"the converter crashed with {sig}"
+                     + (" (calibrating a WHILE loop: TensorFlow bug #75140)"
+                        if form == "sequence" and not unroll and mode in CALIBRATED else ""))
+        else:
+            tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+            cause = f"the converter failed (exit {proc.returncode}):\n{tail}"
+        raise ConversionCrashed(f"TFLite conversion ({what}) failed: {cause}. What works "
+                                f"instead: {_alternative(mode, form, unroll)}.")
 
 
 def _flatten(calibration: dict) -> dict:
@@ -227,17 +274,20 @@ def _unflatten(flat: dict) -> dict:
 
 
 def _child_main(spec_path: str) -> int:
+    """The child: every conversion of ``spec.json``'s ``jobs`` (`_write_job`), in order."""
     spec = json.loads(Path(spec_path).read_text())
+    jobs = spec.get("jobs", [spec])  # one conversion's spec, as a parent before `convert_all` wrote
     if os.environ.get(CRASH_HOOK_ENV):
         os.kill(os.getpid(), signal.SIGSEGV)
-    calibration = None
-    if spec["calibration"]:
-        with np.load(spec["calibration"]) as data:
-            calibration = _unflatten({k: data[k] for k in data.files})
-    tflite = convert_saved_model(spec["saved_model"], spec["mode"], calibration,
-                                 per_tensor=spec["per_tensor"],
-                                 signature_keys=spec["signature_keys"])
-    Path(spec["out"]).write_bytes(tflite)
+    for job in jobs:
+        calibration = None
+        if job["calibration"]:
+            with np.load(job["calibration"]) as data:
+                calibration = _unflatten({k: data[k] for k in data.files})
+        tflite = convert_saved_model(job["saved_model"], job["mode"], calibration,
+                                     per_tensor=job["per_tensor"],
+                                     signature_keys=job["signature_keys"])
+        Path(job["out"]).write_bytes(tflite)
     return 0
 
 

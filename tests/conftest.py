@@ -95,3 +95,28 @@ def log_lines():
             logger.setLevel(saved)
 
     return collecting
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory):
+    """``trained_run(config, data_dir)``: a finished `zoo.training.trainer.train` run folder of
+    ``config`` (a `TrainConfig`) on ``data_dir``, trained once per session and content (the
+    config's settings and the data folder), so that the tests reading the same model share one
+    training. Shared and read-only: a test that writes into a run copies it first."""
+    import hashlib
+    import json
+
+    root = tmp_path_factory.mktemp("trained-runs")
+    runs: dict[str, Path] = {}
+
+    def get(config, data_dir) -> Path:
+        from zoo.training.trainer import train
+
+        content = json.dumps([config.to_dict(), str(data_dir)], sort_keys=True, default=str)
+        key = hashlib.sha256(content.encode()).hexdigest()[:16]
+        if key not in runs:
+            train(config, root / key, data_dir=data_dir, verbose=0)
+            runs[key] = root / key
+        return runs[key]
+
+    return get

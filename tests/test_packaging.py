@@ -75,3 +75,16 @@ def test_wheel_puts_no_top_level_name_but_zoo_and_edge_rnn_zoo(wheel_build):
         declared = set(z.read(top_level).decode().split()) if top_level else top
     assert top == {"zoo", "edge_rnn_zoo"}
     assert declared == {"zoo", "edge_rnn_zoo"}
+
+
+def test_wheel_carries_no_results_data(wheel_build):
+    """Issue 51 item 4: the campaigns' per-trial results files (hundreds of JSON files) stay in
+    the repository's top-level ``results/`` folder, outside every package, so neither a wheel
+    nor an editable install's ``zoo.experiments`` carries them."""
+    _, wheel = wheel_build
+    names = zipfile.ZipFile(wheel).namelist()
+    results = [p.relative_to(ROOT / "results").as_posix()
+               for p in (ROOT / "results").rglob("*.json")]
+    assert len(results) > 100  # the data is kept, in the repository
+    assert not (ROOT / "experiments" / "results").exists()
+    assert [n for n in names if "results/" in n or any(n.endswith("/" + r) for r in results)] == []

@@ -6,8 +6,9 @@
 
 ``import zoo`` is quick and writes nothing to stderr. The Keras side (registry, cells) loads on
 first use of one of its names (PEP 562), or as soon as Keras itself is imported, so
-``import zoo; keras.saving.load_model("model.keras")`` finds the zoo's layers as before; either
-way TensorFlow's native start-up lines are captured (`zoo.quiet`). So ``zoo list``,
+``import zoo; keras.saving.load_model("model.keras")`` finds the zoo's layers as before. When the
+zoo itself loads TensorFlow, its native start-up lines are captured for that import only; a user's
+own ``import tensorflow`` prints as without the zoo (`zoo.quiet`). So ``zoo list``,
 ``zoo.list_pretrained()`` and the command line's usage errors answer without loading
 TensorFlow, and ``from zoo import create_model`` works as usual.
 """

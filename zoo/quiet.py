@@ -19,9 +19,14 @@ not depend on whether its logs are quiet, so it is never set here.
 What works is to point file descriptor 2 at a temporary file for the moment TensorFlow (or Keras,
 which imports it) loads and first lists its devices, and to replay that file if the import fails,
 so nothing an error says is lost. `install` does this for the first import of ``tensorflow`` or
-``keras`` in the process, whoever imports it first (``zoo``, ``training``, ``export``, a user
-script after ``import zoo``). The same hook runs what `after_import` asked for once the module
-has loaded: ``import zoo`` registers its layers with Keras serialization the moment Keras loads.
+``keras`` in the process when the zoo's own code makes it (a ``zoo.*`` or ``edge_rnn_zoo``
+module is on the importing stack: ``zoo.create_model``, ``import zoo.irnn``, ``python -m
+zoo.export.convert``, the ``zoo`` command), and only for that import: fd 2 is the process's own
+again before the import returns. A user's own ``import tensorflow`` after ``import zoo`` is left
+alone, its lines printed as without the zoo: ``import zoo`` has no effect on stderr that the user
+did not ask for (issue 51). The same hook runs what `after_import` asked for once the module
+has loaded, whoever imported it: ``import zoo`` registers its layers with Keras serialization the
+moment Keras loads.
 
 A user who sets ``TF_CPP_MIN_LOG_LEVEL=0`` asks for every TensorFlow log line: nothing is
 captured then (``zoo --verbose`` sets it). Any other level hides at least the info lines, which
@@ -76,9 +81,35 @@ def native_stderr_captured():
             os.close(saved)
 
 
+# Modules whose imports of TensorFlow / Keras are the zoo's own (see `imported_by_the_zoo`).
+ZOO_PACKAGES = ("zoo", "edge_rnn_zoo")
+
+
+def _module_name(frame) -> str:
+    """The module a frame runs in, by its spec when it has one: ``python -m zoo.export.convert``
+    runs as ``__main__`` with the spec ``zoo.export.convert``."""
+    spec = frame.f_globals.get("__spec__")
+    return getattr(spec, "name", None) or frame.f_globals.get("__name__") or ""
+
+
+def imported_by_the_zoo() -> bool:
+    """True when a module of `ZOO_PACKAGES` is on the current stack: the import under way is
+    the zoo's own (directly, or through a library the zoo called), not a user's."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        # The loader's own frames are on the stack of every wrapped import (a user's ``import
+        # keras`` nests TensorFlow's): they say nothing about who imported.
+        if frame.f_code is not _QuietLoader.exec_module.__code__ and \
+                _module_name(frame).split(".")[0] in ZOO_PACKAGES:
+            return True
+        frame = frame.f_back
+    return False
+
+
 class _QuietLoader(importlib.abc.Loader):
-    """Wraps the real loader of a noisy module: executes it with fd 2 captured, and for
-    TensorFlow also lists the devices (the CUDA probe logs on first use, not at import)."""
+    """Wraps the real loader of a noisy module: when the zoo imports it, executes it with fd 2
+    captured, and for TensorFlow also lists the devices (the CUDA probe logs on first use, not
+    at import); a user's own import runs as it would without the zoo."""
 
     def __init__(self, loader):
         self._loader = loader
@@ -87,7 +118,7 @@ class _QuietLoader(importlib.abc.Loader):
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
-        quiet = not wants_native_logs()
+        quiet = not wants_native_logs() and imported_by_the_zoo()
         with native_stderr_captured() if quiet else contextlib.nullcontext():
             self._loader.exec_module(module)
             if module.__name__ == "tensorflow" and quiet:
@@ -122,9 +153,10 @@ _FINDER = _QuietFinder()
 
 
 def install() -> None:
-    """Capture fd 2 during the first import of TensorFlow / Keras in this process (a no-op when
-    they are already imported or when installed twice; checks `wants_native_logs` at that
-    import). Sets no variable: what TensorFlow logs after its import is the caller's choice."""
+    """Capture fd 2 during the first import of TensorFlow / Keras in this process when the zoo
+    makes it (a no-op when they are already imported or when installed twice; checks
+    `wants_native_logs` and `imported_by_the_zoo` at that import). Sets no variable: what
+    TensorFlow logs after its import is the caller's choice."""
     if _FINDER not in sys.meta_path and not all(m in sys.modules for m in NOISY_MODULES):
         sys.meta_path.insert(0, _FINDER)
 

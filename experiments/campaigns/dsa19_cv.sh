@@ -7,7 +7,7 @@
 # and the Keras LSTM at rotation 45; round 5 the baselines at rotation 60 (the lean graph's best
 # angle, so the comparison is like for like) and the lean graph at 75 / 90, wider and of rank 32;
 # round 6 mixup on the shipped lean recipe; round 7 its QAT stage at the 98th percentile.
-# Every finished trial lands in experiments/results/dsa19-campaign/ (commit it); run again
+# Every finished trial lands in results/dsa19-campaign/ (commit it); run again
 # anywhere to finish what is left.
 #   bash experiments/campaigns/dsa19_cv.sh DATA [SLOTS] [OUT]
 set -u
@@ -41,7 +41,7 @@ lean+=(--variant "l_r16_u80_rot60_mix02_qat={\"augment\": {\"rotation\": 60}, \"
 lean+=(--variant "l_r16_u80_rot60_qat_p98={\"augment\": {\"rotation\": 60}, \"model_options\": {$opts, \"qat\": \"int8\",
     \"qat_percentile\": 98.0}, $QAT_STAGE, \"init_from\": \"variant:l_r16_u80_rot60\"}")
 python -m zoo.experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data" --folds 4 --epochs 30 \
-  --backend jax --engine processes --results experiments/results/dsa19-campaign --out "$out" \
+  --backend jax --engine processes --results results/dsa19-campaign --out "$out" \
   --max-concurrent "$slots" ${DRY:+--dry-run} \
   --variant "base_e30={}" \
   --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
@@ -60,7 +60,7 @@ python -m zoo.experiments.sweep cv --task dsa19 --model sirnn --data-dir "$data"
   "${lean[@]}" &
 if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU / LSTM at the HAR-2 baselines' settings, same levers
   python -m zoo.experiments.sweep cv --task dsa19 --model gru --data-dir "$data" --folds 4 --epochs 30 \
-    --backend jax --engine processes --results experiments/results/dsa19-campaign \
+    --backend jax --engine processes --results results/dsa19-campaign \
     --out "$out-baselines" --max-concurrent 1 ${DRY:+--dry-run} "${KERAS_BASELINE[@]}" \
     --variant "base_e30={}" --variant "rot25_e30={\"augment\": {\"rotation\": 25}}" \
     --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" \
@@ -70,7 +70,7 @@ if [ "${BASELINES:-1}" -gt 0 ]; then  # Keras GRU / LSTM at the HAR-2 baselines'
     --variant "rot60_qat={\"augment\": {\"rotation\": 60}, \"model_options\": {\"qat\": \"int8\"},
       $QAT_STAGE, \"init_from\": \"variant:rot60_e30\"}"
   python -m zoo.experiments.sweep cv --task dsa19 --model lstm --data-dir "$data" --folds 4 --epochs 30 \
-    --backend jax --engine processes --results experiments/results/dsa19-campaign \
+    --backend jax --engine processes --results results/dsa19-campaign \
     --out "$out-baselines" --max-concurrent 1 ${DRY:+--dry-run} "${KERAS_BASELINE[@]}" \
     --variant "rot45_e30={\"augment\": {\"rotation\": 45}}" \
     --variant "rot60_e30={\"augment\": {\"rotation\": 60}}" &

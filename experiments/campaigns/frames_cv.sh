@@ -9,7 +9,7 @@
 # at the 98th percentile, on the lean graph in both cases: a premultiplied float model starts
 # its lean stage folded exactly (init_from, `zoo.IRNNCell.lean_weights`), so it trains as the
 # recipe and runs as the cheaper graph.
-# Every finished trial lands in experiments/results/<task>-campaign/ (commit it); run again
+# Every finished trial lands in results/<task>-campaign/ (commit it); run again
 # anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/frames_cv.sh har2|dsa19 DATA [SLOTS] [OUT]
 set -u
@@ -57,5 +57,5 @@ else
 fi
 JAX_PLATFORMS=${PLATFORM:-cpu} python -m zoo.experiments.sweep cv --task "$task" --model sirnn \
   --data-dir "$data" --folds "$folds" --epochs 30 --backend jax --engine processes \
-  --results "experiments/results/$task-campaign" --out "$out" --max-concurrent "$slots" \
+  --results "results/$task-campaign" --out "$out" --max-concurrent "$slots" \
   ${DRY:+--dry-run} "${variants[@]}"

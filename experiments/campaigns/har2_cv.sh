@@ -2,13 +2,13 @@
 # The HAR-2 accuracy campaign (issues #28, #29): 5-fold subject CV of the SiRNN levers beside
 # Keras GRU / LSTM, three sweeps packed onto one machine (local worker processes, one thread
 # each, JAX; a GPU is shared when there is one). Every finished trial lands in
-# experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left.
+# results/har2-campaign/ (commit it); run again anywhere to finish what is left.
 #   bash experiments/campaigns/har2_cv.sh DATA [SLOTS_SIRNN SLOTS_GRU SLOTS_LSTM] [OUT]
 set -u
 . "$(dirname "$0")/common.sh"
 data=${1:?usage: har2_cv.sh UCI_HAR_ZIP_OR_FOLDER [slots...] [out]}
 s1=${2:-1} s2=${3:-1} s3=${4:-0} out=${5:-bench/sweeps/har2-campaign}
-results=experiments/results/har2-campaign
+results=results/har2-campaign
 common=(--task har2 --data-dir "$data" --folds 5 --epochs 40 --backend jax --engine processes
         --results "$results" ${DRY:+--dry-run})
 rot='"augment": {"rotation": 15}'

@@ -4,7 +4,7 @@
 # docs/frontier.md), each trained float with rotation 15 and then fine-tuned with whole-step
 # QAT, beside Keras GRU / LSTM trained with the same rotation (the fair baselines); round 2 adds
 # rotation 35.
-# Every finished trial lands in experiments/results/har2-campaign/ (commit it); run again
+# Every finished trial lands in results/har2-campaign/ (commit it); run again
 # anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_lean_cv.sh DATA [SLOTS_LEAN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep. BASELINE_PLATFORM=cuda runs that sweep on a
@@ -13,7 +13,7 @@ set -u
 . "$(dirname "$0")/common.sh"
 data=${1:?usage: har2_lean_cv.sh UCI_HAR_ZIP_OR_FOLDER [slots_lean] [slots_baselines] [out]}
 s1=${2:-2} s2=${3:-0} out=${4:-bench/sweeps/har2-lean}
-results=experiments/results/har2-campaign
+results=results/har2-campaign
 common=(--task har2 --data-dir "$data" --folds 5 --backend jax --engine processes
         --results "$results" ${DRY:+--dry-run})
 variants=()

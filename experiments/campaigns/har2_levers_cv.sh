@@ -36,7 +36,7 @@
 # model's (rot35_qat_p98, rot35_kd_ens_qat_p98); the k = 4 GRU's lean QAT stage at both
 # percentiles (the fair pair), and gru.har2's recipe (k = 1) at the 98th. Every finished
 # trial lands in
-# experiments/results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
+# results/har2-campaign/ (commit it); run again anywhere to finish what is left (finished trials are skipped).
 #   bash experiments/campaigns/har2_levers_cv.sh DATA [SLOTS_SIRNN] [SLOTS_BASELINES] [OUT]
 # SLOTS_BASELINES 0 skips the GRU / LSTM sweep; BASELINE_PLATFORM=cuda runs it on a GPU (JAX).
 set -u
@@ -44,7 +44,7 @@ set -u
 data=${1:?usage: har2_levers_cv.sh UCI_HAR_ZIP_OR_FOLDER [slots_sirnn] [slots_baselines] [out]}
 s1=${2:-2} s2=${3:-0} out=${4:-bench/sweeps/har2-levers}
 common=(--task har2 --data-dir "$data" --folds 5 --backend jax --engine processes --epochs 30
-        --results experiments/results/har2-campaign ${DRY:+--dry-run})
+        --results results/har2-campaign ${DRY:+--dry-run})
 rot='"rotation": 15' rot25='"rotation": 25' qat='"model_options": {"qat": "int8"}'
 qat_lean='"model_options": {"qat": "int8", "step_graph": "lean"}'  # the lean GRU step graph
 cosine='"lr_schedule": "cosine", "lr_decay_epochs": null'  # in place of the recipe's step decay

@@ -1,7 +1,7 @@
 """Paired fold-by-fold comparisons across models and sweeps, read from the committed CV results
 files alone (``zoo sweep cv`` tables pair variants only within one model's sweep).
 
-    python -m zoo.experiments.campaigns.paired experiments/results/har2-campaign har2 \\
+    python -m zoo.experiments.campaigns.paired results/har2-campaign har2 \\
         sirnn/rot15_e30:gru/rot15 sirnn/rot25_e30:gru/rot15 sirnn/rot15_e30:lstm/rot15
 
 Each ``LABEL/VARIANT:LABEL/VARIANT`` pair is compared on the folds both have (the same fold holds
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m zoo.experiments.campaigns.paired", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("results", type=Path, help="a CV results folder, e.g. "
-                        "experiments/results/har2-campaign")
+                        "results/har2-campaign")
     parser.add_argument("task", help="the task folder in it, e.g. har2")
     parser.add_argument("pairs", nargs="+", metavar="LABEL/VARIANT:LABEL/VARIANT",
                         help="A:B, compared fold by fold (A - B)")

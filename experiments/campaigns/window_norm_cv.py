@@ -10,7 +10,7 @@ recorded settings, the task's windows normalised one window at a time first:
     KERAS_BACKEND=jax python -m zoo.experiments.campaigns.window_norm_cv --data-dir ARCHIVE \\
         --mode center   # and --mode zscore; then zoo.experiments.campaigns.paired, sirnn/f4_wcenter
 
-Each fold's result lands beside the campaign's (``experiments/results/har2-campaign/har2/sirnn/
+Each fold's result lands beside the campaign's (``results/har2-campaign/har2/sirnn/
 <base without its eta>_w<mode>/fold<k>.json``, the layout `zoo.experiments.campaigns.paired`
 reads); finished runs are reused. The lever is measured, not a task option: both modes lose
 2.5-3.6 points beyond fold noise (docs/realscale.md §15), and neither streams (a device would
@@ -25,14 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.experiments.trials import summarise
+from zoo.experiments.trials import results_root, summarise
 from zoo.training.storage import write_json_atomic
 from zoo.training.tasks.base import (STD_FLOOR, Normalization, Split, TaskData, list_tasks,
                                  register_task)
 from zoo.training.tasks.har import HAR2
 
 MODES = ("center", "zscore")
-RESULTS = Path("experiments/results/har2-campaign/har2/sirnn")
+RESULTS = results_root() / "har2-campaign" / "har2" / "sirnn"
 
 
 def normalize_windows(x: np.ndarray, mode: str) -> np.ndarray:
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", required=True, help="the UCI HAR archive or folder")
     parser.add_argument("--mode", choices=MODES, required=True)
     parser.add_argument("--base", default="f4_eta04", help="the CV variant whose settings are "
-                        "reused (its results files in experiments/results/har2-campaign)")
+                        "reused (its results files in results/har2-campaign)")
     parser.add_argument("--out", type=Path, default=Path("bench/sweeps/har2-window-norm"))
     args = parser.parse_args(argv)
     folds = sorted(int(p.stem[4:]) for p in (RESULTS / args.base).glob("fold*.json"))

@@ -2,6 +2,7 @@
 per run, and the table rebuilt from those files (int8, or TFLite's 16x8 mode in its own folder)."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -10,7 +11,6 @@ from zoo.experiments import fold_int8
 from zoo.training.config import TrainConfig
 from zoo.training.evaluate import load_run
 from zoo.training.tasks import get_task
-from zoo.training.trainer import train
 
 
 def write(results, variant, fold, **figures):
@@ -40,13 +40,15 @@ def test_an_unknown_quantization_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_a_run_scored_in_16x8_against_its_keras_model(tmp_path, shared_data):
+def test_a_run_scored_in_16x8_against_its_keras_model(tmp_path, shared_data, trained_run):
     cfg = TrainConfig(task="har2", model="sirnn", epochs=1, batch_size=512, lr=0.02, seed=4,
                       early_stopping_patience=0,
                       model_options={"units": 8, "rank": 4, "state_clip": 1.0,
                                      "state_quant_bits": 8})
+    # The float run tests/experiments/test_qat_points.py and tests/training/test_qat_train.py
+    # read too (one training); copied, since fold_int8 writes its export into the run.
     run = tmp_path / "run"
-    train(cfg, run, data_dir=shared_data / "har", verbose=0)
+    shutil.copytree(trained_run(cfg, shared_data / "har"), run)
     result = fold_int8.fold_int8(run, quantize="int16x8")
     assert (run / "export-step-int16x8" / "stream.tflite").is_file()
     config, model, norm = load_run(run)

@@ -9,19 +9,18 @@ from zoo.experiments import qat_points
 from zoo.training.config import TrainConfig
 from zoo.training.evaluate import load_run
 from zoo.training.tasks import get_task
-from zoo.training.trainer import train
 from zoo import qat
 
 
 @pytest.fixture(scope="module")
-def float_run(tmp_path_factory, shared_data):
+def float_run(trained_run, shared_data):
+    """One epoch of a small SiRNN (trained once for this module, tests/experiments/
+    test_fold_int8.py and tests/training/test_qat_train.py: the root conftest's `trained_run`)."""
     cfg = TrainConfig(task="har2", model="sirnn", epochs=1, batch_size=512, lr=0.02, seed=4,
                       early_stopping_patience=0,
                       model_options={"units": 8, "rank": 4, "state_clip": 1.0,
                                      "state_quant_bits": 8})
-    out = tmp_path_factory.mktemp("runs") / "float"
-    train(cfg, out, data_dir=shared_data / "har", verbose=0)
-    return out
+    return trained_run(cfg, shared_data / "har")
 
 
 @pytest.mark.slow

@@ -270,7 +270,7 @@ def test_refuses_to_overwrite(har_run, har_dir, tmp_path, capsys):
 
 
 def test_crash_in_the_child_becomes_a_clear_error(har_run, monkeypatch):
-    from zoo.export.quantize import CRASH_HOOK_ENV, ConversionCrashed, convert
+    from zoo.export.quantize import CRASH_HOOK_ENV, ConversionCrashed, convert, convert_all
     from zoo.export.step import step_models
     from zoo.training.evaluate import load_run
 
@@ -280,6 +280,39 @@ def test_crash_in_the_child_becomes_a_clear_error(har_run, monkeypatch):
     monkeypatch.setenv(CRASH_HOOK_ENV, "1")
     with pytest.raises(ConversionCrashed, match="--quantize int8 --form step.*SIGSEGV"):
         convert(step, "int8", calib, form="step")
+    # A step export's models convert in one child (issue 51): its crash is as clear.
+    with pytest.raises(ConversionCrashed, match="--quantize int8 --form step.*SIGSEGV"):
+        convert_all({"step": (step, calib)}, "int8", form="step")
+
+
+def test_convert_all_converts_several_models_in_one_child_as_each_alone(monkeypatch):
+    """A step export's models convert in one child process (issue 51: one TensorFlow start-up,
+    not three), each to the bytes it gets converted alone (here: in this process)."""
+    import subprocess
+
+    import keras
+
+    from zoo.export import quantize
+
+    rng = np.random.default_rng(0)
+    models, jobs = {}, {}
+    for name, units in (("a", 3), ("b", 5)):
+        inputs = keras.Input((4,), batch_size=1, name="x")
+        models[name] = keras.Model(inputs, keras.layers.Dense(units)(inputs))
+        jobs[name] = (models[name], {"x": rng.normal(size=(16, 4)).astype(np.float32)})
+    children = []
+    real_run = subprocess.run
+
+    def counted(argv, *args, **kwargs):
+        children.append(argv)
+        return real_run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(quantize.subprocess, "run", counted)
+    together = quantize.convert_all(jobs, "int8", form="step")
+    assert len(children) == 1
+    alone = {name: quantize.convert(model, "int8", calibration, child=False)
+             for name, (model, calibration) in jobs.items()}
+    assert len(children) == 1 and together == alone
 
 
 @pytest.mark.slow

@@ -53,8 +53,10 @@ def har(shared_data):
 
 
 @pytest.fixture(scope="module")
-def float_run(tmp_path_factory, har):
-    return run(config(MODEL), tmp_path_factory.mktemp("runs") / "float", har)
+def float_run(trained_run, har):
+    """The float run (trained once for this module and the experiments' fold-int8 and
+    qat-points tests: the root conftest's `trained_run`); read, never written."""
+    return trained_run(config(MODEL), har)
 
 
 def assert_warm_started(out, source, cfg, har, lines):

@@ -54,13 +54,16 @@ def train_uninterrupted(tmp_path_factory, env) -> tuple[Path, str]:
 
 
 @pytest.fixture(scope="module")
-def deterministic_run(tmp_path_factory, deterministic_env):
-    return train_uninterrupted(tmp_path_factory, deterministic_env)[0]
+def finished_run(tmp_path_factory, deterministic_env):
+    """The TRAIN run and what it printed, trained once for every test of this module that reads
+    a finished run (deterministically: the resume test compares its metrics bit for bit; the
+    others do not depend on the thread count). Read, never written."""
+    return train_uninterrupted(tmp_path_factory, deterministic_env)
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory, env):
-    return train_uninterrupted(tmp_path_factory, env)
+def deterministic_run(finished_run):
+    return finished_run[0]
 
 
 @pytest.mark.slow
@@ -97,8 +100,9 @@ def test_run_directory_is_complete(finished_run):
 
 
 @pytest.mark.slow
-def test_eval_prints_accuracy_per_class_and_confusion(finished_run, env):
+def test_eval_prints_accuracy_per_class_and_confusion(finished_run, deterministic_env):
     out, _ = finished_run
+    env = deterministic_env  # the kernels the run's own test figures were computed with
     proc = zoo(["eval", str(out), "--json"], env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
@@ -380,10 +384,11 @@ def test_mixed_precision_trains_in_float16_and_saves_the_policy(tmp_path, env):
 
 
 @pytest.mark.slow
-def test_init_from_starts_from_the_trained_weights(finished_run, tmp_path, env):
+def test_init_from_starts_from_the_trained_weights(finished_run, tmp_path, deterministic_env):
     """Warm start (e.g. quantization-aware fine-tuning): with a vanishing learning rate the new
     run is the old model, whose test accuracy it reproduces; a shape mismatch is refused."""
     src, _ = finished_run
+    env = deterministic_env  # the kernels the source run's test figures were computed with
     out = tmp_path / "warm"
     proc = zoo([*TRAIN[:-6], "--recipe", "none", "--epochs", "1", "--lr", "1e-12",
                 "--patience", "0",

@@ -6,7 +6,7 @@
 # Then `zoo bench frontier` joins it to the CV results and writes docs/frontier.md.
 set -eu
 data=${1:-../shared/data/har} work=${2:-/tmp/frontier}
-out=experiments/results/frontier/har2_device.json
+out=results/frontier/har2_device.json
 mkdir -p "$work/runs"
 train() {  # train NAME ZOO-TRAIN-ARGS...: reuses a finished run
   local name=$1; shift
