@@ -42,7 +42,8 @@ def fold_int8(run_dir: Path, data_dir=None, quantize: str = "int8") -> dict:
     logged)."""
     if quantize not in QUANTIZE:
         raise ValueError(f"quantize must be one of {QUANTIZE}, got {quantize!r}")
-    from zoo.export.exporter import export_run, stream_logits
+    from zoo.export.device_runtime import stream_logits
+    from zoo.export.exporter import export_run
     from zoo.training.evaluate import load_run_with_data
 
     config, model, norm, _, data = load_run_with_data(run_dir, data_dir, need_val=True)

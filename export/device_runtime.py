@@ -565,3 +565,34 @@ def failed_export(card):
         return ("the card says this export failed its accuracy check (accuracy.passed false, "
                 f"drop_points {acc.get('drop_points')!r})")
     return None
+
+
+def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
+    """Logits of the two-signature ``stream.tflite`` over sequences ``x`` (N, T, d), run the
+    way a LiteRT user would: signature runners, the state fed back (requantized only when the
+    output and input quantizations differ)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    with delegate_line_hidden():
+        interp = Interpreter(model_content=stream_bytes)
+    step, head = interp.get_signature_runner("step"), interp.get_signature_runner("head")
+    (x_in, h_in), (h_out,) = ([step.get_input_details()[k] for k in ("x_t", "h_prev")],
+                              step.get_output_details().values())
+    head_in, (logits_out,) = head.get_input_details()["h"], head.get_output_details().values()
+    q = lambda v, d: quantize(v, d["dtype"], d["quantization"])
+    dq = lambda v, d: dequantize(v, d["dtype"], d["quantization"])
+    direct_feedback, direct_head = state_feedback(
+        h_in=_dtype_and_quantization(h_in), h_out=_dtype_and_quantization(h_out), head_in=_dtype_and_quantization(head_in))
+    out = []
+    for seq in x:
+        h = q(np.zeros(h_in["shape"], np.float32), h_in)
+        for x_t in seq:
+            h_t = step(x_t=q(x_t[None], x_in), h_prev=h)["output_0"]
+            h = h_t if direct_feedback else q(dq(h_t, h_out), h_in)
+        h = h if direct_head else q(dq(h, h_in), head_in)
+        out.append(dq(head(h=h)["output_0"], logits_out)[0])
+    return np.stack(out)
+
+
+def _dtype_and_quantization(details: dict) -> tuple:
+    return details["dtype"], details["quantization"]

@@ -364,7 +364,7 @@ def _stream_agreement(export: ExportDirectory, stream: bytes, run: ExportSource,
                       lite_logits: np.ndarray) -> dict:
     """The two-signature stream model against the step / head pair, over the test split."""
     t0 = time.perf_counter()
-    stream_out = stream_logits(stream, run.x_test)
+    stream_out = device_runtime.stream_logits(stream, run.x_test)
     return {"file": export.stream.name, "bytes": len(stream), "signatures": ["step", "head"],
             "argmax_agreement_with_step_head": float(np.mean(stream_out.argmax(-1)
                                                              == lite_logits.argmax(-1))),
@@ -577,29 +577,3 @@ def _single_step_agreement(step_path: Path, io, arena, pairs_x, pairs_h):
     return {"max_abs_diff": worst, "differing_elements": differing, "elements": total,
             "pairs": len(pairs_x)}
 
-
-def stream_logits(stream_bytes: bytes, x: np.ndarray) -> np.ndarray:
-    """Logits of the two-signature ``stream.tflite`` over sequences ``x`` (N, T, d), run the
-    way a LiteRT user would: signature runners, the state fed back (requantized only when the
-    output and input quantizations differ)."""
-    from ai_edge_litert.interpreter import Interpreter
-
-    with device_runtime.delegate_line_hidden():
-        interp = Interpreter(model_content=stream_bytes)
-    step, head = interp.get_signature_runner("step"), interp.get_signature_runner("head")
-    (x_in, h_in), (h_out,) = ([step.get_input_details()[k] for k in ("x_t", "h_prev")],
-                              step.get_output_details().values())
-    head_in, (logits_out,) = head.get_input_details()["h"], head.get_output_details().values()
-    q = lambda v, d: device_runtime.quantize(v, d["dtype"], d["quantization"])
-    dq = lambda v, d: device_runtime.dequantize(v, d["dtype"], d["quantization"])
-    direct_feedback, direct_head = device_runtime.state_feedback(
-        h_in=_dtype_quant(h_in), h_out=_dtype_quant(h_out), head_in=_dtype_quant(head_in))
-    out = []
-    for seq in x:
-        h = q(np.zeros(h_in["shape"], np.float32), h_in)
-        for x_t in seq:
-            h_t = step(x_t=q(x_t[None], x_in), h_prev=h)["output_0"]
-            h = h_t if direct_feedback else q(dq(h_t, h_out), h_in)
-        h = h if direct_head else q(dq(h, h_in), head_in)
-        out.append(dq(head(h=h)["output_0"], logits_out)[0])
-    return np.stack(out)

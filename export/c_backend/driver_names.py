@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 
 from zoo.export.c_backend.names import (CHECK_FILE, MODEL_FUNCTIONS, MODEL_MACROS, c_names,
-                                        comment_text, rename_kws, rename_model)
+                                        rename_kws, rename_model)
+from zoo.export.c_text import comment_text
 
 
 FRONTEND_HEADERS = ("kws_frontend.h", "kws_input.h", "kws_recognizer.h")
