@@ -52,7 +52,7 @@ def test_preflight_builds_each_variant_with_the_shape_and_classes_of_the_data(gr
     base = trials.base_config("windows", "sirnn", None, {"epochs": 2})
     planned = trials.cv_trials("windows", "sirnn", base, {"a": {}}, 3, tmp_path, grouped_npz)
     sweep.preflight(planned)
-    bad = trials.cv_trials("windows", "sirnn", base, {"b": {"model_options": {"state_clip": None}}}, 3,
-                           tmp_path, grouped_npz)
+    unbuildable = {"b": {"model_options": {"state_clip": None}}}  # an 8-bit state, unbounded
+    bad = trials.cv_trials("windows", "sirnn", base, unbuildable, 3, tmp_path, grouped_npz)
     with pytest.raises(ValueError, match=r"windows / sirnn / b / fold 0: "):
         sweep.preflight(bad)

@@ -145,7 +145,8 @@ class WindowsTask(FramesPerStep, Task):
     @property
     def sensors_optional(self) -> bool:
         """True when the sensors were left to the channel names (``auto``): a rotation the
-        recipe asks for is then skipped on data whose names form no sensor (`trainer.augmenter`)."""
+        recipe asks for is then skipped on data whose names form no sensor
+        (`zoo.training.trainer.augmenter`)."""
         return self._options["sensors"] == AUTO or getattr(self, "_sensors_from_names", False)
 
     @property
