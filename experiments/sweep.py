@@ -244,6 +244,12 @@ def preflight(todo: list[Trial]) -> None:
         config = TrainConfig.from_dict(trial.config)
         try:
             task = get_task(config.task, **config.task_options)
+            from_data = getattr(task, "options_from_data", None)
+            if from_data is not None and trial.data_dir is not None:
+                # A user-data task (windows) takes its shape and classes from the data, as
+                # the trainer does; without them its model cannot be built.
+                task = get_task(config.task, **{**config.task_options,
+                                                **from_data(trial.data_dir)})
             if trial.variant not in built:  # the folds of a variant differ in seed and split
                 built.add(trial.variant)
                 trainer.check_monitor(config, task)

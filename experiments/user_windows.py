@@ -11,6 +11,11 @@ as a user would save them (`numpy.savez`). Nothing of HAR is told to the task.
     zoo export runs/har6 --form c
     python -m zoo.experiments.user_windows --score runs/har6 --test har6/test.npz
 
+``--dataset dsa19`` does the same for DSA-19 (its archive or folder): ``train.npz`` = persons
+1-4, ``test.npz`` = persons 5-8 (what the data holds of them), ``X`` (N, 125, 45), ``y`` the
+activity names, ``groups`` the person, ``channels`` ``<unit>_<sensor>_<axis>`` (``T_acc_x`` ...
+``LL_mag_z``: torso, right arm, left arm, right leg, left leg; the archive's column order).
+
 ``--score`` prints the run's accuracy on every window of the test file: the Keras model (float,
 ``zoo eval``'s score), its int8 step export (``RUN/export-c-int8``, or ``--export``) run by LiteRT
 step by step with the state fed back, and, when the export holds the C (``zoo export --form c``)
@@ -41,6 +46,28 @@ def write_user_files(data_dir, out: Path) -> dict[str, int]:
                  y=names[arrays[f"y_{split}"] - 1], groups=arrays[f"subject_{split}"],
                  channels=np.array(CHANNELS))
     return {s: len(arrays[f"y_{s}"]) for s in ("train", "test")}
+
+
+# DSA-19's 45 columns: five units, each accelerometer, gyroscope, magnetometer x, y, z.
+DSA_CHANNELS = tuple(f"{unit}_{sensor}_{axis}" for unit in ("T", "RA", "LA", "RL", "LL")
+                     for sensor in ("acc", "gyro", "mag") for axis in "xyz")
+
+
+def write_dsa_files(data_dir, out: Path) -> dict[str, int]:
+    """DSA-19 as a user's ``OUT/train.npz`` (persons 1-4) and ``OUT/test.npz`` (persons 5-8);
+    the window count of each."""
+    from zoo.training.tasks.dsa import ACTIVITIES, load_dsa_arrays
+
+    arrays, _, _ = load_dsa_arrays(data_dir)
+    out.mkdir(parents=True)
+    names = np.array(ACTIVITIES)
+    counts = {}
+    for split, persons in (("train", (1, 2, 3, 4)), ("test", (5, 6, 7, 8))):
+        keep = np.isin(arrays["subject"], persons)
+        np.savez(out / f"{split}.npz", X=arrays["x"][keep], y=names[arrays["activity"][keep] - 1],
+                 groups=arrays["subject"][keep], channels=np.array(DSA_CHANNELS))
+        counts[split] = int(keep.sum())
+    return counts
 
 
 def score(run: Path, test: Path, export: Path | None = None) -> dict:
@@ -91,6 +118,9 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir", help="the UCI HAR archive or folder (e.g. "
                         "shared/data/archives/uci_har_train_full.zip)")
     parser.add_argument("--out", type=Path, help="a new folder for train.npz and test.npz")
+    parser.add_argument("--dataset", choices=("har6", "dsa19"), default="har6",
+                        help="what --data-dir holds: the UCI HAR archive (har6, default) or "
+                        "DSA-19's (dsa19)")
     args = parser.parse_args(argv)
     if args.score:
         if not args.test:
@@ -101,7 +131,8 @@ def main(argv=None) -> int:
         parser.error("--data-dir and --out are required (or --score RUN --test FILE)")
     if args.out.exists():
         parser.error(f"--out {args.out} exists; give a new folder")
-    counts = write_user_files(args.data_dir, args.out)
+    write = write_user_files if args.dataset == "har6" else write_dsa_files
+    counts = write(args.data_dir, args.out)
     print(f"{args.out}: train.npz {counts['train']} windows, test.npz {counts['test']} windows")
     return 0
 

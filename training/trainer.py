@@ -73,7 +73,14 @@ def augmenter(config: TrainConfig, task, normalization):
     """The run's augmentation (`zoo.training.augment.Augmenter`), or None when it has none."""
     if not config.augment:
         return None
-    return augment.Augmenter(config.augment, task.sensors, normalization.mean, normalization.std)
+    options = config.augment
+    if options.get("rotation") and not task.sensors and getattr(task, "sensors_optional", False):
+        # The windows recipes rotate the xyz sensors the channel names reveal; data without
+        # them (unnamed channels, or not motion sensors) trains without the rotation.
+        _log.warning("augment rotation %s skipped: the data names no acc/gyro/mag x, y, z "
+                     "channels (task option sensors lists them by index)", options["rotation"])
+        options = {**options, "rotation": 0}
+    return augment.Augmenter(options, task.sensors, normalization.mean, normalization.std)
 
 
 def loss_and_metrics(kind: str):

@@ -43,3 +43,16 @@ def test_more_folds_than_groups_is_refused_before_any_trial(grouped_npz):
                                          r"of 5 group\(s\) \['anna', 'ben', 'carl', 'dora', "
                                          r"'eve'\]; at most 5 folds"):
         sweep.check_folds(_args(grouped_npz, 6), base)
+
+
+def test_preflight_builds_each_variant_with_the_shape_and_classes_of_the_data(grouped_npz,
+                                                                             tmp_path):
+    """The windows task knows its window shape only from the data: the preflight reads it as
+    ``zoo train`` does (it refused every windows CV before), and still refuses a bad variant."""
+    base = trials.base_config("windows", "sirnn", None, {"epochs": 2})
+    planned = trials.cv_trials("windows", "sirnn", base, {"a": {}}, 3, tmp_path, grouped_npz)
+    sweep.preflight(planned)
+    unbuildable = {"b": {"model_options": {"state_clip": None}}}  # an 8-bit state, unbounded
+    bad = trials.cv_trials("windows", "sirnn", base, unbuildable, 3, tmp_path, grouped_npz)
+    with pytest.raises(ValueError, match=r"windows / sirnn / b / fold 0: "):
+        sweep.preflight(bad)

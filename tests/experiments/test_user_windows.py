@@ -29,3 +29,21 @@ def test_the_command_refuses_an_existing_out_and_a_score_without_test(tmp_path, 
     with pytest.raises(SystemExit):
         user_windows.main(["--score", str(tmp_path)])
     assert "--score needs --test" in capsys.readouterr().err
+
+
+def test_dsa19_written_as_a_user_would_is_the_dsa19_task_with_its_sensors(shared_data, tmp_path):
+    counts = user_windows.write_dsa_files(shared_data / "dsa19" / "data", tmp_path / "dsa")
+    assert counts == {"train": 380, "test": 380}
+    dsa = get_task("dsa19", val_fold=[0, 4]).load(shared_data / "dsa19" / "data")
+    task = get_task("windows", val_fold=[0, 4])
+    mine = task.load(tmp_path / "dsa" / "train.npz")
+    assert mine.info["val_groups"] == dsa.info["val_subjects"] == [1]
+    np.testing.assert_array_equal(mine.train.x, dsa.train.x)
+    activities = np.array(get_task("dsa19").class_names)
+    np.testing.assert_array_equal(np.array(sorted(activities))[mine.train.y],
+                                  activities[dsa.train.y])
+    # The channel names say what dsa19 declares: five units, each its own rotation.
+    assert task.sensors == get_task("dsa19").sensors
+    with np.load(tmp_path / "dsa" / "test.npz") as test:
+        assert sorted(set(test["groups"].tolist())) == [5, 6, 7, 8]
+        assert test["channels"][0] == "T_acc_x" and test["channels"][-1] == "LL_mag_z"

@@ -258,7 +258,8 @@ def test_a_bad_csv_folder_is_refused_in_one_line_naming_the_file(tmp_path, case)
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"sensors": [[0, 1]]}, r"option sensors must be a list of xyz triples"),
+    ({"sensors": [[0, 1]]}, r"option sensors must be .auto. \(from the channel names\), a list "
+                                r"of xyz triples"),
     ({"sensors": [[0, 1, 2], [2, 3, 4]]}, r"option sensors names a channel twice"),
     ({"window_seconds": 2.0}, r"window_seconds / stride_seconds need sampling_rate"),
     ({"group_pattern": "s(\\d+"}, r"option group_pattern must be a regular expression"),

@@ -39,12 +39,14 @@ from typing import Any
 import numpy as np
 
 from zoo.training.data.errors import DataError
+from zoo.training.data.sensor_names import sensors_from_channel_names
 from zoo.training.data.windows import CsvOptions, Windows, read_windows
 from zoo.training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                      check_fraction, check_seed, register_task)
 from zoo.training.tasks.frames import DEFAULT_FRAMES_PER_STEP, FramesPerStep
 
 _log = logging.getLogger(__name__)
+AUTO = "auto"  # option sensors: from the channel names
 
 
 @register_task("windows")
@@ -67,7 +69,10 @@ class WindowsTask(FramesPerStep, Task):
         sensors: the channels a rotation turns together: a list whose items are xyz triples of
             channel indices (``[[0, 1, 2], [3, 4, 5]]``: two sensors, each turned by its own
             rotation) or lists of triples (``[[[0, 1, 2], [3, 4, 5]]]``: accelerometer and
-            gyroscope of one device, turned together). Needed by ``--augment rotation=...``.
+            gyroscope of one device, turned together); ``auto`` (default): found from the
+            ``.npz``'s ``channels`` names (``acc_x, acc_y, acc_z``...:
+            `zoo.training.data.sensor_names`); ``[]``: none. Used by ``--augment rotation=...``
+            (the recipes' rotation is skipped, with a warning, when ``auto`` finds none).
         val_fraction: the share of groups (else of each class's windows) held out for validation
             (default 0.2; 0: none).
         val_fold: ``[k, n]``: validation = fold k of n (overrides ``val_fraction``).
@@ -94,7 +99,7 @@ class WindowsTask(FramesPerStep, Task):
                    "stratified by class: test_fraction, then val_fold / val_fraction")
     DEFAULTS = {"class_names": None, "window_shape": None, "window": 128, "stride": None,
                 "window_seconds": None, "stride_seconds": None, "sampling_rate": None,
-                "columns": None, "delimiter": ",", "group_pattern": None, "sensors": None,
+                "columns": None, "delimiter": ",", "group_pattern": None, "sensors": "auto",
                 "val_fraction": 0.2, "val_fold": None, "test_fraction": 0.0, "split_seed": 0,
                 "frames_per_step": DEFAULT_FRAMES_PER_STEP, "channels": None, "train_data": None}
 
@@ -143,7 +148,15 @@ class WindowsTask(FramesPerStep, Task):
 
     @property
     def window_sensors(self):
-        return self._options["sensors"] or ()
+        sensors = self._options["sensors"]
+        return () if sensors == AUTO else sensors or ()
+
+    @property
+    def sensors_optional(self) -> bool:
+        """True when the sensors were left to the channel names (``auto``): a rotation the
+        recipe asks for is then skipped on data whose names form no sensor
+        (`zoo.training.trainer.augmenter`)."""
+        return self._options["sensors"] == AUTO or getattr(self, "_sensors_from_names", False)
 
     @property
     def class_names(self) -> list[str]:
@@ -205,6 +218,11 @@ class WindowsTask(FramesPerStep, Task):
             raise DataError(f"{windows.source}: one class only ({o['class_names'][0]!r}); a "
                             "classifier needs at least two")
         o["frames_per_step"] = self.frames_per_step  # now that T is known: a divisor of it
+        if o["sensors"] == AUTO:
+            self._sensors_from_names = True
+            o["sensors"] = sensors_from_channel_names(windows.channels) or None
+            _log.info("%s: sensors from the channel names: %s", windows.source,
+                      o["sensors"] or "none (no acc/gyro/mag x, y, z names)")
         o["sensors"] = _check_sensors(o["sensors"], o["window_shape"])
 
     def _class_ids(self, windows: Windows) -> np.ndarray:
@@ -537,11 +555,14 @@ def _check_pattern(value) -> None:
 
 def _check_sensors(value, shape):
     """``sensors`` as a tuple of devices, each a tuple of xyz triples (channel indices below C
-    when the window shape is known); None stays None."""
+    when the window shape is known); None stays None, ``auto`` stays ``auto``."""
     if value is None or value == []:
         return None
-    valid = ("a list of xyz triples of channel indices ([[0, 1, 2], [3, 4, 5]]: each its own "
-             "sensor) or of lists of triples ([[[0, 1, 2], [3, 4, 5]]]: turned together)")
+    if value == AUTO:
+        return AUTO
+    valid = ("'auto' (from the channel names), a list of xyz triples of channel indices "
+             "([[0, 1, 2], [3, 4, 5]]: each its own sensor) or of lists of triples "
+             "([[[0, 1, 2], [3, 4, 5]]]: turned together)")
     if not isinstance(value, (list, tuple)):
         raise ValueError(f"option sensors must be {valid}, got {value!r}")
     devices = []

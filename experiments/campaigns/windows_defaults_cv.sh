@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The windows task's defaults chosen by group CV (issue 49, item 1): the shipped
+# windows-sirnn.yaml and its candidate levers, cross-validated over the people of two data sets
+# saved as a user would (`python -m zoo.experiments.user_windows`):
+#   - HAR: the 21 people of the UCI HAR training archive, six activities, X (N, 128, 9),
+#     5 folds of whole people;
+#   - DSA-19: persons 1-4, 19 activities, X (N, 125, 45), channels T_acc_x .. LL_mag_z,
+#     4 folds (leave one person out).
+# Neither test split (HAR's official test people, DSA-19's persons 5-8) is read. Every fold's
+# result lands in experiments/results/windows-cv-<data>/ (commit it); run again to finish what
+# is left (finished folds are reused), one trial at a time.
+#   bash experiments/campaigns/windows_defaults_cv.sh HAR_ZIP DSA19_ZIP [STAGE...]
+# STAGE: har6-base har6-rot45 ... (default: all, in the order below).
+set -eu
+har=${1:?usage: windows_defaults_cv.sh HAR_ZIP DSA19_ZIP [stage...]}
+dsa=${2:?usage: windows_defaults_cv.sh HAR_ZIP DSA19_ZIP [stage...]}
+shift 2
+python=${PYTHON:-python}
+[ -d bench/har6 ] || $python -m zoo.experiments.user_windows --data-dir "$har" --out bench/har6
+[ -d bench/dsa19 ] || $python -m zoo.experiments.user_windows --dataset dsa19 --data-dir "$dsa" \
+  --out bench/dsa19
+
+cv() {  # DATA FOLDS VARIANT=JSON: one variant's group CV of the shipped recipe
+  KERAS_BACKEND=jax $python -m zoo.experiments.sweep cv --task windows --model sirnn \
+    --data-dir "bench/$1/train.npz" --folds "$2" --variant "$3" --backend jax \
+    --engine processes --max-concurrent 1 --results "experiments/results/windows-cv-$1" \
+    --out "bench/sweeps/windows-cv-$1"
+}
+rot45='{"augment": {"rotation": 45}}'
+stage() {
+  case $1 in
+    har6-base) cv har6 5 'base={}' ;;
+    har6-rot45) cv har6 5 "rot45=$rot45" ;;
+    dsa19-base) cv dsa19 4 'base={}' ;;
+    dsa19-rot45) cv dsa19 4 "rot45=$rot45" ;;
+    *) echo "unknown stage $1" >&2; exit 2 ;;
+  esac
+}
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(har6-base har6-rot45 dsa19-base dsa19-rot45)
+for s in "${stages[@]}"; do stage "$s"; done
