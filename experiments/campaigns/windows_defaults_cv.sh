@@ -7,7 +7,7 @@
 #   - DSA-19: persons 1-4, 19 activities, X (N, 125, 45), channels T_acc_x .. LL_mag_z,
 #     4 folds (leave one person out).
 # Neither test split (HAR's official test people, DSA-19's persons 5-8) is read. Every fold's
-# result lands in experiments/results/windows-cv-<data>/ (commit it); run again to finish what
+# result lands in results/windows-cv-<data>/ (commit it); run again to finish what
 # is left (finished folds are reused), one trial at a time.
 #   bash experiments/campaigns/windows_defaults_cv.sh HAR_ZIP DSA19_ZIP [STAGE...]
 # STAGE: har6-base har6-rot45 ... (default: all, in the order below).
@@ -23,7 +23,7 @@ python=${PYTHON:-python}
 cv() {  # DATA FOLDS VARIANT=JSON: one variant's group CV of the shipped recipe
   KERAS_BACKEND=jax $python -m zoo.experiments.sweep cv --task windows --model sirnn \
     --data-dir "bench/$1/train.npz" --folds "$2" --variant "$3" --backend jax \
-    --engine processes --max-concurrent 1 --results "experiments/results/windows-cv-$1" \
+    --engine processes --max-concurrent 1 --results "results/windows-cv-$1" \
     --out "bench/sweeps/windows-cv-$1"
 }
 rot45='{"augment": {"rotation": 45}}'
