@@ -9,6 +9,7 @@ setuptools will refuse (a TOML-table ``project.license``; data folders Python ca
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -75,3 +76,15 @@ def test_wheel_puts_no_top_level_name_but_zoo_and_edge_rnn_zoo(wheel_build):
         declared = set(z.read(top_level).decode().split()) if top_level else top
     assert top == {"zoo", "edge_rnn_zoo"}
     assert declared == {"zoo", "edge_rnn_zoo"}
+
+
+def test_wheel_carries_the_cost_models_points_and_no_results(wheel_build):
+    """``zoo tune``'s cost model reads its own package file (experiments/cost_data/points.json)
+    in an install; nothing of experiments/results (unpackaged measurements) is in the wheel."""
+    _, wheel = wheel_build
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        points = json.loads(z.read("zoo/experiments/cost_data/points.json"))
+    ours = json.loads((ROOT / "experiments" / "cost_data" / "points.json").read_text())
+    assert points == ours and len(points["points"]) >= 40
+    assert not [n for n in names if "/results/" in n or "c_cost" in n or "cortex_m4_driver" in n]
