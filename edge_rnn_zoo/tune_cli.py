@@ -6,11 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from zoo.export.profile.targets import TARGETS as PROFILE_TARGETS
 from zoo.training.flags import int_in, number_in
-
-# zoo profile's cores (zoo.export.profile.targets.TARGETS), which the cost model prices
-PROFILE_TARGETS = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33",
-                   "cortex-m55", "rv32imc")
 
 BUDGET_HELP = ("the device budget, KEY=VALUE[,KEY=VALUE...], KEY one of flash_bytes, ram_bytes, "
                "instructions_per_second, instructions_per_window, e.g. "
@@ -23,7 +20,7 @@ def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
                              "folder of labelled clips")
     parser.add_argument("--data-dir", required=True, help="your data (the task's --data-dir)")
     parser.add_argument("--budget", required=True, help=BUDGET_HELP)
-    parser.add_argument("--target", default="cortex-m4", choices=PROFILE_TARGETS,
+    parser.add_argument("--target", default="cortex-m4", choices=tuple(PROFILE_TARGETS),
                         help="the core the budget is for, one of zoo profile's (default "
                              "cortex-m4: the cost model's own fit; the others scale it by "
                              "ratios fitted to the shipped tags' figures, and one whose "

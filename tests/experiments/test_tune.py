@@ -201,13 +201,17 @@ def test_tiny_search_end_to_end_meets_its_budget_as_measured(finished_search):
     """frontier.csv / .png, the best as a run, an int8 step export and C; its cost measured
     under qemu-arm (a fresh count) within the budget and beside the prediction."""
     out = finished_search["out"]
+    from zoo.export.profile.source import c_names
+
     for name in ("frontier.csv", "frontier.png", "best/metrics.json", "best-int8/step.tflite",
-                 "best-c/zoo_model.c", "best-cost.json"):
+                 "best-cost.json"):
         assert (out / name).is_file(), name
+    assert (out / "best-c" / c_names(out / "best-c")[2]).is_file()  # PREFIX_model.c
     assert (out / "frontier.png").read_bytes()[:4] == b"\x89PNG"
     best = json.loads((out / "best-cost.json").read_text())
     assert best["within_budget"] == {"instructions_per_window": True}
     measured, predicted = best["measured"], best["predicted"]
+    assert measured["bit_exact"] and measured["target"] == "cortex-m4", measured
     assert measured["instructions_per_window"] <= 80000
     # the fresh QEMU count of a small export against the cost model's prediction
     error = abs(predicted["instructions_per_step"] - measured["instructions_per_step"])
@@ -252,8 +256,9 @@ def test_every_profile_target_is_priced_within_15_percent_leave_one_out(target):
     assert len(pairs) >= 4, "the har2 and dsa19 tags' cards hold every target's figures"
     rows = cost_model.target_leave_one_out(points, pairs)
     assert max(abs(r["error"]) for r in rows) <= cost_model.MAX_TARGET_ERROR, rows
-    model = cost_model.fit(points, target)
-    assert model.margins["instructions_per_step"] == max(abs(r["error"]) for r in rows)
+    model, m4 = cost_model.fit(points, target), cost_model.fit(points)
+    assert model.margins["instructions_per_step"] == max(
+        max(abs(r["error"]) for r in rows), m4.margins["instructions_per_step"])
 
 
 def test_target_ratio_scales_the_m4_prediction_by_the_cards_ratio():
