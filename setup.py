@@ -24,9 +24,9 @@ setup(
     + ["zoo.models", "zoo.models.recipes", "zoo.models.pretrained"]
     # the C / C++ template folders (package data, importable as namespace packages too)
     + ["zoo.export.templates", "zoo.export.c_backend.templates", "zoo.export.c_backend.frontend",
-       "zoo.export.profile.harness", "zoo.export.cortex_m4_driver"]
+       "zoo.export.profile.harness"]
     # the measured C costs the cost model of `zoo tune` is fitted to (zoo.experiments.cost_model)
-    + ["zoo.experiments.results.cost_model"],
+    + ["zoo.experiments.cost_data"],
     license="Apache-2.0",
     package_dir={"zoo.models": "models", **{f"zoo.{package}": package for package in NAMESPACED}},
 )

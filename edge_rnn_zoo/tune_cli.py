@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from zoo.export.profile.targets import TARGETS as PROFILE_TARGETS
 from zoo.training.flags import int_in, number_in
 
 BUDGET_HELP = ("the device budget, KEY=VALUE[,KEY=VALUE...], KEY one of flash_bytes, ram_bytes, "
@@ -19,9 +20,11 @@ def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
                              "folder of labelled clips")
     parser.add_argument("--data-dir", required=True, help="your data (the task's --data-dir)")
     parser.add_argument("--budget", required=True, help=BUDGET_HELP)
-    parser.add_argument("--target", default="cortex-m4", choices=("cortex-m4",),
-                        help="the device the budget is for (default cortex-m4: the one the "
-                             "cost model has measurements of)")
+    parser.add_argument("--target", default="cortex-m4", choices=tuple(PROFILE_TARGETS),
+                        help="the core the budget is for, one of zoo profile's (default "
+                             "cortex-m4: the cost model's own fit; the others scale it by "
+                             "ratios fitted to the shipped tags' figures, and one whose "
+                             "leave-one-out error is over 15 %% is refused)")
     parser.add_argument("--time-budget", type=number_in(0, low_open=True), default=60,
                         metavar="MINUTES", help="minutes the search may train (default 60)")
     parser.add_argument("--out", default="runs/tune", help="a new folder for the search and "

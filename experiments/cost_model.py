@@ -2,9 +2,10 @@
 (instructions per step, per window and per second, flash and RAM) before it is trained.
 
 The measurements are the Cortex-M4 figures of the zoo's C backend (``zoo export --form c``,
-counted under qemu-arm by ``tools/cortexm``): every variant of ``experiments/results/frontier/``
-(`FRONTIER_FILES`), every shipped tag's card (``models/pretrained/*/card.json``) that has
-them, and the small models of ``experiments/results/cost_model/points.json`` (`cost_points`). Each configuration is described by the matrix products one recurrent step computes
+counted under qemu-arm): the package's own points file ``experiments/cost_data/points.json``
+(`cost_points`: the frontier's recorded variants copied in, and small models measured by zoo
+profile's engine) and every shipped step-model tag's card (``models/pretrained/*/card.json``;
+a keyword tag's figures are its whole hop, front end included, and are left out). Each configuration is described by the matrix products one recurrent step computes
 (`matrix_products`, the same products `zoo.macs` counts), and the fit is linear least squares,
 weighted by 1 / measured (relative error), on these features:
 
@@ -15,6 +16,12 @@ weighted by 1 / measured (relative error), on these features:
 * head instructions (once per window) = a * units * classes + b * units + c;
 * flash bytes (-Os) = a * parameters + b * output rows + c_cell * units + d * products + e;
 * RAM bytes = c_cell * units + a * input width + b * classes + d.
+
+Another target of zoo profile (Cortex-M0+, M3, M7, M33, M55, RV32IMC) scales the M4 model by
+one ratio per quantity (instructions, flash, RAM), fitted by least squares (relative errors) to
+the step-model tags' figures on that target (the cards' ``cost.targets``); `target_leave_one_out`
+leaves a tag out of both the M4 fit and the ratio, and a target whose instructions are worse
+than 15 % that way is refused.
 
 `leave_one_out` scores each measured point by a fit on all the others: that is the error the
 model makes on a configuration it has not seen (docs/your-data.md reports it). Only the cell
@@ -30,14 +37,20 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results" / "frontier"
-# small models measured for this model (python -m zoo.experiments.cost_points RUN ...)
-POINTS_FILE = Path(__file__).resolve().parent / "results" / "cost_model" / "points.json"
-# (file, input width per sample, classes) of the recorded frontier measurements
-FRONTIER_FILES = (("har2_device.json", 9, 2), ("dsa19_device.json", 45, 19))
+from zoo.export.profile.targets import TARGETS as PROFILE_TARGETS
+
+# the measured points, the frontier's included (python -m zoo.experiments.cost_points)
+POINTS_FILE = Path(__file__).resolve().parent / "cost_data" / "points.json"
 CELL_MODELS = {"IRNNCell": "sirnn", "FastGRNNCell": "fastgrnn", "GRUCell": "gru"}
 FAMILIES = ("sirnn", "fastgrnn", "gru")
-TARGETS = ("cortex-m4",)
+REFERENCE = "cortex-m4"  # the target the linear model is fitted on; the others scale it
+TARGETS = tuple(PROFILE_TARGETS)  # zoo profile's cores
+MAX_TARGET_ERROR = 0.15  # a target whose leave-one-out error is worse is refused
+# what a target's ratio scales: instructions (per step, window and second alike), flash, RAM
+SCALED = {"instructions_per_step": "instructions_per_step",
+          "instructions_per_window": "instructions_per_step",
+          "instructions_per_second": "instructions_per_step",
+          "flash_bytes": "flash_bytes", "ram_bytes": "ram_bytes"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,23 +131,10 @@ class Point:
         return int(self.options["units"])
 
 
-def measured_points(results: Path = RESULTS, cards: Path | None = None) -> list[Point]:
-    """Every recorded Cortex-M4 C measurement (frontier files, then the cards), a point that
+def measured_points(cards: Path | None = None, path: Path | None = None) -> list[Point]:
+    """Every recorded Cortex-M4 C measurement (the points file, then the cards), a point that
     repeats an earlier one's configuration and instruction count only once."""
-    points = []
-    for name, width, classes in FRONTIER_FILES:
-        path = Path(results) / name
-        if not path.is_file():
-            continue
-        for key, fig in json.loads(path.read_text())["variants"].items():
-            if "c_export_error" in fig or fig.get("cell") not in CELL_MODELS:
-                continue
-            points.append(Point(key, CELL_MODELS[fig["cell"]], fig["model_options"],
-                                width * int(fig.get("frames_per_step") or 1), classes,
-                                fig["cortex_m4_instructions_per_step_O2"],
-                                fig.get("cortex_m4_head_instructions_O2"),
-                                fig["cortex_m4_flash_bytes_Os"], fig["cortex_m4_ram_bytes"]))
-    points += card_points(cards) + recorded_points()
+    points = recorded_points(POINTS_FILE if path is None else path) + card_points(cards)
     unique, seen = [], set()
     for p in points:
         key = (p.model, p.input_width, p.instructions_per_step,
@@ -146,26 +146,37 @@ def measured_points(results: Path = RESULTS, cards: Path | None = None) -> list[
 
 
 def recorded_points(path: Path = POINTS_FILE) -> list[Point]:
-    """The points of ``experiments/results/cost_model/points.json`` (`cost_points`)."""
+    """The points of ``experiments/cost_data/points.json`` (`cost_points`)."""
     if not Path(path).is_file():
         return []
     return [Point(name, p["model"], p["options"], p["input_width"], p["classes"],
-                  p["instructions_per_step"], p["head_instructions"], p["flash_bytes"],
+                  p["instructions_per_step"], p.get("head_instructions"), p["flash_bytes"],
                   p["ram_bytes"])
             for name, p in sorted(json.loads(Path(path).read_text())["points"].items())]
 
 
+def _cards_folder(cards: Path | None) -> Path:
+    """``cards``, or the installed tags' folder (zoo.models/pretrained)."""
+    if cards is not None:
+        return Path(cards)
+    from importlib.resources import files
+
+    return Path(str(files("zoo.models") / "pretrained"))
+
+
+def _is_keyword(card: dict) -> bool:
+    """A keyword tag's card: its C figures are the whole hop, front end included (zoo ship
+    --profile), which the cost model of a step model does not price."""
+    return bool((card.get("cost") or {}).get("frontend_instructions_per_second"))
+
+
 def card_points(cards: Path | None = None) -> list[Point]:
     """The shipped tags whose cards hold Cortex-M4 C figures (their instructions per step)."""
-    if cards is None:
-        from importlib.resources import files
-
-        cards = Path(str(files("zoo.models") / "pretrained"))
     points = []
-    for path in sorted(Path(cards).glob("*/card.json")):
+    for path in sorted(_cards_folder(cards).glob("*/card.json")):
         card = json.loads(path.read_text())
         c = card.get("export", {}).get("c")
-        if not c or card["model"] not in FAMILIES:
+        if not c or card["model"] not in FAMILIES or _is_keyword(card):
             continue
         width = card["input_shape"][-1] * int(card.get("frames_per_step") or 1)
         points.append(Point(f"{card['tag']} (card)", card["model"],
@@ -244,6 +255,8 @@ class CostModel:
     points: int
     # quantity -> the worst leave-one-out error (relative): the guard a budget check adds
     margins: dict = dataclasses.field(default_factory=dict)
+    # quantity -> the target's ratio to the Cortex-M4 model (`SCALED`; empty on the M4)
+    scale: dict = dataclasses.field(default_factory=dict)
 
     def guarded(self, cost: dict) -> dict:
         """``cost`` raised by the model's worst leave-one-out error of each quantity (per
@@ -270,21 +283,96 @@ class CostModel:
                     model, options, shape.input_width, shape.classes))))}
         cost["instructions_per_second"] = (round(window / shape.window_seconds)
                                            if shape.window_seconds else None)
+        if self.scale:
+            cost = {k: (None if v is None else round(v * self.scale[SCALED[k]]))
+                    for k, v in cost.items()}
         return cost
 
 
-def fit(points: list[Point] | None = None, target: str = "cortex-m4") -> CostModel:
-    """The cost model of ``target`` fitted to ``points`` (default: every recorded one)."""
+def _reference_fit(points: list[Point]) -> dict:
+    """The Cortex-M4 coefficients of every quantity fitted to ``points``."""
+    return {q: _solve(*_data(points, q)[1:]).tolist() for q in QUANTITIES}
+
+
+def fit(points: list[Point] | None = None, target: str = REFERENCE) -> CostModel:
+    """The cost model of ``target`` fitted to ``points`` (default: every recorded one); a
+    target other than the Cortex-M4 scales the M4 model by its ratios (`target_ratios`) and is
+    refused (ValueError, one line) when its leave-one-out error is worse than 15 %."""
     if target not in TARGETS:
-        raise ValueError(f"--target {target}: the cost model has measurements for "
-                         f"{', '.join(TARGETS)} only")
+        raise ValueError(f"--target {target}: valid targets are {', '.join(TARGETS)}")
     points = measured_points() if points is None else points
-    coefficients, margins = {}, {}
-    for quantity in QUANTITIES:
-        _, features, measured = _data(points, quantity)
-        coefficients[quantity] = _solve(features, measured).tolist()
-        margins[quantity] = max(float(abs(r["error"])) for r in leave_one_out(points, quantity))
-    return CostModel(target, coefficients, len(points), margins)
+    margins = {q: max(float(abs(r["error"])) for r in leave_one_out(points, q))
+               for q in QUANTITIES}
+    model = CostModel(REFERENCE, _reference_fit(points), len(points), margins)
+    if target == REFERENCE:
+        return model
+    pairs = target_pairs(target)
+    scale = target_ratios(model, pairs)
+    worst = {q: max(abs(r["error"]) for r in target_leave_one_out(points, pairs, q))
+             for q in scale}
+    if worst["instructions_per_step"] > MAX_TARGET_ERROR:
+        raise ValueError(f"--target {target}: its cost model's leave-one-out error on "
+                         f"instructions per step is {100 * worst['instructions_per_step']:.0f} "
+                         f"% (over {100 * MAX_TARGET_ERROR:.0f} %); choose another target")
+    # the guard: the target's own worst (4 large tags) or the M4 model's (every size), larger
+    margins = {q: max(worst[q], model.margins[q]) for q in scale}
+    return CostModel(target, model.coefficients, len(points), margins, scale)
+
+
+def target_pairs(target: str, cards: Path | None = None) -> list[tuple[Point, dict]]:
+    """(the tag's configuration, its measured ``target`` figures) of every shipped step-model
+    tag whose card holds zoo profile's figures of ``target`` (``cost.targets``). A keyword
+    tag is left out: its figures are the whole hop, front end included, which the cost model
+    does not price."""
+    cards = _cards_folder(cards)
+    pairs = []
+    for point in card_points(cards):
+        card = json.loads((cards / point.name.split(" ")[0] / "card.json").read_text())
+        cost = card.get("cost") or {}
+        figures = (cost.get("targets") or {}).get(target)
+        if figures:
+            pairs.append((point, figures))
+    return pairs
+
+
+def _ratio(predicted: np.ndarray, measured: np.ndarray) -> float:
+    """The r minimising the relative errors of r * predicted against measured."""
+    x = predicted / measured
+    return float(x.sum() / (x * x).sum())
+
+
+def _predicted(model: CostModel, point: Point, quantity: str) -> float:
+    cost = model.predict(point.model, point.options, Shape(point.input_width, 1, point.classes))
+    return float(cost[quantity])
+
+
+def target_ratios(model: CostModel, pairs: list[tuple[Point, dict]]) -> dict:
+    """The target's ratio to the M4 ``model`` of instructions per step, flash and RAM, fitted
+    by least squares (relative errors) on the tags' measured figures."""
+    if len(pairs) < 2:
+        raise ValueError("a target's cost model needs two measured tags at least")
+    return {q: _ratio(np.array([_predicted(model, p, q) for p, _ in pairs]),
+                      np.array([float(f[q]) for _, f in pairs]))
+            for q in ("instructions_per_step", "flash_bytes", "ram_bytes")}
+
+
+def target_leave_one_out(points: list[Point], pairs: list[tuple[Point, dict]],
+                         quantity: str = "instructions_per_step") -> list[dict]:
+    """Each tag's ``quantity`` on the target predicted with that tag left out of both the M4
+    fit (every point of its configuration) and the ratio: ``{name, measured, predicted,
+    error}``."""
+    out = []
+    for i, (point, figures) in enumerate(pairs):
+        same = json.dumps(matrix_products(point.model, point.options, point.input_width))
+        rest = [p for p in points if json.dumps(matrix_products(
+            p.model, p.options, p.input_width)) != same or p.input_width != point.input_width]
+        reference = CostModel(REFERENCE, _reference_fit(rest), len(rest))
+        others = [pair for j, pair in enumerate(pairs) if j != i]
+        ratio = target_ratios(reference, others)[quantity]
+        predicted, measured = ratio * _predicted(reference, point, quantity), float(figures[quantity])
+        out.append({"name": point.name, "measured": measured, "predicted": predicted,
+                    "error": (predicted - measured) / measured})
+    return out
 
 
 def leave_one_out(points: list[Point], quantity: str = "instructions_per_step") -> list[dict]:
@@ -309,7 +397,8 @@ def in_sample(points: list[Point], quantity: str = "instructions_per_step") -> l
 
 
 def main(argv=None) -> int:
-    """Print the leave-one-out check of every quantity (``python -m zoo.experiments.cost_model``)."""
+    """Print the leave-one-out check of every quantity and of every target's instructions
+    per step (``python -m zoo.experiments.cost_model``)."""
     points = measured_points()
     for quantity in QUANTITIES:
         rows = leave_one_out(points, quantity)
@@ -318,6 +407,18 @@ def main(argv=None) -> int:
               f"{100 * worst['error']:+.1f} % ({worst['name']}: predicted "
               f"{worst['predicted']:,.0f}, measured {worst['measured']:,.0f}); in-sample worst "
               f"{100 * max(abs(r['error']) for r in in_sample(points, quantity)):.1f} %")
+    for target in TARGETS:
+        if target == REFERENCE:
+            continue
+        pairs = target_pairs(target)
+        ratios = target_ratios(CostModel(REFERENCE, _reference_fit(points), len(points)), pairs)
+        line = [f"{target}: {ratios['instructions_per_step']:.3f} x the M4's instructions"]
+        for quantity in ("instructions_per_step", "flash_bytes", "ram_bytes"):
+            rows = target_leave_one_out(points, pairs, quantity)
+            worst = max(rows, key=lambda r: abs(r["error"]))
+            line.append(f"{quantity} leave-one-out worst {100 * worst['error']:+.1f} % "
+                        f"({worst['name']})")
+        print(f"{'; '.join(line)} on {len(pairs)} tags", flush=True)
     return 0
 
 

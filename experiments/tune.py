@@ -16,7 +16,7 @@
    the held-out windows) against predicted cost, the non-dominated set marked.
 5. The most accurate trial is retrained on all the data (``OUT/best``, for the epochs at which
    its held-out accuracy peaked), exported as an int8 step model (``OUT/best-int8``) and as C
-   (``OUT/best-c``), and its cost measured (`zoo.export.c_cost.measure_c_cost`) beside the
+   (``OUT/best-c``), and its cost measured on ``--target`` by zoo profile's engine (`measure_best`) beside the
    predicted one in ``OUT/best-cost.json`` and the frontier table.
 """
 
@@ -393,7 +393,8 @@ def write_frontier_csv(rows: list[dict], path: Path, best: dict | None = None) -
             writer.writerow({**row, **(measured if is_best else {}), "best": is_best})
 
 
-def plot_frontier(rows: list[dict], budget: dict, path: Path, best: dict | None = None) -> None:
+def plot_frontier(rows: list[dict], budget: dict, path: Path, best: dict | None = None,
+                  target: str = "cortex-m4") -> None:
     """``frontier.png``: held-out accuracy (+- standard error) against the predicted cost of
     the budget's first key, the non-dominated trials joined, the budget as a line."""
     import matplotlib
@@ -423,7 +424,7 @@ def plot_frontier(rows: list[dict], budget: dict, path: Path, best: dict | None 
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.set_title(f"zoo tune: {len(rows)} trials within {key.replace('_', ' ')} "
                  f"{budget[key]:,}", fontsize=10)
-    ax.set_xlabel(f"{key.replace('_', ' ')} (predicted, Cortex-M4)")
+    ax.set_xlabel(f"{key.replace('_', ' ')} (predicted, {target})")
     ax.set_ylabel("held-out accuracy (%)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
@@ -437,8 +438,9 @@ def finish_best(plan: dict, row: dict, out: Path) -> dict:
     """Retrain ``row``'s configuration on all the data (``OUT/best``, for its best epoch count),
     export it (``OUT/best-int8``, ``OUT/best-c``) and measure its cost: the best's summary."""
     from zoo.export.c_backend.command import export_c
-    from zoo.export.c_cost import CostMeasurementError, measure_c_cost
     from zoo.export.exporter import export_run
+    from zoo.export.profile import ProfileError
+    from zoo.export.profile.counting import MeasurementError
     from zoo.training.config import TrainConfig
     from zoo.training.runs import train_or_reuse
 
@@ -449,10 +451,9 @@ def finish_best(plan: dict, row: dict, out: Path) -> dict:
     export_run(out / "best", out / "best-int8", quantize="int8", form="step",
                allow_drop=True, overwrite=True, data_dir=plan["data_dir"])
     export_c(out / "best-int8", out / "best-c", overwrite=True, allow_drop=True)
-    steps = plan["facts"]["window"][0] // row["frames_per_step"]
     try:
-        measured = measure_c_cost(out / "best-c", plan["target"], steps_per_window=steps)
-    except CostMeasurementError as err:  # e.g. no cross toolchain here: the rest stands
+        measured = measure_best(out / "best-c", plan["target"])
+    except (ProfileError, MeasurementError) as err:  # e.g. no cross toolchain: the rest stands
         _log.warning(f"the best's cost was not measured: {err}")
         measured = {"error": str(err)}
     seconds = plan["facts"]["window_seconds"]
@@ -465,6 +466,24 @@ def finish_best(plan: dict, row: dict, out: Path) -> dict:
             "predicted": spec["predicted"], "measured": measured, "within_budget": within}
     (out / "best-cost.json").write_text(json.dumps(best, indent=1) + "\n")
     return best
+
+
+def measure_best(c_dir: Path, target: str) -> dict:
+    """The C export's figures on ``target``, measured by zoo profile's engine (a fresh QEMU
+    count, bit-exact checked against the host build). ProfileError naming the missing tools."""
+    import tempfile
+
+    from zoo.export.profile import ProfileError
+    from zoo.export.profile.engine import missing_tools, profile_export
+    from zoo.export.profile.targets import targets_named
+
+    chosen = targets_named([target])
+    missing = missing_tools(chosen)
+    if missing:
+        raise ProfileError(missing)
+    with tempfile.TemporaryDirectory(prefix="zoo-tune-profile-") as tmp:
+        figures = profile_export(c_dir, chosen, Path(tmp))["targets"][target]
+    return {"target": target, **figures, "measured_by": f"zoo profile ({target})"}
 
 
 # ------------------------------------------------------------------------------ the command
@@ -523,7 +542,7 @@ def run_tune(args) -> int:
     if not args.no_best:
         best = finish_best(plan, best_row, out)
     write_frontier_csv(rows, out / "frontier.csv", best)
-    plot_frontier(rows, plan["budget"], out / "frontier.png", best)
+    plot_frontier(rows, plan["budget"], out / "frontier.png", best, plan["target"])
     print(summary_line(plan, rows, best_row, best, out))
     return 0
 

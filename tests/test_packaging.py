@@ -9,6 +9,7 @@ setuptools will refuse (a TOML-table ``project.license``; data folders Python ca
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -88,3 +89,15 @@ def test_wheel_carries_no_results_data(wheel_build):
     assert len(results) > 100  # the data is kept, in the repository
     assert not (ROOT / "experiments" / "results").exists()
     assert [n for n in names if "results/" in n or any(n.endswith("/" + r) for r in results)] == []
+
+
+def test_wheel_carries_the_cost_models_points_and_no_results(wheel_build):
+    """``zoo tune``'s cost model reads its own package file (experiments/cost_data/points.json)
+    in an install; nothing of experiments/results (unpackaged measurements) is in the wheel."""
+    _, wheel = wheel_build
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        points = json.loads(z.read("zoo/experiments/cost_data/points.json"))
+    ours = json.loads((ROOT / "experiments" / "cost_data" / "points.json").read_text())
+    assert points == ours and len(points["points"]) >= 40
+    assert not [n for n in names if "/results/" in n or "c_cost" in n or "cortex_m4_driver" in n]

@@ -43,7 +43,7 @@ def test_matrix_products_sum_to_the_macs_zoo_macs_counts():
 
 
 def test_cost_model_leave_one_out_error_within_10_percent():
-    """Every recorded QEMU count (frontier files, cards, the small models' points) predicted by
+    """Every recorded QEMU count (the points file: frontier and small models; cards) predicted by
     a fit on all the others: within 10 % of the measured instructions per step."""
     points = cost_model.measured_points()
     assert len(points) >= 30
@@ -53,7 +53,8 @@ def test_cost_model_leave_one_out_error_within_10_percent():
 
 
 def test_cost_model_predicts_a_shipped_tag_it_was_not_fitted_on():
-    """sirnn.dsa19's card (17,928 instructions per step, QEMU) left out of the fit entirely."""
+    """sirnn.dsa19's card (17,917 instructions per step, zoo profile) left out of the fit
+    entirely."""
     points = [p for p in cost_model.measured_points()
               if p.model == "sirnn" and p.input_width == 45 and p.units == 80
               and not p.options.get("premultiply") and (p.options.get("rank") == 16)]
@@ -200,13 +201,17 @@ def test_tiny_search_end_to_end_meets_its_budget_as_measured(finished_search):
     """frontier.csv / .png, the best as a run, an int8 step export and C; its cost measured
     under qemu-arm (a fresh count) within the budget and beside the prediction."""
     out = finished_search["out"]
+    from zoo.export.profile.source import c_names
+
     for name in ("frontier.csv", "frontier.png", "best/metrics.json", "best-int8/step.tflite",
-                 "best-c/zoo_model.c", "best-cost.json"):
+                 "best-cost.json"):
         assert (out / name).is_file(), name
+    assert (out / "best-c" / c_names(out / "best-c")[2]).is_file()  # PREFIX_model.c
     assert (out / "frontier.png").read_bytes()[:4] == b"\x89PNG"
     best = json.loads((out / "best-cost.json").read_text())
     assert best["within_budget"] == {"instructions_per_window": True}
     measured, predicted = best["measured"], best["predicted"]
+    assert measured["bit_exact"] and measured["target"] == "cortex-m4", measured
     assert measured["instructions_per_window"] <= 80000
     # the fresh QEMU count of a small export against the cost model's prediction
     error = abs(predicted["instructions_per_step"] - measured["instructions_per_step"])
@@ -217,19 +222,83 @@ def test_tiny_search_end_to_end_meets_its_budget_as_measured(finished_search):
     assert [r for r in rows if r["best"] == "True"][0]["measured_instructions_per_window"]
 
 
-def test_measure_c_cost_reproduces_a_shipped_tags_card(tmp_path):
-    """The package's measurement (`zoo.export.c_cost`) on sirnn.dsa19's C against the figures
-    tools/cortexm/c_cards.py measured for its card: the same protocol, so the same counts."""
+@pytest.mark.slow
+def test_profile_engine_reproduces_a_shipped_tags_card_and_the_prediction(tmp_path):
+    """tune's measurement (`tune.measure_best`, zoo profile's engine) on sirnn.dsa19's C: a
+    fresh QEMU count equal to its card's zoo ship --profile figures, bit-exact with the host
+    build, and the cost model's prediction of the tag (left out of the fit) within 10 %."""
     from zoo.export.c_backend.command import export_c
-    from zoo.export.c_cost import measure_c_cost
 
     tag = Path(__file__).resolve().parents[2] / "models" / "pretrained" / "sirnn.dsa19"
-    card = json.loads((tag / "card.json").read_text())["export"]["c"]
+    card = json.loads((tag / "card.json").read_text())
     export_c(tag, tmp_path / "c")
-    cost = measure_c_cost(tmp_path / "c", "cortex-m4", steps_per_window=125)
-    assert cost["flash_bytes"] == card["cortex_m4_flash_bytes_Os"]
-    assert cost["ram_bytes"] == card["cortex_m4_ram_bytes"]
-    step = card["cortex_m4_instructions_per_step_O2"]
-    assert abs(cost["instructions_per_step"] - step) / step < 0.01
-    assert cost["instructions_per_window"] == pytest.approx(
-        125 * cost["instructions_per_step"] + cost["head_instructions"], abs=0.1)
+    cost = tune.measure_best(tmp_path / "c", "cortex-m4")
+    figures = card["cost"]["targets"]["cortex-m4"]
+    assert cost["bit_exact"]
+    for key in ("instructions_per_step", "flash_bytes", "ram_bytes"):
+        assert cost[key] == figures[key], key
+    assert cost["instructions_per_window"] == round(
+        125 * cost["instructions_per_step"] + cost["head_instructions"])
+    rest = [p for p in cost_model.measured_points() if not p.name.startswith("sirnn.dsa19")]
+    predicted = cost_model.fit(rest).predict("sirnn", card["training"]["model_options"],
+                                            cost_model.Shape(45, 125, 19))
+    error = predicted["instructions_per_step"] - cost["instructions_per_step"]
+    assert abs(error) / cost["instructions_per_step"] <= 0.10, (predicted, cost)
+
+
+# ------------------------------------------------------------------------------ targets
+@pytest.mark.parametrize("target", [t for t in cost_model.TARGETS if t != "cortex-m4"])
+def test_every_profile_target_is_priced_within_15_percent_leave_one_out(target):
+    """Each other core's model (the M4 model times a ratio) predicts every shipped step tag's
+    zoo profile count, that tag left out of both fits, within 15 %."""
+    points = cost_model.measured_points()
+    pairs = cost_model.target_pairs(target)
+    assert len(pairs) >= 4, "the har2 and dsa19 tags' cards hold every target's figures"
+    rows = cost_model.target_leave_one_out(points, pairs)
+    assert max(abs(r["error"]) for r in rows) <= cost_model.MAX_TARGET_ERROR, rows
+    model, m4 = cost_model.fit(points, target), cost_model.fit(points)
+    assert model.margins["instructions_per_step"] == max(
+        max(abs(r["error"]) for r in rows), m4.margins["instructions_per_step"])
+
+
+def test_target_ratio_scales_the_m4_prediction_by_the_cards_ratio():
+    """The M0+ model of a configuration is the M4 model's times the least-squares ratio of the
+    cards' measured M0+ counts to the M4 model's predictions, recomputed here by hand."""
+    points = cost_model.measured_points()
+    m4, m0 = cost_model.fit(points), cost_model.fit(points, "cortex-m0plus")
+    pairs = cost_model.target_pairs("cortex-m0plus")
+    x = np.array([m4.predict(p.model, p.options, cost_model.Shape(p.input_width, 1, p.classes))
+                  ["instructions_per_step"] for p, _ in pairs], float)
+    y = np.array([f["instructions_per_step"] for _, f in pairs], float)
+    ratio, *_ = np.linalg.lstsq((x / y)[:, None], np.ones_like(y), rcond=None)
+    shape = cost_model.Shape(9, 128, 6, 2.56)
+    options = {"units": 32, "rank": 8}
+    want = m4.predict("sirnn", options, shape)["instructions_per_window"] * ratio[0]
+    got = m0.predict("sirnn", options, shape)["instructions_per_window"]
+    assert abs(got - want) <= 1, (got, want)
+
+
+def test_a_target_worse_than_15_percent_is_refused_in_one_line(monkeypatch):
+    monkeypatch.setattr(cost_model, "MAX_TARGET_ERROR", 0.001)
+    with pytest.raises(ValueError, match="--target rv32imc: .* leave-one-out") as err:
+        cost_model.fit(target="rv32imc")
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="valid targets are"):
+        cost_model.fit(target="cortex-a53")
+
+
+def test_points_file_holds_the_frontiers_measurements_as_recorded():
+    """The cost model reads only its package file: the frontier's variants copied in by
+    ``cost_points --frontier`` equal the recorded frontier files, entry for entry."""
+    from zoo.experiments import cost_points
+
+    root = Path(__file__).resolve().parents[2]
+    folder = next((f for f in (root / "experiments" / "results" / "frontier",
+                               root / "results" / "frontier") if f.is_dir()), None)
+    assert folder is not None, "the recorded frontier files"
+    points = json.loads(cost_model.POINTS_FILE.read_text())["points"]
+    entries = cost_points.frontier_entries(folder)
+    assert len(entries) >= 30
+    for name, entry in entries.items():
+        assert points[name] == entry, name
+    assert cost_model.POINTS_FILE.parent.name == "cost_data"
