@@ -44,7 +44,7 @@ def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CPUs each trial reserves and trains with (default 1)")
     parser.add_argument("--max-concurrent", type=int_in(1), help="at most this many trials "
                         "at once")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the trials' order")
+    parser.add_argument("--seed", type=int_in(0), default=0, help="seed of the trials' order")
     parser.add_argument("--no-best", action="store_true",
                         help="stop after the frontier: no retrain, export or measurement")
 

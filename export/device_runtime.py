@@ -150,8 +150,10 @@ def delegate_line_hidden():
     ``zoo --verbose``)."""
     import contextlib
 
-    from zoo.quiet import native_stderr_captured, wants_native_logs
-
+    try:
+        from zoo.quiet import native_stderr_captured, wants_native_logs
+    except ImportError:  # copied onto a device beside device_bench.py: no zoo, the line stays
+        return contextlib.nullcontext()
     return contextlib.nullcontext() if wants_native_logs() else native_stderr_captured()
 
 class LiteInterpreter:

@@ -28,7 +28,7 @@ def test_the_c_refusal_for_a_keras_model_names_commands_that_run(tmp_path):
 
     from edge_rnn_zoo.cli import build_parser
     from zoo.export.c_backend.command import _made_here
-    from zoo.export.exporter import AccuracyDropError
+    from zoo.export.exporter import AccuracyDropError, ExportOptions
 
     keras_file, calib = tmp_path / "lstm12x2.keras", tmp_path / "calib.npy"
     keras_file.write_bytes(b"PK\x03\x04")
@@ -38,11 +38,11 @@ def test_the_c_refusal_for_a_keras_model_names_commands_that_run(tmp_path):
     nxt = shlex.join(["zoo", "export", str(keras_file), "--calibration", str(calib),
                       "--form", "step", "--quantize", "int16x8"])
 
-    def lossy(step_dir, **options):
+    def lossy(step_dir, options):
         raise AccuracyDropError("lost", summary="8.67 points lost", inspect=inspect, command=nxt)
 
     with pytest.raises(AccuracyDropError) as err:
-        _made_here(keras_file, tmp_path / "step", {}, lossy)
+        _made_here(keras_file, tmp_path / "step", ExportOptions(), lossy)
     said = str(err.value)
     for command in said.split("`")[1::2]:
         words = shlex.split(command)[1:]

@@ -179,7 +179,8 @@ BAD_NPZ = [
      r"array 'y' cannot be read without unpickling"),
     ({"X": np.zeros((3, 4, 1)), "y": ["a", "b", "b"]},
      r"bad.npz: class 'a' has 1 window; every class needs at least two"),
-    ({"X": np.zeros((3, 4, 1)), "y": ["a", "a", "a"]}, r"bad.npz: one class only \('a'\)"),
+    ({"X": np.zeros((3, 4, 1)), "y": ["a", "a", "a"]},
+     r"bad.npz: every window has the label 'a'; a classifier needs windows of at least two"),
 ]
 
 
@@ -200,7 +201,7 @@ def test_fewer_groups_than_folds_and_not_an_npz(tmp_path, har_npz):
         get_task("windows", val_fold=[0, 5]).load(har_npz)
     text = tmp_path / "x.npz"
     text.write_text("not numpy")
-    with pytest.raises(DataError, match=r"x.npz: not an .npz archive of numpy arrays"):
+    with pytest.raises(DataError, match=r"x.npz: text, not an .npz archive"):
         get_task("windows").load(text)
     with pytest.raises(FileNotFoundError, match=r"missing.npz: no such file or folder"):
         get_task("windows").load(tmp_path / "missing.npz")
