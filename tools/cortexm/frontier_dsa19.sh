@@ -10,9 +10,9 @@
 set -eu
 campaign=${1:-bench/sweeps/dsa19-campaign} work=${2:-/tmp/frontier-dsa19}
 out=results/frontier/dsa19_device.json
-items=(sirnn.dsa19=models/pretrained/sirnn.dsa19 sirnn.dsa19_gen1=models/pretrained/sirnn.dsa19_gen1
-       sirnn.dsa19_gen3=models/pretrained/sirnn.dsa19_gen3 gru.dsa19=models/pretrained/gru.dsa19
-       gru.dsa19_gen1=models/pretrained/gru.dsa19_gen1)
+items=(sirnn.dsa19=models/pretrained/sirnn.dsa19 sirnn.dsa19_gen1=models/archive/sirnn.dsa19_gen1
+       sirnn.dsa19_gen3=models/archive/sirnn.dsa19_gen3 gru.dsa19=models/pretrained/gru.dsa19
+       gru.dsa19_gen1=models/archive/gru.dsa19_gen1)
 # Round 5 (session 12): the lean graph wider (units 128) and of rank 32, QAT.
 for variant in l_r16_u80_rot25 l_r16_u80_rot25_qat l_r16_u128_rot60_qat l_r32_u80_rot60_qat; do
   items+=("$variant=$campaign/dsa19/sirnn/$variant/fold0")

@@ -37,8 +37,8 @@ train lstm_u80 --model lstm --recipe none --units 80
 # the GRU baseline's QAT graphs: Keras's step and the lean one (zoo.GRU step_graph="lean")
 train gru_u80_qat --model gru --recipe none --units 80 --option qat=int8
 train gru_u80_qat_lean --model gru --recipe none --units 80 --option qat=int8 --option step_graph=lean
-items=(sirnn.har2=models/pretrained/sirnn.har2 sirnn.har2_gen1=models/pretrained/sirnn.har2_gen1
-       gru.har2=models/pretrained/gru.har2 gru.har2_qat=models/pretrained/gru.har2_qat)
+items=(sirnn.har2=models/pretrained/sirnn.har2 sirnn.har2_gen1=models/archive/sirnn.har2_gen1
+       gru.har2=models/pretrained/gru.har2 gru.har2_qat=models/archive/gru.har2_qat)
 for run in "$work"/runs/*/; do items+=("$(basename "$run")=$run"); done
 # the shipped tags carry no test set: their C is checked on the task's data, found through
 # ZOO_DATA_DIR (else it says "not at hand" and skips the check)
