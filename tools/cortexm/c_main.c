@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zoo_names.h" /* the export's header, its names as zoo_* (names before prefixes) */
+#include "profile_names.h" /* the export's header, its names as zoo_* (names before prefixes) */
 
 static unsigned lcg = 12345u;
 static signed char next_x(void) { lcg = lcg * 1664525u + 1013904223u; return (signed char)(lcg >> 24); }

@@ -16,7 +16,7 @@
 #include "kws_frontend.h"
 #include "kws_input.h"
 #include "kws_recognizer.h"
-#include "zoo_names.h" /* the export's header, its names as zoo_* (names before prefixes) */
+#include "profile_names.h" /* the export's header, its names as zoo_* (names before prefixes) */
 
 static unsigned lcg = 12345u;
 static int16_t next_sample(unsigned n) {
