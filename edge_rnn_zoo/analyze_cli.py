@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from zoo.training.flags import int_in
+from zoo.core.flags import int_in
 from zoo.training.rundir import check_no_dangling_link, check_run_dir_argument
 
 

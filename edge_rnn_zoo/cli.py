@@ -14,7 +14,7 @@ Two kinds of subcommand, both imported only when chosen:
   and ``zoo device --help`` list the names; ``zoo bench NAME --help`` is the script's own help.
 
 ``-q`` / ``-v`` (before or after the subcommand word) set the level of the zoo's loggers
-(`zoo.training.logs`): warnings only, or debug records too; ``-v`` also shows TensorFlow's native
+(`zoo.core.logs`): warnings only, or debug records too; ``-v`` also shows TensorFlow's native
 logs. By default the library's info messages print as plain lines, as they always have.
 """
 
@@ -24,7 +24,7 @@ import argparse
 import importlib
 import sys
 
-from zoo.training import logs
+from zoo.core import logs
 from edge_rnn_zoo.quiet import import_keras_quietly, quiet_environment, verbose_environment
 
 # subcommand -> (module, one-line help)

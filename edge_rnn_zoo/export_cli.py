@@ -157,7 +157,7 @@ def _run_tflite_export(args) -> int:
     from zoo.export.exporter import (AccuracyDropError, ExportDirError, ExportOptions,
                                      export_run_with)
     from zoo.export.quantize import ConversionCrashed
-    from zoo.training.storage import StorageError
+    from zoo.core.storage import StorageError
 
     try:
         options = ExportOptions(quantize=args.quantize, form=args.form, unroll=args.unroll,
@@ -175,7 +175,7 @@ def _run_tflite_export(args) -> int:
 
 def _run_c_export(args) -> int:
     from zoo.export.c_backend import CExportError
-    from zoo.training.storage import StorageError
+    from zoo.core.storage import StorageError
     from zoo.export.c_backend.command import export_c
     from zoo.export.exporter import AccuracyDropError, ExportOptions
 
@@ -207,7 +207,7 @@ def _run_keras_export(args) -> int:
     from zoo.export.exporter import AccuracyDropError, ExportDirError
     from zoo.export.keras_export import export_model
     from zoo.export.quantize import ConversionCrashed
-    from zoo.training.storage import StorageError
+    from zoo.core.storage import StorageError
 
     quantize = "int8" if args.form == "c" and args.quantize == "none" else args.quantize
     if args.form == "c" and (quantize != "int8" or args.unroll):

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from zoo.training.flags import key_value, non_empty, strict_float, strict_int
+from zoo.core.flags import key_value, non_empty, strict_float, strict_int
 from zoo.training.rundir import check_run_dir_argument
 
 _log = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ def run_train(args) -> int:
     if args.backend and keras.backend.backend() != args.backend:
         _reexec_with_backend(args.backend)
     from zoo.training.config import resolve
-    from zoo.training.storage import StorageError
+    from zoo.core.storage import StorageError
     from zoo.training.trainer import result_line, train
 
     overrides = {f: getattr(args, f) for f in _TRAIN_FLAGS}

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from zoo.export.profile.targets import TARGETS as PROFILE_TARGETS
-from zoo.training.flags import int_in, number_in
+from zoo.core.flags import int_in, number_in
 
 BUDGET_HELP = ("the device budget, KEY=VALUE[,KEY=VALUE...], KEY one of flash_bytes, ram_bytes, "
                "instructions_per_second, instructions_per_window, e.g. "

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.training.config import MAX_UNITS
-from zoo.training.flags import int_in, number_in
+from zoo.core.flags import int_in, number_in
 from zoo.training.rundir import RunDirectory
 
 _log = logging.getLogger(__name__)

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.training import logs
+from zoo.core import logs
 from zoo.training.config import MAX_UNITS
-from zoo.training.flags import int_in, program_name
+from zoo.core.flags import int_in, program_name
 
 _log = logging.getLogger(__name__)
 

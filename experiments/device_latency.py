@@ -27,9 +27,9 @@ import numpy as np
 
 from zoo.export import device_bench, device_build, device_runtime
 from zoo.export.exportdir import ExportDirectory
-from zoo.training import logs
+from zoo.core import logs
 from zoo.training.config import MAX_UNITS
-from zoo.training.flags import int_in, number_in, program_name
+from zoo.core.flags import int_in, number_in, program_name
 
 _log = logging.getLogger(__name__)
 

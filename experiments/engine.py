@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 from zoo.experiments.trials import Trial
-from zoo.training import logs
+from zoo.core import logs
 
 EXTRA = "pip install 'edge-rnn-zoo[sweep]'"
 # Ray's own chatter off unless the user set these (usage-stats prompt, per-trial loggers).

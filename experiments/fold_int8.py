@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.experiments.benchmarks.realscale import mean_sd
-from zoo.training import logs
+from zoo.core import logs
 
 _log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def table(results: Path) -> str:
 
 
 def main(argv=None) -> int:
-    from zoo.training.storage import write_json_atomic
+    from zoo.core.storage import write_json_atomic
 
     parser = argparse.ArgumentParser(prog="zoo bench fold-int8",
                                      description=__doc__.split("\n")[0],

@@ -27,8 +27,8 @@ import numpy as np
 
 from zoo.export import device_bench, device_runtime
 from zoo.export.exportdir import ExportDirectory
-from zoo.training import logs
-from zoo.training.flags import int_in
+from zoo.core import logs
+from zoo.core.flags import int_in
 from zoo.training.rundir import RunDirectory
 
 FRAMES = 99

@@ -48,7 +48,7 @@ from zoo.export.kws_stream import Recognizer, StreamReference, stream_log_mel_q8
 from zoo.pretrained import resolve_tag
 from zoo.training.data.audio import pad_to
 from zoo.training.data.wav import read_wav
-from zoo.training.flags import int_in, number_in, program_name
+from zoo.core.flags import int_in, number_in, program_name
 from zoo.training.tasks.int_frontend import FRAME, HOP, clip_log_mel_q8
 from zoo.training.tasks.speech_layout import CLASSES, WORDS10
 

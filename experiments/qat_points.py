@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.training import logs
-from zoo.training.flags import number_in
+from zoo.core import logs
+from zoo.core.flags import number_in
 
 _log = logging.getLogger(__name__)
 

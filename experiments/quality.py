@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from zoo.training import logs
+from zoo.core import logs
 from zoo.training.rundir import RunDirectory
 
 # label, model, model options, name of an accuracy-benchmark run with the same settings

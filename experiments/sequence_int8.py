@@ -21,8 +21,8 @@ import numpy as np
 from zoo.export.flatbuffer import read_model, write_model
 from zoo.export.sequence_int8 import (OUT_NAME, Built, build_from_export, build_sequence,
                                   identity_exact, op_names, requantize_exact, requantize_ops)
-from zoo.training import logs
-from zoo.training.flags import int_in, program_name
+from zoo.core import logs
+from zoo.core.flags import int_in, program_name
 
 __all__ = ["load_test_split", "loop_logits", "SequenceRunner", "compare", "interleaved_latency",
            "lstm_reference", "available_runtimes", "smallest_arena_or_none", "build_and_check",

@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 from zoo.experiments.trials import Trial, results_root
-from zoo.training.flags import int_in, key_value, number_in, program_name
+from zoo.core.flags import int_in, key_value, number_in, program_name
 
 _log = logging.getLogger(__name__)
 
@@ -337,7 +337,7 @@ def record_plan(out: Path, todo: list[Trial]) -> None:
     the folder, and ``argv`` lists each command once. A lock makes the read-modify-write whole."""
     import fcntl
 
-    from zoo.training.storage import write_json_atomic
+    from zoo.core.storage import write_json_atomic
 
     out.mkdir(parents=True, exist_ok=True)
     path = out / "sweep.json"
@@ -495,7 +495,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from zoo.training import logs
+    from zoo.core import logs
 
     logs.configure()  # run as a script (the campaign scripts): progress as `zoo sweep` prints it
     raise SystemExit(main())

@@ -393,7 +393,7 @@ def result_of(trial: Trial) -> dict | None:
 def record_result(trial: Trial) -> None:
     """Write ``trial``'s results file from its finished run directory (nothing without one)."""
     from zoo.training.rundir import RunDirectory
-    from zoo.training.storage import write_json_atomic
+    from zoo.core.storage import write_json_atomic
 
     if not trial.result or not RunDirectory(trial.run_dir).is_finished():
         return

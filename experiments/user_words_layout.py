@@ -29,7 +29,7 @@ import numpy as np
 import soundfile
 
 from zoo.training.data.sources import locate
-from zoo.training.flags import int_in, number_in
+from zoo.core.flags import int_in, number_in
 from zoo.training.data.wav import read_wav, resample_int16
 from zoo.training.tasks.speech_layout import TESTSET_SPEC, WORDS10, speaker_of
 

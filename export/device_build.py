@@ -29,7 +29,7 @@ import numpy as np
 from zoo.export import device_bench, device_runtime
 from zoo.export.card_schema import CardError, ModelCard
 from zoo.pretrained import tag_or_path
-from zoo.training.flags import int_in, program_name
+from zoo.core.flags import int_in, program_name
 from zoo.export.exportdir import C_ARRAY_FILES, DEVICE_SOURCES, ExportDirectory
 
 __all__ = ["DeviceBuildError", "build", "check_against_python", "bench_c", "bench_python",

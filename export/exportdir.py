@@ -18,7 +18,7 @@ from zoo.export.card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_V
                                 MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                                 CardError, ModelCard, load_card_json, model_file, read_export_card)
 from zoo.export.device_bench import load_testset
-from zoo.training import storage
+from zoo.core import storage
 
 __all__ = ["ExportDirectory", "ModelCard", "CardError", "CARD_SCHEMA_VERSION", "FORMS",
            "MODEL_NAMES", "C_ARRAY_STEM", "C_ARRAY_FILES", "MAIN_SOURCE", "STREAM_HEADER",

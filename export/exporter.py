@@ -15,7 +15,7 @@
 
 The files are those of `zoo.export.exportdir.ExportDirectory`; the card is a
 `zoo.export.exportdir.ModelCard`. Everything is built in a staging directory beside ``out``
-(`zoo.training.storage`) and swapped in only when every stage has passed: a failed or interrupted
+(`zoo.core.storage`) and swapped in only when every stage has passed: a failed or interrupted
 export never replaces a good one.
 """
 
@@ -37,7 +37,7 @@ from zoo.export.exportdir import MARKER, ExportDirectory
 from zoo.export.int8_gate import agreement_drop, same_command, source_command, widest_range
 from zoo.export.quantize import CALIBRATED, MODES, accuracy_drop_advice
 from zoo.export.sources import ExportSource, frontend_entry, read_run
-from zoo.training import storage
+from zoo.core import storage
 
 __all__ = ["export_run", "export_run_with", "export_source", "ExportOptions", "ExportDirError",
            "AccuracyDropError", "FORMS", "frontend_entry"]

@@ -11,7 +11,7 @@ on the whole test split (`zoo export`'s checks), copies the run's files and the 
 its test set: the data stay with the user) into the tag's folder, and writes ``card.json`` with
 the metrics, the seeds' subject-CV estimate, the command and the sha256 of every file (the card
 type's `to_json`: what every reader reads back through `read_tag_card`). The tag
-folder is written as every zoo directory is (`zoo.training.storage.replacing`): locked, built beside
+folder is written as every zoo directory is (`zoo.core.storage.replacing`): locked, built beside
 it, swapped in only once complete; an existing folder is replaced only when it is a shipped tag
 (its card.json names the tag).
 """
@@ -34,7 +34,7 @@ from zoo.pretrained import pretrained_root, sha256
 from zoo.pretrained_card import (C_BACKEND, CARD, CARD_VERSION, CFigures, Cost, Metrics,
                                  PretrainedCfg, PretrainedError, SeedResult, ShippedExport,
                                  TrainingData, check_tag_name, read_tag_card)
-from zoo.training import storage
+from zoo.core import storage
 from zoo.training.rundir import RunDirectory
 from zoo.training.tasks.frames import frames_per_step_of
 
@@ -289,7 +289,7 @@ def _shipped_tags(dest: Path) -> list[str]:
 def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None,
          quantize: str = "int8", keep_as: str | None = None, archive=None) -> PretrainedCfg:
     """Ship the finished run ``run_dir`` as ``DEST/TAG`` with its ``quantize`` export
-    (`zoo.training.storage.replacing`: built in a staging folder beside it, swapped in once
+    (`zoo.core.storage.replacing`: built in a staging folder beside it, swapped in once
     complete; an existing folder is replaced only when it is a shipped tag).
 
     ``keep_as``: the generation being replaced moves into ``ARCHIVE/KEEP_AS`` in the same
@@ -520,7 +520,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from zoo.training import logs
+    from zoo.core import logs
 
     logs.configure()  # run as a script: print the library's messages as `zoo` does
     raise SystemExit(main())

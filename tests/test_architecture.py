@@ -3,13 +3,14 @@ and the command line answers without loading TensorFlow.
 
 The folders are the layers (each may import only the layers before it, and its own)::
 
-    0 zoo/                                 cells, registry, pretrained models
-    1 training/data/, training/tasks/      datasets and tasks (and training/storage.py)
-    2 training/                            trainer, run directory, evaluation
-    3 export/                              TFLite / TFLite Micro export and its device files
-    4 experiments/                         benchmarks, studies, the theory report, shipping
+    0 zoo/core/                            flags, logs, storage and locks: imports no other layer
+    1 zoo/                                 cells, registry, pretrained models
+    2 training/data/, training/tasks/      datasets and tasks
+    3 training/                            trainer, run directory, evaluation
+    4 export/                              TFLite / TFLite Micro export and its device files
+    5 experiments/                         benchmarks, studies, the theory report, shipping
       tools/cortexm/                       the device measurements (scripts beside the layers)
-    5 edge_rnn_zoo/                        the `zoo` dispatcher and each subcommand's module
+    6 edge_rnn_zoo/                        the `zoo` dispatcher and each subcommand's module
 
 A module's layer is that of the deepest folder (or file) of `LAYER_OF_PATH` that holds it; no
 entry puts a module in a higher layer than its folder. The script folders (`SCRIPT_DIRS`, not
@@ -40,15 +41,16 @@ SCRIPT_DIRS = ("tools/cortexm",)
 
 # Folder (or file) -> layer; the deepest entry holding a module wins.
 LAYER_OF_PATH = {
-    "zoo": 0,
-    "training/data": 1, "training/tasks": 1, "training/storage.py": 1, "training/locking.py": 1,
-    "training": 2,
-    "export": 3,
-    "experiments": 4, "tools/cortexm": 4,
-    "edge_rnn_zoo": 5,
+    "zoo/core": 0,
+    "zoo": 1,
+    "training/data": 2, "training/tasks": 2,
+    "training": 3,
+    "export": 4,
+    "experiments": 5, "tools/cortexm": 5,
+    "edge_rnn_zoo": 6,
 }
-LAYER_NAMES = ["cells (zoo)", "data and tasks", "training", "export", "experiments",
-               "command line"]
+LAYER_NAMES = ["core (zoo/core)", "cells (zoo)", "data and tasks", "training", "export",
+               "experiments", "command line"]
 MAX_LINES = 600
 
 
@@ -263,8 +265,8 @@ def test_every_module_has_a_layer():
 
 
 def test_no_entry_lifts_a_module_above_its_folder():
-    """The table's deeper entries may only put modules lower than their folder (storage.py is
-    the data layer's), never higher: an experiment or a CLI module moves to its folder."""
+    """The table's deeper entries may only put modules lower than their folder (zoo/core is
+    below the cells), never higher: an experiment or a CLI module moves to its folder."""
     for entry, value in LAYER_OF_PATH.items():
         parent = "/".join(entry.removesuffix(".py").split("/")[:-1])
         above = layer(parent.replace("/", ".")) if parent else None
@@ -274,6 +276,18 @@ def test_no_entry_lifts_a_module_above_its_folder():
 
 def test_no_module_imports_a_layer_above_its_own():
     assert upward_imports() == []
+
+
+def test_the_core_imports_nothing_of_the_project_but_itself():
+    """flags, logs, storage and locks are what every layer stands on: a core module that
+    imports a cell, a task or the trainer (even inside a function) would pull a layer under
+    the ones that import it."""
+    found = [f"{path.relative_to(REPO)}:{line}: {module} imports {imported}"
+             for module, path in project_modules() if module.startswith("zoo.core")
+             for line, imported in imports_of(path, module)
+             if imported.split(".")[0] in PACKAGES and not imported.startswith("zoo.core")]
+    assert found == []
+    assert any(module.startswith("zoo.core.") for module, _ in project_modules())
 
 
 def test_the_walk_finds_an_upward_import(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.training.storage import read_json
+from zoo.core.storage import read_json
 
 __all__ = ["ArtifactError", "check_run_config", "check_state", "load_arrays",
            "load_normalization", "load_keras_model"]

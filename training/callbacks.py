@@ -13,7 +13,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from zoo.training import rundir, storage
+from zoo.training import rundir
+from zoo.core import storage
 from zoo.training.artifacts import ArtifactError, check_state, load_arrays
 
 _log = logging.getLogger(__name__)

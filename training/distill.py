@@ -30,7 +30,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from zoo.training import storage
+from zoo.core import storage
 from zoo.training.config import check_distill
 
 _log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ def load_run_with_data(run_dir: str | Path, data_dir=None, *, need_val: bool = F
     the run split it (``data_dir`` defaults to where the run found its data). ``need_val``:
     refuse a run with no validation split (a final retrain)."""
     from zoo.training.rundir import RunDirectory
-    from zoo.training.storage import shared
+    from zoo.core.storage import shared
     from zoo.training.tasks import get_task
 
     with shared(run_dir):  # its files and its data's place, from one run (docs/reliability.md)
@@ -76,7 +76,7 @@ def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | Non
     ``data_dir`` defaults to where the run found its data (if that still exists)."""
     from zoo.training.rundir import RunDirectory
     from zoo.training.runs import check_model_fits_task
-    from zoo.training.storage import shared
+    from zoo.core.storage import shared
     from zoo.training.tasks import get_task
 
     with shared(run_dir):  # its files and its data's place, from one run (docs/reliability.md)

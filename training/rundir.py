@@ -1,6 +1,6 @@
 """The run directory ``zoo train`` writes: the one place its file names are used (`RunDirectory`).
 
-How it is kept whole (marker, lock, atomic files, staging and swap) is `zoo.training.storage`,
+How it is kept whole (marker, lock, atomic files, staging and swap) is `zoo.core.storage`,
 shared with export directories; reading a finished run's model is `zoo.training.runs`.
 """
 
@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from zoo.training import storage
-from zoo.training.storage import RUN_MARKER, StorageError, owned, read_json
+from zoo.core import storage
+from zoo.core.storage import RUN_MARKER, StorageError, owned, read_json
 
 __all__ = ["RunDirectory", "RunDirError", "RUN_MARKER", "check_out", "check_out_argument",
            "check_run_dir_argument"]
@@ -147,7 +147,7 @@ def check_out_argument(out, overwrite: bool) -> None:
     """`check_out` for a command's usage check (``zoo train``'s ``check_train``, run before Keras
     loads): the refusal of a finished run or a user's folder as ValueError, which the dispatcher
     answers in one line, in well under a second instead of after TensorFlow's import."""
-    from zoo.training.storage import real_target
+    from zoo.core.storage import real_target
 
     check_no_dangling_link(Path(out))
     try:

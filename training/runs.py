@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zoo.training import storage
+from zoo.core import storage
 from zoo.training.artifacts import check_run_config, load_keras_model, load_normalization
 from zoo.training.rundir import RunDirectory
 
@@ -32,7 +32,7 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
         run_dir: the run directory.
         data_dir: the dataset folder or archive (None: the task's default location).
         verbose: passed to `zoo.training.trainer.train` (which logs its progress at INFO:
-            `zoo.training.logs`).
+            `zoo.core.logs`).
         callbacks: more Keras callbacks for the training (`zoo.training.trainer.train`).
 
     Returns:
@@ -55,14 +55,14 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
 def read_finished_run(run_dir: Path):
     """(config dict, Keras model, Normalization) of a finished run, each file checked.
 
-    The run's files are read holding its lock shared (`zoo.training.storage.shared`): a
+    The run's files are read holding its lock shared (`zoo.core.storage.shared`): a
     command that goes on using the run (``zoo export`` writing ``RUN/export-...``) holds it
     itself for as long.
 
     Raises:
         FileNotFoundError: a file of a finished run is missing.
         ValueError: the run is unfinished (no ``metrics.json``), or a file is damaged; the
-            message names the file. `zoo.training.storage.BeingWrittenError` (a ValueError):
+            message names the file. `zoo.core.storage.BeingWrittenError` (a ValueError):
             ``zoo train`` is training or replacing the run now.
     """
     run = RunDirectory(run_dir)

@@ -37,14 +37,15 @@ import zoo
 from zoo import qat
 from zoo.training import callbacks as cb
 from zoo.layers import recurrent_layers
-from zoo.training import augment, distill, qat_stage, rundir, storage
+from zoo.training import augment, distill, qat_stage, rundir
+from zoo.core import storage
 from zoo.training.artifacts import load_keras_model
 from zoo.training.provenance import check_same_data, hardware, versions
 from zoo.training.warm_start import warm_start_weights
 from zoo.training.config import TrainConfig
 from zoo.training.rundir import RunDirError  # noqa: F401  (re-exported)
 from zoo.training.rundir import check_out  # re-exported; no Keras needed there
-from zoo.training.storage import RUN_MARKER
+from zoo.core.storage import RUN_MARKER
 from zoo.training.workdir import WorkDir, prepare_run_dir  # re-exported
 
 FINAL_FILES = rundir.RunDirectory.FINAL_FILES
@@ -159,7 +160,7 @@ def train(config: TrainConfig, run_dir: str | Path, *, data_dir=None, overwrite:
           verbose: int | None = None, callbacks=()) -> dict:
     """Train ``config`` into ``run_dir`` and return the metrics written to ``metrics.json``.
 
-    Progress (one line per epoch, the result) is logged at INFO (`zoo.training.logs`).
+    Progress (one line per epoch, the result) is logged at INFO (`zoo.core.logs`).
 
     ``run_dir`` is locked for the whole run (a second process fails naming this one). When it
     holds an unfinished run of the same settings, training resumes from its newest committed

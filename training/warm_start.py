@@ -22,7 +22,8 @@ import keras
 from zoo import qat
 from zoo.irnn import IRNNCell
 from zoo.layers import recurrent_layers
-from zoo.training import rundir, storage
+from zoo.training import rundir
+from zoo.core import storage
 from zoo.training.artifacts import load_keras_model
 
 _log = logging.getLogger(__name__)

@@ -10,11 +10,12 @@ from pathlib import Path
 import yaml
 
 from zoo.training import callbacks as cb
-from zoo.training import qat_stage, rundir, storage
+from zoo.training import qat_stage, rundir
+from zoo.core import storage
 from zoo.training.artifacts import check_run_config
 from zoo.training.config import TrainConfig
 from zoo.training.rundir import RunDirError
-from zoo.training.storage import RUN_MARKER
+from zoo.core.storage import RUN_MARKER
 
 @dataclasses.dataclass(frozen=True)
 class WorkDir:

@@ -21,7 +21,7 @@ from zoo.model_table import register_layers
 from zoo import quiet as _quiet
 from zoo.pretrained import get_pretrained_cfg, list_pretrained
 
-__version__ = "0.1.0"
+from zoo.core import __version__  # noqa: F401  (written once, in the core)
 
 # Keras-side name -> the module defining it. Importing a family module registers its models.
 _LAZY = {

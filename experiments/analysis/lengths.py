@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.training.flags import int_in
+from zoo.core.flags import int_in
 
 
 def length_accuracy(run_dir, n: int = 1000) -> dict:

@@ -12,7 +12,7 @@ import numpy as np
 from zoo.experiments.analysis import gradients, memory, stability, truncation
 from zoo.experiments.analysis.equilibrium import irnn_report
 from zoo.experiments.analysis.stepper import CellStepper, flatten_steps
-from zoo.training import storage
+from zoo.core import storage
 from zoo.irnn import IRNNCell
 
 _log = logging.getLogger(__name__)

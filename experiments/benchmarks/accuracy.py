@@ -16,7 +16,7 @@ import csv
 from pathlib import Path
 
 from zoo.training.config import MAX_UNITS
-from zoo.training.flags import int_in, number_in
+from zoo.core.flags import int_in, number_in
 
 # name -> model options; hidden size 80 everywhere (004 Table 5 for HAR-2).
 MODELS = {
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from zoo.training import logs
+    from zoo.core import logs
 
     logs.configure()  # run as a script: print the library's messages as `zoo` does
     raise SystemExit(main())

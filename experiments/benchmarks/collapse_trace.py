@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from zoo.training.flags import int_in, number_in
+from zoo.core.flags import int_in, number_in
 
 
 def _options(pairs: list[str]) -> dict:

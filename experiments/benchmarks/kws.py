@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from zoo.training.flags import int_in, key_value, number_in
+from zoo.core.flags import int_in, key_value, number_in
 from zoo.training.rundir import RunDirectory
 
 TASK = "google12_testset"
@@ -52,7 +52,7 @@ def _train_one(job: dict) -> dict:
         return job
     import keras
 
-    from zoo.training import logs
+    from zoo.core import logs
     from zoo.training.config import resolve
     from zoo.training.trainer import train
 
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from zoo.training import logs
+    from zoo.core import logs
 
     logs.configure()  # run as a script: print the library's messages as `zoo` does
     sys.exit(main())

@@ -30,7 +30,7 @@ import statistics
 from pathlib import Path
 
 from zoo.training.config import MAX_UNITS
-from zoo.training.flags import int_in, number_in
+from zoo.core.flags import int_in, number_in
 from zoo.training.rundir import RunDirectory
 
 # label -> (model, model options). Hidden 80 everywhere (004 Table 5); the iRNN family with the

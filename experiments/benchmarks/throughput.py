@@ -24,7 +24,7 @@ import tempfile
 import time
 
 from zoo.training.config import MAX_UNITS
-from zoo.training.flags import int_in
+from zoo.core.flags import int_in
 
 
 def measure(args) -> dict:

@@ -18,7 +18,7 @@ import statistics
 
 import numpy as np
 
-from zoo.training.flags import int_in
+from zoo.core.flags import int_in
 
 
 def fold_probabilities(run_dir: str, data_dir) -> tuple[np.ndarray, np.ndarray]:

@@ -84,7 +84,7 @@ def _qat_stage(cv_trial: trials.Trial, plan: list[trials.Trial], base: trials.Tr
 
 
 if __name__ == "__main__":
-    from zoo.training import logs
+    from zoo.core import logs
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("out", metavar="CAMPAIGN_OUT")

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.experiments.trials import results_root, summarise
-from zoo.training.storage import write_json_atomic
+from zoo.core.storage import write_json_atomic
 from zoo.training.tasks.base import (STD_FLOOR, Normalization, Split, TaskData, list_tasks,
                                  register_task)
 from zoo.training.tasks.har import HAR2

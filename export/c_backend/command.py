@@ -102,15 +102,15 @@ def export_c(source, out=None, *, match: str = DEFAULT_RUNTIME, check: bool = Tr
     ``step_maker(step_dir, options)``, when given, makes the int8 step export instead of
     `export_run_with` and returns its card as a dict (``source`` then only names it:
     `zoo.export.keras_export` passes a Keras model's). Progress is logged at INFO
-    (`zoo.training.logs`). ``prefix``: the public C names' (`names.check_prefix`; default
+    (`zoo.core.logs`). ``prefix``: the public C names' (`names.check_prefix`; default
     `names.default_prefix` of the source's name).
 
-    ``out`` is handled as every export directory (`zoo.training.storage`): locked, built in a
+    ``out`` is handled as every export directory (`zoo.core.storage`): locked, built in a
     staging folder beside it, swapped in only once the C compiles and matches the runtime; an
     existing folder is replaced only with ``overwrite`` and only when the zoo wrote it.
     """
     from zoo.export.exportdir import MARKER
-    from zoo.training import storage
+    from zoo.core import storage
 
     source = Path(source)
     options = step_export_options(options, fields)
@@ -235,10 +235,10 @@ def _given_export_windows(source: Path, found: StepExport, options: ExportOption
 
 
 def check_out(out: Path, overwrite: bool) -> None:
-    """Refuse a C ``out`` that may not be written (`zoo.training.storage.check_out`): an existing
+    """Refuse a C ``out`` that may not be written (`zoo.core.storage.check_out`): an existing
     folder is replaced only with ``overwrite`` and only when it is a C export the zoo wrote."""
     from zoo.export.exportdir import MARKER
-    from zoo.training import storage
+    from zoo.core import storage
 
     def is_c_export(folder: Path) -> bool:
         try:

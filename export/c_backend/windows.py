@@ -36,8 +36,8 @@ import numpy as np
 from zoo.export.c_backend.project import CExportError, read_normalization, read_step_export
 from zoo.export.card_schema import TESTSET_FILE, ExportFolderError
 from zoo.export.exportdir import load_testset
-from zoo.training.flags import int_in
-from zoo.training.storage import write_bytes_atomic
+from zoo.core.flags import int_in
+from zoo.core.storage import write_bytes_atomic
 
 MAGIC = b"ZOOW"
 HEADER_BYTES = 16

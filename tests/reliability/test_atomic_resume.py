@@ -1,7 +1,7 @@
 """A kill at every write boundary of a run, then the same command: the resumed run ends with
 exactly the uninterrupted run's metrics, history and weights.
 
-The kill is injected, not timed: `zoo.training.storage.crash_point` marks every boundary (each file
+The kill is injected, not timed: `zoo.core.storage.crash_point` marks every boundary (each file
 written but not renamed, renamed; each epoch's checkpoint written, committed, pruned; the final
 model, history and metrics; the swap of an --overwrite) and the test replaces it by a function
 that raises at the n-th one. A raised exception unwinds ``finally`` blocks that a SIGKILL would
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo.training import storage
+from zoo.core import storage
 from zoo.training.trainer import train
 
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from zoo.training import storage
+from zoo.core import storage
 
 
 class Killed(BaseException):

@@ -113,7 +113,7 @@ def _numeric_types(path: Path):
 
 
 def test_no_numeric_flag_without_a_range():
-    """A new flag typed ``int`` or ``float`` fails here: use zoo.training.flags' int_in / number_in
+    """A new flag typed ``int`` or ``float`` fails here: use zoo.core.flags' int_in / number_in
     (or, for a TrainConfig / ExportOptions setting, strict_int / strict_float and that rule).
     export/device_bench.py runs on a device without the zoo and parses for itself;
     export/device_build.py (`zoo device build`) is the zoo's and is scanned."""
@@ -274,7 +274,7 @@ def test_out_through_a_dangling_symlink_is_refused(command, tmp_path, capsys):
 
 def test_ranges_read_as_documented():
     """The range helpers against their wording (what every message above quotes)."""
-    from zoo.training.flags import int_in, number_in
+    from zoo.core.flags import int_in, number_in
 
     assert int_in(1)("3") == 3 and int_in(0, 16)("16") == 16
     assert number_in(0, 1, low_open=True)("1") == 1.0

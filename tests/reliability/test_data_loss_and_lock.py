@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from zoo.training import storage
+from zoo.core import storage
 from edge_rnn_zoo.cli import main
 
 TRAIN = ["train", "--task", "har2", "--model", "lstm", "--units", "3", "--epochs", "1",

@@ -1,4 +1,4 @@
-"""Issue 23: the zoo touches only paths it owns (`zoo.training.storage`), in-process through
+"""Issue 23: the zoo touches only paths it owns (`zoo.core.storage`), in-process through
 ``edge_rnn_zoo.cli.main``. One test per reproduction: a user's folder with one of the zoo's
 hidden names (``.X.old``, ``.X.creating``) is never deleted or moved; an export that fails its
 accuracy check never replaces a good one; the lock is on the real directory; a run is not
@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from edge_rnn_zoo.cli import main
-from zoo.training import storage
+from zoo.core import storage
 
 TRAIN = ["train", "--task", "har2", "--model", "lstm", "--units", "3", "--epochs", "1",
          "--batch-size", "512", "--recipe", "none"]

@@ -6,9 +6,9 @@ accuracy was 81.74 %). Every command that reads a run (export, eval, analyze, sh
 ``--init-from``, a distillation teacher) now holds the run's lock shared while it reads and
 writes beside it: started while a writer holds the lock, it is refused in one line naming the
 writer, having written nothing; a writer started while a reader holds it is refused, naming the
-reader. The lock is the writer's own (`zoo.training.storage`), so these tests hold it as the
+reader. The lock is the writer's own (`zoo.core.storage`), so these tests hold it as the
 commands do (a flock conflicts between two opens of the file, in one process too), or run the
-real commands one inside the other through `zoo.training.storage.crash_point`.
+real commands one inside the other through `zoo.core.storage.crash_point`.
 """
 
 import json
@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from edge_rnn_zoo.cli import main
-from zoo.training import storage
+from zoo.core import storage
 
 TRAIN = ["train", "--task", "har2", "--model", "lstm", "--units", "3", "--recipe", "none",
          "--epochs", "1", "--batch-size", "512"]

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from edge_rnn_zoo.cli import main
-from zoo.training import storage
+from zoo.core import storage
 from zoo.training.trainer import train
 
 

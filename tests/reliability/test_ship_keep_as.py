@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from zoo import pretrained
-from zoo.training import storage
+from zoo.core import storage
 
 SHIPPED = Path(__file__).resolve().parents[2] / "models" / "pretrained"
 

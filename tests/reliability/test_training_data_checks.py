@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.reliability.conftest import write_windows_npz
-from zoo.training import storage
+from zoo.core import storage
 
 
 class Killed(BaseException):

@@ -20,7 +20,7 @@ def _train(*argv):
 
 
 def test_classes_yes_no_stay_words():
-    from zoo.training.flags import key_value
+    from zoo.core.flags import key_value
 
     assert key_value("classes=[yes,no,on,off]") == ("classes", ["yes", "no", "on", "off"])
     assert key_value("noise_mixing=true") == ("noise_mixing", True)

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from edge_rnn_zoo.cli import main
-from zoo.training import storage
+from zoo.core import storage
 
 TRAIN = ["train", "--task", "har2", "--model", "lstm", "--units", "3", "--epochs", "1",
          "--batch-size", "512", "--recipe", "none"]

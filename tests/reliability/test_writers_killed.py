@@ -1,10 +1,10 @@
 """Issues 31 and 32: every writer (``zoo export``, ``--form c``, ``zoo train --overwrite``, ``zoo
-ship``) replaces its directory through `zoo.training.storage.replacing`. A kill at each step of the
+ship``) replaces its directory through `zoo.core.storage.replacing`. A kill at each step of the
 replacement (the staging folder made, the old directory moved aside, the new one in place)
 leaves the old artifact whole, in place or aside where the next command puts it back, and the
 next command leaves no staging behind.
 
-The kill is injected: `zoo.training.storage.crash_point` raises at the chosen boundary (the last
+The kill is injected: `zoo.core.storage.crash_point` raises at the chosen boundary (the last
 one of that name: a ship's own swap comes after its inner export's) and the cleanup a SIGKILL
 would not run (`Replacement.discard`) is switched off, so the staging stays as a kill leaves
 it. The kill's staging is named by this (live) pid, which the next command treats as dead:
@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from zoo.training import storage
+from zoo.core import storage
 
 # What the replacement is killed after: staging made (marked, before its rename), old
 # directory moved aside, new directory in place (old one not yet deleted).
@@ -147,7 +147,7 @@ def test_a_killed_replacement_keeps_the_old_artifact_and_leaves_no_staging(
 # of a shipped tag needs no TensorFlow, so the child starts in well under a second.
 _KILLED_C_EXPORT = """
 import os, signal, sys
-from zoo.training import storage
+from zoo.core import storage
 from zoo.export.c_backend.command import export_c
 from zoo.pretrained import archive_root, verified_dir
 

@@ -334,7 +334,7 @@ def test_a_resumed_run_distils_again_and_its_checkpoint_holds_the_student_alone(
         runs, tmp_path, monkeypatch, log_lines):
     """Killed after epoch 1's checkpoint, the same call resumes: the checkpoint's model is a
     plain student (the loss is set on it again when it is loaded), the run finishes."""
-    from zoo.training import storage
+    from zoo.core import storage
     from zoo.training.tasks import get_task
 
     class Killed(Exception):

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from zoo.training import storage, trainer
+from zoo.training import trainer
+from zoo.core import storage
 from zoo.training.config import TrainConfig
 
 

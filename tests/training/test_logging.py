@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from zoo.training import logs
+from zoo.core import logs
 
 REPO = Path(__file__).resolve().parents[2]
 EPOCHS = 2

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from zoo import qat
-from zoo.training import storage
+from zoo.core import storage
 from zoo.training.config import TrainConfig, check_qat_stage, resolve
 from zoo.training.tasks import get_task
 

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from zoo.training import storage
+from zoo.core import storage
 from zoo.training.config import TrainConfig
 from zoo.training.tasks import get_task
 from zoo.training.trainer import train

@@ -8,7 +8,7 @@ other folder the zoo replaces):
   this path": a real directory (not a symlink) with a marker. Everything else, including
   folders with the zoo's own hidden names (``.X.old``, ``.X.new``, ``.X.creating``,
   ``.X.partial-PID``), is the user's and is never deleted or moved.
-* **Lock** (`zoo.training.locking`, re-exported here). `exclusive` takes an ``fcntl.flock`` on
+* **Lock** (`zoo.core.locking`, re-exported here). `exclusive` takes an ``fcntl.flock`` on
   ``.<name>.lock`` beside the *real* directory (symlinks resolved, so two spellings of one folder
   share one lock) for a writer; the error for a second process names the holder's pid, host and
   command. `shared` takes it shared for a reader of a run (export, eval, analyze, ship,
@@ -45,7 +45,8 @@ from pathlib import Path
 
 # The lock lives in its own module (this one would pass the project's 600 lines); it is part
 # of this one.
-from zoo.training.locking import (WRITTEN_BY, BeingWrittenError, DirectoryInUseError,  # noqa: F401
+from zoo.core import __version__
+from zoo.core.locking import (WRITTEN_BY, BeingWrittenError, DirectoryInUseError,  # noqa: F401
                                   StorageError, exclusive, is_zoo_lock, lock_path, shared_lock)
 
 RUN_MARKER = ".zoo-run"
@@ -123,8 +124,6 @@ def write_marker(folder: Path, marker: str) -> None:
         folder: the directory.
         marker: `RUN_MARKER` or `EXPORT_MARKER`.
     """
-    from zoo import __version__
-
     write_json_atomic(Path(folder) / marker, {"written_by": WRITTEN_BY,
                                               "version": __version__}, label=marker)
 
@@ -236,7 +235,7 @@ def foreign_message(path: Path) -> str:
 
 
 def shared(folder: Path, what: str = "run directory"):
-    """The reader's lock on ``folder`` (`zoo.training.locking.shared_lock`, a context manager):
+    """The reader's lock on ``folder`` (`zoo.core.locking.shared_lock`, a context manager):
     refused while a writer holds it, a writer refused while it is held. Its lock file is made
     only for a directory a writer may replace, one of the zoo's (`owned`): no file appears
     beside a shipped tag or a folder of the user's, which no writer of the zoo's replaces."""

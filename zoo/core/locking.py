@@ -1,6 +1,6 @@
 """The lock beside a directory the zoo writes: one writer at a time, and no reader meanwhile.
 
-Part of `zoo.training.storage` (which re-exports every name here; import them from there): the
+Part of `zoo.core.storage` (which re-exports every name here; import them from there): the
 lock is an ``fcntl.flock`` on ``.<name>.lock`` beside the *real* directory (symlinks resolved, so
 two spellings of one folder share one lock), in its parent, so it survives the directory being
 swapped. The kernel drops it when the holder exits, killed or not, so no stale lock ever blocks
@@ -10,7 +10,7 @@ a command.
   for the whole command (`exclusive`) and writes who it is into the file.
 * A **reader** of a run (``zoo export``, ``eval``, ``analyze``, ``ship``, ``--init-from``, a
   distillation teacher) holds it shared while it reads and writes beside the run
-  (`shared_lock`; `zoo.training.storage.shared` for the zoo's own directories): a
+  (`shared_lock`; `zoo.core.storage.shared` for the zoo's own directories): a
   writer cannot start meanwhile (``zoo train --overwrite`` would replace the model under it),
   and a reader started while a writer holds it is refused at once, naming the writer
   (`BeingWrittenError`), instead of reading the old model and writing into the new run.
@@ -212,7 +212,7 @@ def shared_lock(folder: Path, what: str = "run directory", create: bool = True):
     """Hold a shared lock on ``folder`` while the ``with`` block reads it (and writes beside
     it, as ``zoo export`` writes ``RUN/export-...``): readers share it, a writer cannot take it
     meanwhile, and a writer that holds it now refuses this reader (nothing is read).
-    `zoo.training.storage.shared` is this lock for the directories of the zoo's.
+    `zoo.core.storage.shared` is this lock for the directories of the zoo's.
 
     A folder that does not exist is not locked (its reader says it is missing), and no lock
     file is made where none can be (a read-only parent, the name taken by a folder or link of
