@@ -255,7 +255,9 @@ def _main(argv: list[str] | None) -> int:
         if args.command not in _NO_KERAS_UP_FRONT:
             import_keras_quietly()
     try:
-        with logs.command_output(logs.level_from_flags(args.verbose, args.quiet)):
+        # a --json command's stdout is its JSON alone: its progress lines go to stderr
+        with logs.command_output(logs.level_from_flags(args.verbose, args.quiet),
+                                 machine_output=bool(getattr(args, "json", False))):
             return args.run(args) or 0
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -29,52 +29,65 @@ _CONFIGURED = (*PACKAGES, "__main__")
 class CommandHandler(logging.Handler):
     """A record as its bare message: warnings and errors on stderr, the rest on stdout, flushed
     at once (a killed run has printed every finished epoch). The streams are looked up at each
-    record, so a redirected ``sys.stdout`` (pytest's capsys, a notebook) receives them."""
+    record, so a redirected ``sys.stdout`` (pytest's capsys, a notebook) receives them.
+    ``machine_output``: the command's stdout is data (``--json``), so every record goes to
+    stderr and ``zoo eval RUN --json | jq`` reads JSON alone."""
 
-    def __init__(self):
+    def __init__(self, machine_output: bool = False):
         super().__init__()
         self.setFormatter(logging.Formatter("%(message)s"))
+        self.machine_output = machine_output
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            stream = sys.stderr if record.levelno >= logging.WARNING else sys.stdout
+            to_stderr = self.machine_output or record.levelno >= logging.WARNING
+            stream = sys.stderr if to_stderr else sys.stdout
             stream.write(self.format(record) + "\n")
             stream.flush()
         except Exception:  # logging's contract: a failing handler must not fail the caller
             self.handleError(record)
 
 
-def configure(level: int = logging.INFO) -> None:
+def configure(level: int = logging.INFO, machine_output: bool = False) -> None:
     """Print the zoo's records at ``level`` and above as the ``zoo`` command does, for the rest
     of the process (a script's ``__main__``; `command_output` for one command). Called again,
     it only changes the level.
 
     The records stop at the zoo's loggers: absl (TensorFlow's logging) calls
     ``logging.basicConfig()`` the first time it logs, and that root handler would print every
-    line a second time, as ``INFO:zoo.export.exporter:...`` on stderr.
+    line a second time, as ``INFO:zoo.export.exporter:...`` on stderr. ``machine_output``: the
+    records all go to stderr (`CommandHandler`).
     """
     for name in _CONFIGURED:
         logger = logging.getLogger(name)
         logger.setLevel(level)
         logger.propagate = False
-        if not any(isinstance(h, CommandHandler) for h in logger.handlers):
-            logger.addHandler(CommandHandler())
+        handlers = [h for h in logger.handlers if isinstance(h, CommandHandler)]
+        if not handlers:
+            handlers = [CommandHandler()]
+            logger.addHandler(handlers[0])
+        for handler in handlers:
+            handler.machine_output = machine_output
 
 
 @contextlib.contextmanager
-def command_output(level: int = logging.INFO):
+def command_output(level: int = logging.INFO, machine_output: bool = False):
     """`configure` for the duration of one command, then the loggers as they were: ``zoo``'s
     ``main`` called in a process that goes on (a test, a notebook) leaves no handler behind."""
-    saved = [(logger, logger.level, logger.propagate, list(logger.handlers))
+    saved = [(logger, logger.level, logger.propagate, list(logger.handlers),
+              [getattr(h, "machine_output", None) for h in logger.handlers])
              for logger in map(logging.getLogger, _CONFIGURED)]
-    configure(level)
+    configure(level, machine_output)
     try:
         yield
     finally:
-        for logger, level_was, propagate, handlers in saved:
+        for logger, level_was, propagate, handlers, machine in saved:
             logger.setLevel(level_was)
             logger.propagate = propagate
             logger.handlers[:] = handlers
+            for handler, was in zip(handlers, machine):
+                if was is not None:
+                    handler.machine_output = was
 
 
 @contextlib.contextmanager
