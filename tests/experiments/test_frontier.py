@@ -153,3 +153,32 @@ def test_a_model_reading_frames_costs_its_steps_per_window():
     assert joined["per_window"] == pytest.approx(32 * per_step)
     assert joined["per_window"] == pytest.approx(card.cost.instructions_per_window, abs=1)
     assert joined["per_second"] == pytest.approx(card.cost.instructions_per_second, abs=1)
+
+
+def test_a_k8_cv_variant_joins_the_k8_graph_not_the_k1_graph_of_its_size(tmp_path):
+    """Issue 50 item 3: samples per step are part of the key. Two device variants of the same
+    48u r16 lean QAT graph, one reading 8 samples per step: the CV variant with the task option
+    frames_per_step 8 takes the first (16 steps per 128-sample window plus the head once), the
+    one without it the second (128 steps)."""
+    lean = {**SIRNN, "units": 48, "premultiply": False, "qat": "int8", "eta_init": 0.08}
+    common = {"model": "sirnn", "source": "runs/x", "const_bytes": 1,
+              "step_ops": {"count": 9, "histogram": {"ADD": 9}}, "cortex_m4_flash_bytes_Os": 7328}
+    device = {
+        "l8": {**common, "model_options": lean, "frames_per_step": 8,
+               "cortex_m4_instructions_per_step_O2": 12541.6,
+               "cortex_m4_head_instructions_O2": 438.0},
+        "l1": {**common, "model_options": lean, "cortex_m4_instructions_per_step_O2": 8381.4,
+               "cortex_m4_head_instructions_O2": 627.0}}
+    results = tmp_path / "r"
+    k8 = {**_config("sirnn", lean), "task_options": {"val_fold": [0, 5], "frames_per_step": 8}}
+    _plant(results, "sirnn", "p8_u48_r16_qat", k8, [[95.0], [96.0]], folds=2)
+    _plant(results, "sirnn", "l_r16_u48_qat", _config("sirnn", lean), [[93.0], [92.0]], folds=2)
+    rows = {r["cv"].split(" / ")[-1]: r for r in frontier.frontier_rows(
+        device, frontier.cv_by_graph([results], "har2"), task="har2")}
+    assert rows["p8_u48_r16_qat"]["device_key"] == "l8"
+    assert rows["p8_u48_r16_qat"]["per_window"] == pytest.approx(16 * 12541.6 + 438.0)
+    assert rows["p8_u48_r16_qat"]["per_second"] == pytest.approx((16 * 12541.6 + 438.0) / 2.56)
+    assert rows["l_r16_u48_qat"]["device_key"] == "l1"
+    assert rows["l_r16_u48_qat"]["per_window"] == pytest.approx(128 * 8381.4 + 627.0)
+    assert "8/step" in rows["p8_u48_r16_qat"]["graph"]
+    assert "8/step" not in rows["l_r16_u48_qat"]["graph"]
