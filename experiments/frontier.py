@@ -1,7 +1,8 @@
-"""The accuracy x device-cost frontier (issue 28 item 3): subject-CV accuracy against the
-Cortex-M4 cost of each graph per window and per second of signal (issue 43 item 2: a step of a
-model that reads k samples at once covers k samples), as a table (docs/frontier.md) and a plot
-(docs/img/frontier_har2.png).
+"""The accuracy x device-cost frontier (issue 28 item 3, redrawn for issue 50 item 3):
+subject-CV accuracy against the Cortex-M4 cost of each graph per window and per second of
+signal (issue 43 item 2: a step of a model that reads k samples at once covers k samples), as a
+table (docs/frontier.md, docs/frontier_<task>.md) and a plot (docs/img/frontier_<task>.png,
+drawn by `zoo.experiments.frontier_plot`: labels on the non-dominated points, the issue's goal).
 
 Three inputs, all committed:
 
@@ -20,10 +21,11 @@ graph-defining options (units, rank, premultiply, QAT, state clip, FastGRNN rank
 step graph) and samples per step (the task option ``frames_per_step``), the model's registered
 defaults filling what a config leaves out, so augmentation or learning-rate variants share
 their graph's cost. Per window = per step x steps per window (window samples / samples per
-step); per second = per window / the window's seconds (the task's rate). Variants without CV results yet are in the
-table with '-' and not in the plot; rerun when the campaign has finished:
+step), plus the head once where it was measured; per second = per window / the window's
+seconds (the task's rate). Variants without CV results yet are in the table with '-' and not in
+the plot; rerun when the campaign has finished:
 
-    zoo bench frontier            # or: python -m zoo.experiments.frontier --help
+    zoo bench frontier            # HAR-2; --task dsa19 for DSA-19 (python -m zoo.experiments.frontier)
 """
 
 from __future__ import annotations
@@ -41,9 +43,18 @@ from zoo.experiments.trials import Trial, results_root
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-DEVICE = results_root() / "frontier" / "har2_device.json"
-RESULTS = results_root() / "har2-campaign"
-INT8_RESULTS = results_root() / "har2-campaign-int8"  # `zoo bench fold-int8` per-fold files
+
+
+def defaults(task: str) -> dict:
+    """Each path option's default for ``task``: the device JSON and campaign folders of its
+    name under results/ (``-int8``: `zoo bench fold-int8`'s per-fold files), its page and plot
+    (HAR-2's page is docs/frontier.md, another task's docs/frontier_<task>.md)."""
+    page = "frontier.md" if task == "har2" else f"frontier_{task}.md"
+    return {"device": results_root() / "frontier" / f"{task}_device.json",
+            "results": [results_root() / f"{task}-campaign"],
+            "int8_results": [results_root() / f"{task}-campaign-int8"],
+            "doc": REPO / "docs" / page, "plot": REPO / "docs" / "img" / f"frontier_{task}.png"}
+
 # The options that change the exported step graph (and so its cost); the rest is training.
 GRAPH_OPTIONS = ("units", "rank", "premultiply", "qat", "state_clip", "w_rank", "u_rank",
                  "step_graph")
@@ -515,13 +526,17 @@ def _per_channel_note(device: dict[str, dict]) -> str:
 
 
 def _command(args) -> str:
-    """The command that writes this page: the defaults need no options, another task all of them."""
-    if args.task == "har2" and args.device == DEVICE and args.results == [RESULTS]:
-        return "zoo bench frontier"
-    return (f"zoo bench frontier --task {args.task} --device {_shown(args.device)} --results "
-            f"{' '.join(_shown(r) for r in args.results)} --int8-results "
-            f"{' '.join(_shown(r) for r in args.int8_results)} --doc {_shown(args.doc)} "
-            f"--plot {_shown(args.plot)}")
+    """The command that writes this page: the options that differ from the task's defaults."""
+    words, default = ["zoo bench frontier"], defaults(args.task)
+    if args.task != "har2":
+        words.append(f"--task {args.task}")
+    for name in ("device", "results", "int8_results", "doc", "plot"):
+        value = getattr(args, name)
+        shown = [_shown(v) for v in value] if isinstance(value, list) else [_shown(value)]
+        if shown != [_shown(v) for v in (default[name] if isinstance(default[name], list)
+                                         else [default[name]])]:
+            words.append(" ".join([f"--{name.replace('_', '-')}", *shown]))
+    return " ".join(words)
 
 
 def _shown(path) -> str:
@@ -533,15 +548,24 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="zoo bench frontier", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 allow_abbrev=False)
-    p.add_argument("--device", type=Path, default=DEVICE, help=f"device JSON (default {_shown(DEVICE)})")
-    p.add_argument("--results", type=Path, nargs="+", default=[RESULTS],
-                   help=f"CV results folders (default {_shown(RESULTS)})")
-    p.add_argument("--int8-results", type=Path, nargs="*", default=[INT8_RESULTS],
-                   help=f"`zoo bench fold-int8` results folders (default {_shown(INT8_RESULTS)})")
-    p.add_argument("--task", default="har2")
-    p.add_argument("--doc", type=Path, default=REPO / "docs" / "frontier.md")
-    p.add_argument("--plot", type=Path, default=REPO / "docs" / "img" / "frontier_har2.png")
+    p.add_argument("--task", default="har2",
+                   help="the task whose frontier is drawn (default har2); the paths below "
+                        "default to its own")
+    p.add_argument("--device", type=Path,
+                   help="device JSON (default results/frontier/<task>_device.json)")
+    p.add_argument("--results", type=Path, nargs="+",
+                   help="CV results folders (default results/<task>-campaign)")
+    p.add_argument("--int8-results", type=Path, nargs="*",
+                   help="`zoo bench fold-int8` results folders (default "
+                        "results/<task>-campaign-int8; none: the option alone)")
+    p.add_argument("--doc", type=Path, help="the page written (default docs/frontier.md for "
+                                            "har2, else docs/frontier_<task>.md)")
+    p.add_argument("--plot", type=Path, help="the plot written, an image file (default "
+                                             "docs/img/frontier_<task>.png)")
     args = p.parse_args(argv)
+    for name, value in defaults(args.task).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     try:  # every input and output checked before the plot is drawn or anything written
         check_outputs(args.doc, args.plot)
         device, toolchain = read_device(args.device)

@@ -182,3 +182,19 @@ def test_a_k8_cv_variant_joins_the_k8_graph_not_the_k1_graph_of_its_size(tmp_pat
     assert rows["l_r16_u48_qat"]["per_window"] == pytest.approx(128 * 8381.4 + 627.0)
     assert "8/step" in rows["p8_u48_r16_qat"]["graph"]
     assert "8/step" not in rows["l_r16_u48_qat"]["graph"]
+
+
+def test_the_page_names_the_command_that_wrote_it():
+    """The defaults follow --task, and the page's command names only what differs from them:
+    the lead reruns exactly that command when the campaign has added results."""
+    import argparse
+
+    for task, command in (("har2", "zoo bench frontier"),
+                          ("dsa19", "zoo bench frontier --task dsa19")):
+        args = argparse.Namespace(task=task, **frontier.defaults(task))
+        assert frontier._command(args) == command
+    args = argparse.Namespace(task="dsa19", **{**frontier.defaults("dsa19"),
+                                               "int8_results": []})
+    assert frontier._command(args) == "zoo bench frontier --task dsa19 --int8-results"
+    assert frontier.defaults("dsa19")["doc"].name == "frontier_dsa19.md"
+    assert frontier.defaults("har2")["doc"].name == "frontier.md"
