@@ -33,12 +33,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 from pathlib import Path
 
 from zoo.experiments.benchmarks.realscale import mean_sd
-from zoo.experiments.frontier_plot import Goal, Point, draw, non_dominated, save
+from zoo.experiments.frontier_plot import Goal, key_table, plotted, write_plot
 from zoo.experiments.trials import Trial, results_root
 
 HERE = Path(__file__).resolve().parent
@@ -378,70 +377,6 @@ def frontier_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plotted(rows: list[dict]) -> list[dict]:
-    """One point per measured graph: of its rows with a CV accuracy, the best one with the most
-    folds done (a graph's training levers share its cost; the table lists them all)."""
-    best: dict[str, dict] = {}
-    for r in rows:
-        if not r["accuracy"] or r["device"].get("cortex_m4_instructions_per_step_O2") is None:
-            continue
-        rank = (len(r["folds"]), statistics.mean(r["accuracy"]))
-        held = best.get(r["device_key"])
-        if held is None or rank > (len(held["folds"]), statistics.mean(held["accuracy"])):
-            best[r["device_key"]] = r
-    return [r for r in rows if best.get(r["device_key"]) is r]
-
-
-def plot_points(rows: list[dict]) -> list[Point]:
-    """`plotted` as the plot draws them, numbered in order of instructions per window."""
-    points = []
-    for number, r in enumerate(plotted(rows), 1):
-        fig, options = r["device"], r["device"].get("model_options", {})
-        shipped = r["device_key"].removeprefix("card: ") if fig.get("shipped") else None
-        if shipped and fig.get("earlier_generation"):
-            shipped += " (earlier generation)"
-        points.append(Point(
-            number=number, per_window=r["per_window"], flash=fig.get("cortex_m4_flash_bytes_Os"),
-            accuracy=statistics.mean(r["accuracy"]),
-            sd=statistics.stdev(r["accuracy"]) if len(r["accuracy"]) > 1 else 0.0,
-            graph=r["graph"], family=fig.get("model", "?"), quantized=bool(options.get("qat")),
-            shipped=shipped))
-    return points
-
-
-def frontier_plot(rows: list[dict], path: Path, title: str, task: str = "har2") -> int:
-    """`frontier_plot.draw` of the plotted rows, written to ``path``; returns the number of
-    points drawn. A label left out for want of room is said on stderr (its number is in the
-    key table)."""
-    points = plot_points(rows)
-    goal = GOALS.get(task, Goal(None, None, None, ""))
-    fig, left_out = draw(points, goal, seconds=signal(task)[1], title=title)
-    save(fig, path)
-    for text in left_out:
-        print(f"note: {path}: no room for the label {text!r}", file=sys.stderr)
-    return len(points)
-
-
-def key_table(rows: list[dict]) -> str:
-    """The plot's key: each numbered point, its device variant and best CV variant, and on
-    which panel's frontier it is (no other point both cheaper and more accurate)."""
-    points = plot_points(rows)
-    fronts = {cost: {p.number for p in non_dominated(points, cost)}
-              for cost in ("per_window", "flash")}
-    lines = ["| # | graph | device variant | best CV variant | CV val % | folds | "
-             "instructions / window | / second | flash (B) | non-dominated in |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for p, r in zip(points, plotted(rows)):
-        front = " and ".join(name for cost, name in (("per_window", "instructions"),
-                                                      ("flash", "flash"))
-                             if p.number in fronts[cost]) or "-"
-        lines.append(f"| {p.number} | {r['graph']} | {r['device_key']} | {r['cv']} | "
-                     f"{mean_sd(r['accuracy'])} | {len(r['folds'])} / {r['planned']} | "
-                     f"{_int(r['per_window'])} | {_int(r['per_second'])} | {_int(p.flash)} | "
-                     f"{front} |")
-    return "\n".join(lines) + "\n"
-
-
 def device_table(device: dict[str, dict]) -> str:
     """Every measured graph with what made it: source, step ops, C constants, the commands."""
     lines = ["| device variant | source | step ops | C constants (B) | head instructions (-O2) | "
@@ -579,8 +514,9 @@ def main(argv=None) -> int:
         text = document(rows, device, toolchain, args.plot, args.doc, args)
         for missing in (r for r in args.results if not r.is_dir()):
             print(f"note: {missing}: no such results folder (no CV accuracy from it yet)")
-        drawn = frontier_plot(rows, args.plot, f"{TASK_NAMES.get(args.task, args.task)} frontier",
-                              args.task)
+        drawn = write_plot(rows, args.plot, GOALS.get(args.task, Goal(None, None, None, "")),
+                           seconds=signal(args.task)[1],
+                           title=f"{TASK_NAMES.get(args.task, args.task)} frontier")
         args.doc.parent.mkdir(parents=True, exist_ok=True)
         args.doc.write_text(text)
     except (ValueError, OSError) as err:  # FileNotFoundError included; a full disk, read-only

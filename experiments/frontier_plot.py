@@ -4,7 +4,7 @@ against flash, the issue's goal drawn as the corner to reach.
 
 Readable with dozens of graphs: only the non-dominated points of each panel (no other point
 is both cheaper and more accurate) and the shipped tags get a written label; every other point
-gets its number, the key to which is the table beside the plot in the document. Each label is
+gets its number, the key to which is the table beside the plot in the document (`key_table`). Each label is
 placed by measuring its box with matplotlib's renderer: the first spot around its point (closer
 first, a thin line back to the point when farther) whose box overlaps no label already placed,
 no marker and stays inside the panel; a label with no such spot is left out and reported.
@@ -13,14 +13,18 @@ no marker and stays inside the panel; a label with no such spot is left out and 
 from __future__ import annotations
 
 import dataclasses
+import statistics
+import sys
 from pathlib import Path
+
+from zoo.experiments.benchmarks.realscale import mean_sd
 
 # Colour per model family (the SiRNN and its iRNN parent share one); int8 (QAT) graphs are
 # filled squares, float graphs hollow circles.
 FAMILY_COLORS = {"sirnn": "tab:blue", "irnn": "tab:blue", "gru": "tab:orange",
                  "lstm": "tab:red", "fastgrnn": "tab:purple", "fastrnn": "tab:brown"}
 GOAL_COLOR = "tab:green"
-LABEL_SIZE, NUMBER_SIZE = 7, 7
+LABEL_SIZE = 7  # points, the labels' and the numbers' font
 # Offsets tried around a point, in points: the eight directions at growing distances.
 _DIRECTIONS = ((1, 0), (1, 1), (1, -1), (-1, 0), (-1, 1), (-1, -1), (0, 1), (0, -1))
 _RADII = (4, 10, 18, 28, 40, 55, 75, 100, 130, 170)
@@ -90,14 +94,8 @@ def text_box(text, renderer):
     return Text.get_window_extent(text, renderer)
 
 
-def overlapping_pairs(boxes) -> list[tuple[int, int]]:
-    """Index pairs of boxes whose interiors overlap."""
-    return [(i, j) for i, a in enumerate(boxes) for j, b in enumerate(boxes[i + 1:], i + 1)
-            if _overlap(a, b)]
-
-
 def place_labels(ax, items, renderer) -> list[str]:
-    """Place each ``(x, y, text, size)`` near its point (data coordinates) as the module's
+    """Place each ``(x, y, text)`` near its point (data coordinates) as the module's
     docstring says; returns the texts that found no spot."""
     from matplotlib.transforms import Bbox
 
@@ -108,10 +106,8 @@ def place_labels(ax, items, renderer) -> list[str]:
     taken = [Bbox.from_extents(px - half, py - half, px + half, py + half)
              for px, py in (ax.transData.transform((x, y)) for x, y, *_ in items)]
     left_out = []
-    for x, y, text, size in items:
-        box = next((box for radius in _RADII for dx, dy in _DIRECTIONS
-                    if (box := _try(ax, (x, y), text, size, (dx, dy), radius, inside, taken,
-                                    renderer)) is not None), None)
+    for x, y, text in items:
+        box = _spot(ax, (x, y), text, inside, taken, renderer)
         if box is None:
             left_out.append(text)
         else:
@@ -119,13 +115,24 @@ def place_labels(ax, items, renderer) -> list[str]:
     return left_out
 
 
-def _try(ax, xy, text, size, direction, radius, inside, taken, renderer):
+def _spot(ax, xy, text, inside, taken, renderer):
+    """The box of ``text`` at the first offset (nearest first) where it fits, else None."""
+    for radius in _RADII:
+        for direction in _DIRECTIONS:
+            box = _try(ax, xy, text, direction, radius, inside, taken, renderer)
+            if box is not None:
+                return box
+    return None
+
+
+def _try(ax, xy, text, direction, radius, inside, taken, renderer):
     """The box of ``text`` annotated at ``radius`` points from ``xy`` towards ``direction``
     if it fits (the annotation kept), else None (the annotation removed)."""
     dx, dy = direction
     line = dict(arrowstyle="-", color="0.55", linewidth=0.5, shrinkA=0, shrinkB=3)
     annotation = ax.annotate(
-        text, xy, xytext=(dx * radius, dy * radius), textcoords="offset points", fontsize=size,
+        text, xy, xytext=(dx * radius, dy * radius), textcoords="offset points",
+        fontsize=LABEL_SIZE,
         ha={1: "left", -1: "right", 0: "center"}[dx], va={1: "bottom", -1: "top", 0: "center"}[dy],
         arrowprops=line if radius > 10 else None, zorder=5)
     box = text_box(annotation, renderer)
@@ -182,15 +189,14 @@ def draw(points: list[Point], goal: Goal, *, seconds: float, title: str):
 
 
 def _label_items(points: list[Point], cost: str) -> list[tuple]:
-    """(x, y, text, size) per point of the panel: a written label for the non-dominated points
+    """(x, y, text) per point of the panel: a written label for the non-dominated points
     and the shipped tags (cheapest first), then the others' numbers."""
     front = {p.number for p in non_dominated(points, cost)}
     shown = sorted((p for p in points if getattr(p, cost) is not None),
                    key=lambda p: (p.number not in front and not p.shipped, getattr(p, cost)))
     return [(getattr(p, cost), p.accuracy,
              f"{p.number} {p.shipped}" if p.shipped else
-             f"{p.number} {p.graph}" if p.number in front else str(p.number),
-             LABEL_SIZE if p.shipped or p.number in front else NUMBER_SIZE) for p in shown]
+             f"{p.number} {p.graph}" if p.number in front else str(p.number)) for p in shown]
 
 
 def _marker(ax, p: Point, x: float) -> None:
@@ -249,3 +255,72 @@ def save(fig, path: Path) -> None:
     """Write ``fig`` at its own size and resolution (the labels were placed for them)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
+
+
+# The frontier's rows (`zoo.experiments.frontier.frontier_rows`) as points and a key.
+
+def plotted(rows: list[dict]) -> list[dict]:
+    """One point per measured graph: of its rows with a CV accuracy, the best one with the most
+    folds done (a graph's training levers share its cost; the table lists them all)."""
+    best: dict[str, dict] = {}
+    for r in rows:
+        if not r["accuracy"] or r["device"].get("cortex_m4_instructions_per_step_O2") is None:
+            continue
+        rank = (len(r["folds"]), statistics.mean(r["accuracy"]))
+        held = best.get(r["device_key"])
+        if held is None or rank > (len(held["folds"]), statistics.mean(held["accuracy"])):
+            best[r["device_key"]] = r
+    return [r for r in rows if best.get(r["device_key"]) is r]
+
+
+def plot_points(rows: list[dict]) -> list[Point]:
+    """`plotted` as the plot draws them, numbered in the rows' order (instructions per
+    window)."""
+    points = []
+    for number, r in enumerate(plotted(rows), 1):
+        fig, options = r["device"], r["device"].get("model_options", {})
+        shipped = r["device_key"].removeprefix("card: ") if fig.get("shipped") else None
+        if shipped and fig.get("earlier_generation"):
+            shipped += " (earlier generation)"
+        points.append(Point(
+            number=number, per_window=r["per_window"], flash=fig.get("cortex_m4_flash_bytes_Os"),
+            accuracy=statistics.mean(r["accuracy"]),
+            sd=statistics.stdev(r["accuracy"]) if len(r["accuracy"]) > 1 else 0.0,
+            graph=r["graph"], family=fig.get("model", "?"), quantized=bool(options.get("qat")),
+            shipped=shipped))
+    return points
+
+
+def write_plot(rows: list[dict], path: Path, goal: Goal, *, seconds: float, title: str) -> int:
+    """`draw` of the plotted rows, written to ``path``; returns the number of points drawn. A
+    label left out for want of room is said on stderr (its number is in the key table)."""
+    points = plot_points(rows)
+    fig, left_out = draw(points, goal, seconds=seconds, title=title)
+    save(fig, path)
+    for text in left_out:
+        print(f"note: {path}: no room for the label {text!r}", file=sys.stderr)
+    return len(points)
+
+
+def key_table(rows: list[dict]) -> str:
+    """The plot's key: each numbered point, its device variant and best CV variant, and in
+    which panel it is non-dominated."""
+    points = plot_points(rows)
+    fronts = {cost: {p.number for p in non_dominated(points, cost)}
+              for cost in ("per_window", "flash")}
+    lines = ["| # | graph | device variant | best CV variant | CV val % | folds | "
+             "instructions / window | / second | flash (B) | non-dominated in |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for p, r in zip(points, plotted(rows)):
+        front = " and ".join(name for cost, name in (("per_window", "instructions"),
+                                                      ("flash", "flash"))
+                             if p.number in fronts[cost]) or "-"
+        lines.append(f"| {p.number} | {r['graph']} | {r['device_key']} | {r['cv']} | "
+                     f"{mean_sd(r['accuracy'])} | {len(r['folds'])} / {r['planned']} | "
+                     f"{_count(r['per_window'])} | {_count(r['per_second'])} | "
+                     f"{_count(p.flash)} | {front} |")
+    return "\n".join(lines) + "\n"
+
+
+def _count(value) -> str:
+    return "-" if value is None else f"{value:,.0f}"
