@@ -198,3 +198,16 @@ def test_the_page_names_the_command_that_wrote_it():
     assert frontier._command(args) == "zoo bench frontier --task dsa19 --int8-results"
     assert frontier.defaults("dsa19")["doc"].name == "frontier_dsa19.md"
     assert frontier.defaults("har2")["doc"].name == "frontier.md"
+
+
+def test_a_tag_measured_before_its_next_generation_is_not_labelled_as_it():
+    """The device JSON's `sirnn.har2` was measured when the tag was a k = 1 graph; its card is
+    now the k = 4 graph, so the plot calls the first an earlier generation; a tag whose card is
+    still its graph keeps its name."""
+    options = {**SIRNN, "premultiply": True, "qat": "int8"}
+    device = {"sirnn.har2": {"model": "sirnn", "model_options": options, "shipped": True},
+              "card: sirnn.har2": {"model": "sirnn", "model_options": options, "shipped": True,
+                                   "frames_per_step": 4},
+              "gru.har2": {"model": "gru", "model_options": {"units": 80}, "shipped": True},
+              "card: gru.har2": {"model": "gru", "model_options": {"units": 80}, "shipped": True}}
+    assert frontier.earlier_generations(device) == ["sirnn.har2"]
