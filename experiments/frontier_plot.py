@@ -153,7 +153,7 @@ def draw(points: list[Point], goal: Goal, *, seconds: float, title: str):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(13, 6.4), dpi=120)
+    fig = Figure(figsize=(14, 7.2), dpi=120)
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2, sharey=True)
     panels = ((axes[0], "per_window", goal.per_window,
