@@ -1,7 +1,8 @@
-"""The accuracy x device-cost frontier (issue 28 item 3): subject-CV accuracy against the
-Cortex-M4 cost of each graph per window and per second of signal (issue 43 item 2: a step of a
-model that reads k samples at once covers k samples), as a table (docs/frontier.md) and a plot
-(docs/img/frontier_har2.png).
+"""The accuracy x device-cost frontier (issue 28 item 3, redrawn for issue 50 item 3):
+subject-CV accuracy against the Cortex-M4 cost of each graph per window and per second of
+signal (issue 43 item 2: a step of a model that reads k samples at once covers k samples), as a
+table (docs/frontier.md, docs/frontier_<task>.md) and a plot (docs/img/frontier_<task>.png,
+drawn by `zoo.experiments.frontier_plot`: labels on the non-dominated points, the issue's goal).
 
 Three inputs, all committed:
 
@@ -20,10 +21,11 @@ graph-defining options (units, rank, premultiply, QAT, state clip, FastGRNN rank
 step graph) and samples per step (the task option ``frames_per_step``), the model's registered
 defaults filling what a config leaves out, so augmentation or learning-rate variants share
 their graph's cost. Per window = per step x steps per window (window samples / samples per
-step); per second = per window / the window's seconds (the task's rate). Variants without CV results yet are in the
-table with '-' and not in the plot; rerun when the campaign has finished:
+step), plus the head once where it was measured; per second = per window / the window's
+seconds (the task's rate). Variants without CV results yet are in the table with '-' and not in
+the plot; rerun when the campaign has finished:
 
-    zoo bench frontier            # or: python -m zoo.experiments.frontier --help
+    zoo bench frontier            # HAR-2; --task dsa19 for DSA-19 (python -m zoo.experiments.frontier)
 """
 
 from __future__ import annotations
@@ -31,32 +33,40 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 from pathlib import Path
 
 from zoo.experiments.benchmarks.realscale import mean_sd
+from zoo.experiments.frontier_plot import Goal, key_table, plotted, write_plot
 from zoo.experiments.trials import Trial, results_root
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-DEVICE = results_root() / "frontier" / "har2_device.json"
-RESULTS = results_root() / "har2-campaign"
-INT8_RESULTS = results_root() / "har2-campaign-int8"  # `zoo bench fold-int8` per-fold files
+
+
+def defaults(task: str) -> dict:
+    """Each path option's default for ``task``: the device JSON and campaign folders of its
+    name under results/ (``-int8``: `zoo bench fold-int8`'s per-fold files), its page and plot
+    (HAR-2's page is docs/frontier.md, another task's docs/frontier_<task>.md)."""
+    page = "frontier.md" if task == "har2" else f"frontier_{task}.md"
+    return {"device": results_root() / "frontier" / f"{task}_device.json",
+            "results": [results_root() / f"{task}-campaign"],
+            "int8_results": [results_root() / f"{task}-campaign-int8"],
+            "doc": REPO / "docs" / page, "plot": REPO / "docs" / "img" / f"frontier_{task}.png"}
+
 # The options that change the exported step graph (and so its cost); the rest is training.
 GRAPH_OPTIONS = ("units", "rank", "premultiply", "qat", "state_clip", "w_rank", "u_rank",
                  "step_graph")
-# The issue's device goal for a HAR-2 SiRNN-family model (drawn on the plot).
-GOAL_INSTRUCTIONS, GOAL_FLASH = 12_000, 6 * 1024
-# Per task: (instructions goal, flash goal, the sentence that states them); None: no line drawn.
+# Issue 50's goals, drawn on the plot: the corner of fewer instructions per window (and flash
+# bytes), at least the CV accuracy.
 GOALS = {
-    "har2": (GOAL_INSTRUCTIONS, GOAL_FLASH,
-             f"Issue 28's goal for HAR-2: <= {GOAL_INSTRUCTIONS:,} instructions per step and <= "
-             f"{GOAL_FLASH:,} B flash (dashed lines) at the accuracy of the paper recipe "
-             "(`base_e30`, the recipe of `sirnn.har2_gen1`)."),
-    "dsa19": (None, 16 * 1024,
-              "Issue 29's budget for DSA-19: the model within 16 KB (dashed line; issue 28 asks "
-              "for the HAR-2 graph gain here too)."),
+    "har2": Goal(per_window=250_000, flash=8_192, accuracy=96.5, text=(
+        "Issue 50's goal for HAR-2: a shipped model at >= 96.5 % (int8, subject CV) for <= "
+        "250,000 Cortex-M4 instructions per 2.56 s window and <= 8 KB (8,192 B) of flash (the "
+        "shaded corner of the plot).")),
+    "dsa19": Goal(per_window=500_000, flash=None, accuracy=90.0, text=(
+        "Issue 50's goal for DSA-19: >= 90 % (subject CV) for <= 500,000 Cortex-M4 "
+        "instructions per 5 s window (the shaded corner of the plot; no flash bound).")),
 }
 TASK_NAMES = {"har2": "HAR-2", "dsa19": "DSA-19"}
 
@@ -109,6 +119,17 @@ def card_variants(task: str, root: Path | None = None) -> dict[str, dict]:
             "export_check": {"drop_points": card.metrics.export_drop_points,
                              "test_sequences": card.data.test_windows}}
     return variants
+
+
+def earlier_generations(device: dict[str, dict]) -> list[str]:
+    """The shipped device variants named after an installed tag whose card is now another
+    graph: the tag's earlier generation, measured when it was the one shipped."""
+    def key_of(fig):
+        return graph_key(fig["model"], fig.get("model_options", {}), frames_of(fig))
+
+    return [key for key, fig in device.items()
+            if fig.get("shipped") and f"card: {key}" in device
+            and key_of(device[f"card: {key}"]) != key_of(fig)]
 
 
 def describe(model: str, options: dict, frames_per_step: int = 1) -> str:
@@ -313,7 +334,8 @@ def frontier_rows(device: dict[str, dict], cv: list[dict],
     samples, seconds = signal(task)
     for r in rows:
         per_step = r["device"].get("cortex_m4_instructions_per_step_O2")
-        r["per_window"] = None if per_step is None else per_step * samples / r["frames"]
+        head = r["device"].get("cortex_m4_head_instructions_O2") or 0  # a card has none
+        r["per_window"] = None if per_step is None else per_step * samples / r["frames"] + head
         r["per_second"] = None if per_step is None else r["per_window"] / seconds
     inf = float("inf")
     return sorted(rows, key=lambda r: (r["per_window"] or inf, r["graph"], r["cv"]))
@@ -355,75 +377,6 @@ def frontier_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plotted(rows: list[dict]) -> list[dict]:
-    """One point per measured graph: of its rows with a CV accuracy, the best one with the most
-    folds done (a graph's training levers share its cost; the table lists them all)."""
-    best: dict[str, dict] = {}
-    for r in rows:
-        if not r["accuracy"] or r["device"].get("cortex_m4_instructions_per_step_O2") is None:
-            continue
-        rank = (len(r["folds"]), statistics.mean(r["accuracy"]))
-        held = best.get(r["device_key"])
-        if held is None or rank > (len(held["folds"]), statistics.mean(held["accuracy"])):
-            best[r["device_key"]] = r
-    return [r for r in rows if best.get(r["device_key"]) is r]
-
-
-def frontier_plot(rows: list[dict], path: Path, title: str, task: str = "har2") -> int:
-    """Two panels, CV accuracy (mean, sd bars) against instructions per window of signal (per
-    second on the top axis) and against flash, the issue's goal drawn as the region to reach
-    (its per-step instructions at one sample per step, per window); returns the number of
-    points drawn."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-
-    points = plotted(rows)
-    samples, seconds = signal(task)
-    goal_instructions, goal_flash, _ = GOALS.get(task, (None, None, ""))
-    goal_window = None if goal_instructions is None else goal_instructions * samples
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
-    for ax, key, goal, xlabel in (
-            (axes[0], "per_window", goal_window,
-             f"Cortex-M4 instructions per {seconds:g} s window (C backend, -O2)"),
-            (axes[1], "cortex_m4_flash_bytes_Os", goal_flash, "flash bytes (C backend, -Os)")):
-        for r in points:
-            x = r[key] if key == "per_window" else r["device"][key]
-            y = statistics.mean(r["accuracy"])
-            sd = statistics.stdev(r["accuracy"]) if len(r["accuracy"]) > 1 else 0.0
-            color = "tab:blue" if r["device"].get("model") in ("sirnn", "irnn") else "tab:gray"
-            marker = "s" if r["device"].get("model_options", {}).get("qat") else "o"
-            ax.errorbar(x, y, yerr=sd, fmt=marker, color=color, ecolor=color, alpha=0.8, capsize=3)
-            ax.annotate(f"{r['graph']}\n{r['cv'].split(': ', 1)[-1]} "
-                        f"({len(r['folds'])}/{r['planned']} folds)", (x, y), fontsize=6,
-                        xytext=(4, 2), textcoords="offset points")
-        if goal is not None:
-            ax.axvline(goal, color="tab:green", linestyle="--", linewidth=1)
-            ax.text(goal, ax.get_ylim()[0] if points else 0, " goal", color="tab:green",
-                    fontsize=7)
-        ax.set_xscale("log")
-        for axis in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
-            axis(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.tick_params(axis="x", which="minor", labelsize=6)
-        ax.set_xlabel(xlabel)
-        ax.grid(True, which="both", alpha=0.3)
-    per_second = axes[0].secondary_xaxis("top", functions=(lambda w: w / seconds,
-                                                            lambda p: p * seconds))
-    per_second.set_xlabel("per second of signal", fontsize=8)
-    for axis in (per_second.xaxis.set_major_formatter, per_second.xaxis.set_minor_formatter):
-        axis(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    per_second.tick_params(axis="x", which="both", labelsize=6)
-    axes[0].set_ylabel("subject-CV validation accuracy % (mean ± sd over folds)")
-    fig.suptitle(f"{title}: upper left is better (blue: SiRNN family; squares: QAT)")
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return len(points)
-
-
 def device_table(device: dict[str, dict]) -> str:
     """Every measured graph with what made it: source, step ops, C constants, the commands."""
     lines = ["| device variant | source | step ops | C constants (B) | head instructions (-O2) | "
@@ -455,26 +408,31 @@ def device_table(device: dict[str, dict]) -> str:
 def document(rows, device, toolchain: dict, plot: Path | None, doc: Path, args) -> str:
     points = len(plotted(rows))
     link = Path(os.path.relpath(Path(plot).resolve(), Path(doc).resolve().parent)).as_posix()
-    image = (f"![frontier]({link})\n\n"
+    image = (f"![frontier]({link})\n\n{key_table(rows)}\n"
              if plot and points else "(no variant has both CV results and a measured cost yet: "
                                      "no plot)\n\n")
     sources = ", ".join(f"`{_shown(p)}`" for p in args.results)
     samples, seconds = signal(args.task)
     return (
         f"# The accuracy x device-cost frontier ({TASK_NAMES.get(args.task, args.task)})\n\n"
-        "Issue 28 item 3. Subject-CV validation accuracy (at the CV epoch, mean ± sd over the "
-        "folds done) against what the int8 C export of the same graph costs a Cortex-M4: "
-        "instructions per step (`-O2`, qemu-arm + the instruction-count plugin) and, since a "
-        "step may read several samples (`frames_per_step`), per window of signal "
-        f"({samples} samples, {seconds:g} s: per step x {samples} / samples per step) and per "
+        "Issue 28 item 3, redrawn for issue 50. Subject-CV validation accuracy (at the CV epoch, "
+        "mean ± sd over the folds done) against what the int8 C export of the same graph costs "
+        "a Cortex-M4: instructions per step (`-O2`, qemu-arm + the instruction-count plugin) "
+        "and, since a step may read several samples (`frames_per_step`), per window of signal "
+        f"({samples} samples, {seconds:g} s: per step x {samples} / samples per step, plus the "
+        "head once where it was measured; an installed tag's card gives no head) and per "
         "second (issue 43 item 2; the plot's axis, per second on top), flash (`-Os`, "
         "the smallest program running the model once minus an empty one) and RAM "
         "([cortexm.md](cortexm.md), [c_backend.md](c_backend.md)). The zoo's point is the upper "
-        f"left corner. {GOALS.get(args.task, (None, None, ''))[2]} The plot shows one point per "
-        "graph, its best CV variant; the table lists every variant.\n\n"
+        f"left corner. {GOALS[args.task].text if args.task in GOALS else ''} The plot shows one "
+        "point per graph, its best CV variant (filled squares: int8 QAT graphs, hollow circles: "
+        "float graphs); the points no other point beats on both axes of a panel and the shipped "
+        "tags are labelled, the others carry their number in the key below it; the table after "
+        "the key lists every variant.\n\n"
         "A graph's cost hardly depends on its training (only through its scales: compare a "
         "shipped tag with the 1-epoch run of the same graph below): each was measured on a "
-        f"1-epoch or CV run of that graph (`tools/cortexm/frontier_{args.task}.sh`), on "
+        f"1-epoch or CV run of that graph (`tools/cortexm/frontier_{args.task}.sh`; those reading "
+        f"k samples per step: `tools/cortexm/frontier_frames.sh {args.task}`), on "
         "the shipped tag, or is an installed tag's own C figures (`card: TAG`, its card's "
         "`export.c`), and joined to every CV variant with the same graph (model, units, "
         "rank, premultiply, QAT, state clip, samples per step). Accuracy: the CV results files in "
@@ -504,13 +462,17 @@ def _per_channel_note(device: dict[str, dict]) -> str:
 
 
 def _command(args) -> str:
-    """The command that writes this page: the defaults need no options, another task all of them."""
-    if args.task == "har2" and args.device == DEVICE and args.results == [RESULTS]:
-        return "zoo bench frontier"
-    return (f"zoo bench frontier --task {args.task} --device {_shown(args.device)} --results "
-            f"{' '.join(_shown(r) for r in args.results)} --int8-results "
-            f"{' '.join(_shown(r) for r in args.int8_results)} --doc {_shown(args.doc)} "
-            f"--plot {_shown(args.plot)}")
+    """The command that writes this page: the options that differ from the task's defaults."""
+    words, default = ["zoo bench frontier"], defaults(args.task)
+    if args.task != "har2":
+        words.append(f"--task {args.task}")
+    for name in ("device", "results", "int8_results", "doc", "plot"):
+        value = getattr(args, name)
+        shown = [_shown(v) for v in value] if isinstance(value, list) else [_shown(value)]
+        if shown != [_shown(v) for v in (default[name] if isinstance(default[name], list)
+                                         else [default[name]])]:
+            words.append(" ".join([f"--{name.replace('_', '-')}", *shown]))
+    return " ".join(words)
 
 
 def _shown(path) -> str:
@@ -522,19 +484,30 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="zoo bench frontier", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 allow_abbrev=False)
-    p.add_argument("--device", type=Path, default=DEVICE, help=f"device JSON (default {_shown(DEVICE)})")
-    p.add_argument("--results", type=Path, nargs="+", default=[RESULTS],
-                   help=f"CV results folders (default {_shown(RESULTS)})")
-    p.add_argument("--int8-results", type=Path, nargs="*", default=[INT8_RESULTS],
-                   help=f"`zoo bench fold-int8` results folders (default {_shown(INT8_RESULTS)})")
-    p.add_argument("--task", default="har2")
-    p.add_argument("--doc", type=Path, default=REPO / "docs" / "frontier.md")
-    p.add_argument("--plot", type=Path, default=REPO / "docs" / "img" / "frontier_har2.png")
+    p.add_argument("--task", default="har2",
+                   help="the task whose frontier is drawn (default har2); the paths below "
+                        "default to its own")
+    p.add_argument("--device", type=Path,
+                   help="device JSON (default results/frontier/<task>_device.json)")
+    p.add_argument("--results", type=Path, nargs="+",
+                   help="CV results folders (default results/<task>-campaign)")
+    p.add_argument("--int8-results", type=Path, nargs="*",
+                   help="`zoo bench fold-int8` results folders (default "
+                        "results/<task>-campaign-int8; none: the option alone)")
+    p.add_argument("--doc", type=Path, help="the page written (default docs/frontier.md for "
+                                            "har2, else docs/frontier_<task>.md)")
+    p.add_argument("--plot", type=Path, help="the plot written, an image file (default "
+                                             "docs/img/frontier_<task>.png)")
     args = p.parse_args(argv)
+    for name, value in defaults(args.task).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     try:  # every input and output checked before the plot is drawn or anything written
         check_outputs(args.doc, args.plot)
         device, toolchain = read_device(args.device)
         device.update(card_variants(args.task))
+        for key in earlier_generations(device):
+            device[key] = {**device[key], "earlier_generation": True}
         rows = frontier_rows(device, cv_by_graph([r for r in args.results if r.is_dir()],
                                                  args.task),
                              int8_drops([r for r in args.int8_results if r.is_dir()], args.task),
@@ -542,8 +515,9 @@ def main(argv=None) -> int:
         text = document(rows, device, toolchain, args.plot, args.doc, args)
         for missing in (r for r in args.results if not r.is_dir()):
             print(f"note: {missing}: no such results folder (no CV accuracy from it yet)")
-        drawn = frontier_plot(rows, args.plot, f"{TASK_NAMES.get(args.task, args.task)} frontier",
-                              args.task)
+        drawn = write_plot(rows, args.plot, GOALS.get(args.task, Goal(None, None, None, "")),
+                           seconds=signal(args.task)[1],
+                           title=f"{TASK_NAMES.get(args.task, args.task)} frontier")
         args.doc.parent.mkdir(parents=True, exist_ok=True)
         args.doc.write_text(text)
     except (ValueError, OSError) as err:  # FileNotFoundError included; a full disk, read-only

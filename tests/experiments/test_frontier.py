@@ -153,3 +153,61 @@ def test_a_model_reading_frames_costs_its_steps_per_window():
     assert joined["per_window"] == pytest.approx(32 * per_step)
     assert joined["per_window"] == pytest.approx(card.cost.instructions_per_window, abs=1)
     assert joined["per_second"] == pytest.approx(card.cost.instructions_per_second, abs=1)
+
+
+def test_a_k8_cv_variant_joins_the_k8_graph_not_the_k1_graph_of_its_size(tmp_path):
+    """Issue 50 item 3: samples per step are part of the key. Two device variants of the same
+    48u r16 lean QAT graph, one reading 8 samples per step: the CV variant with the task option
+    frames_per_step 8 takes the first (16 steps per 128-sample window plus the head once), the
+    one without it the second (128 steps)."""
+    lean = {**SIRNN, "units": 48, "premultiply": False, "qat": "int8", "eta_init": 0.08}
+    common = {"model": "sirnn", "source": "runs/x", "const_bytes": 1,
+              "step_ops": {"count": 9, "histogram": {"ADD": 9}}, "cortex_m4_flash_bytes_Os": 7328}
+    device = {
+        "l8": {**common, "model_options": lean, "frames_per_step": 8,
+               "cortex_m4_instructions_per_step_O2": 12541.6,
+               "cortex_m4_head_instructions_O2": 438.0},
+        "l1": {**common, "model_options": lean, "cortex_m4_instructions_per_step_O2": 8381.4,
+               "cortex_m4_head_instructions_O2": 627.0}}
+    results = tmp_path / "r"
+    k8 = {**_config("sirnn", lean), "task_options": {"val_fold": [0, 5], "frames_per_step": 8}}
+    _plant(results, "sirnn", "p8_u48_r16_qat", k8, [[95.0], [96.0]], folds=2)
+    _plant(results, "sirnn", "l_r16_u48_qat", _config("sirnn", lean), [[93.0], [92.0]], folds=2)
+    rows = {r["cv"].split(" / ")[-1]: r for r in frontier.frontier_rows(
+        device, frontier.cv_by_graph([results], "har2"), task="har2")}
+    assert rows["p8_u48_r16_qat"]["device_key"] == "l8"
+    assert rows["p8_u48_r16_qat"]["per_window"] == pytest.approx(16 * 12541.6 + 438.0)
+    assert rows["p8_u48_r16_qat"]["per_second"] == pytest.approx((16 * 12541.6 + 438.0) / 2.56)
+    assert rows["l_r16_u48_qat"]["device_key"] == "l1"
+    assert rows["l_r16_u48_qat"]["per_window"] == pytest.approx(128 * 8381.4 + 627.0)
+    assert "8/step" in rows["p8_u48_r16_qat"]["graph"]
+    assert "8/step" not in rows["l_r16_u48_qat"]["graph"]
+
+
+def test_the_page_names_the_command_that_wrote_it():
+    """The defaults follow --task, and the page's command names only what differs from them:
+    the lead reruns exactly that command when the campaign has added results."""
+    import argparse
+
+    for task, command in (("har2", "zoo bench frontier"),
+                          ("dsa19", "zoo bench frontier --task dsa19")):
+        args = argparse.Namespace(task=task, **frontier.defaults(task))
+        assert frontier._command(args) == command
+    args = argparse.Namespace(task="dsa19", **{**frontier.defaults("dsa19"),
+                                               "int8_results": []})
+    assert frontier._command(args) == "zoo bench frontier --task dsa19 --int8-results"
+    assert frontier.defaults("dsa19")["doc"].name == "frontier_dsa19.md"
+    assert frontier.defaults("har2")["doc"].name == "frontier.md"
+
+
+def test_a_tag_measured_before_its_next_generation_is_not_labelled_as_it():
+    """The device JSON's `sirnn.har2` was measured when the tag was a k = 1 graph; its card is
+    now the k = 4 graph, so the plot calls the first an earlier generation; a tag whose card is
+    still its graph keeps its name."""
+    options = {**SIRNN, "premultiply": True, "qat": "int8"}
+    device = {"sirnn.har2": {"model": "sirnn", "model_options": options, "shipped": True},
+              "card: sirnn.har2": {"model": "sirnn", "model_options": options, "shipped": True,
+                                   "frames_per_step": 4},
+              "gru.har2": {"model": "gru", "model_options": {"units": 80}, "shipped": True},
+              "card: gru.har2": {"model": "gru", "model_options": {"units": 80}, "shipped": True}}
+    assert frontier.earlier_generations(device) == ["sirnn.har2"]
