@@ -16,7 +16,8 @@ import numpy as np
 
 from zoo.export.card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION, FORMS,
                                 MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
-                                CardError, ModelCard, load_card_json, model_file, read_export_card)
+                                CardError, ModelCard, ModelFiles, load_card_json, model_file,
+                                read_export_card)
 from zoo.export.device_bench import load_testset
 from zoo.core import storage
 
@@ -92,11 +93,11 @@ class ExportDirectory:
         return x, y
 
     # ------------------------------------------------------------------------------ writing
-    def write_models(self, models: dict[str, bytes]) -> dict[str, str]:
+    def write_models(self, models: dict[str, bytes]) -> ModelFiles:
         """Write each TFLite model; returns the card's ``files`` (model name -> file name)."""
         for name, tflite in models.items():
             self.model(name).write_bytes(tflite)
-        return {name: self.model(name).name for name in models}
+        return ModelFiles(**{name: self.model(name).name for name in models})
 
     def write_stream(self, tflite: bytes) -> str:
         self.stream.write_bytes(tflite)
