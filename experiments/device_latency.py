@@ -92,7 +92,7 @@ def measure_step_export(export_dir: Path, tflm: Path, reps: int, work: Path) -> 
     return {"check": check, "c": device_build.bench_c(binary, window, work, reps),
             "python": _python_loops(export_dir, window, reps),
             "bytes": card.total_bytes, "arena_bytes": card.arena_bytes,
-            "accuracy": card.accuracy["tflite"]}
+            "accuracy": card.accuracy.tflite}
 
 
 def measure_lstm(run_dir: Path, args, out: Path, reps: int) -> dict:
@@ -106,7 +106,7 @@ def measure_lstm(run_dir: Path, args, out: Path, reps: int) -> dict:
         model = device_runtime.SequenceModel(str(export_dir), card, runtime, 1)
         timing[runtime] = device_bench.benchmark(model, "sequence", window, runs=reps, warmup=5)
     return {"python": timing, "bytes": card.total_bytes, "arena_bytes": card.arena_bytes,
-            "accuracy": card.accuracy["tflite"]}
+            "accuracy": card.accuracy.tflite}
 
 
 def measure(args) -> list[dict]:
