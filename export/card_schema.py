@@ -215,10 +215,12 @@ class DataUsed(Section):
 
 @_section
 class StatePart(Section):
-    """One part of ``step_io.state_layout``: ``layer``'s state ``state`` (``h``, ``c``) at
-    ``offset`` in the state vector, ``size`` values, held there times ``scale``."""
+    """One part of ``step_io.state_layout``: ``layer``'s (its cell class ``cell``) state
+    ``state`` (``h``, ``c``) at ``offset`` in the state vector, ``size`` values, held there
+    times ``scale``."""
     KEY = "step_io.state_layout[]"
     layer: str = _key(str)
+    cell: str = _key(str)
     state: str = _key(str)
     offset: int = _key(int)
     size: int = _key(int)
