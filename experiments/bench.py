@@ -107,10 +107,11 @@ def matmul_peak(runs: int = 30, batch: int = 128, n: int = 512) -> dict:
 def time_export(export_dir: Path, runs: int) -> dict:
     """Latency of an export with the device script's code: ai-edge-litert, one thread."""
     from zoo.export import device_bench, device_runtime
+    from zoo.export.card_schema import read_export_card
     from zoo.export.exportdir import ExportDirectory
 
     export = ExportDirectory(export_dir)
-    card = export.read_card()
+    card = read_export_card(str(export.root))
     model = device_runtime.open_export(str(export_dir), card, "litert", 1)
     example = export.read_testset(card)[0][0]
     return device_bench.benchmark(model, card.form, example, runs=runs, warmup=5)
@@ -120,6 +121,7 @@ def time_c_loop(export_dir: Path, card, args, out: Path) -> dict:
     """With ``--tflm``: the step export's C++ loop built against TFLite Micro (-O2) and timed
     by its own driver, median per step and per sequence (the LiteRT figures are Python loops)."""
     from zoo.export import device_build
+    from zoo.export.card_schema import read_export_card
     from zoo.export.exportdir import ExportDirectory
 
     if not getattr(args, "tflm", None) or card.form != "step" or \
@@ -127,7 +129,7 @@ def time_c_loop(export_dir: Path, card, args, out: Path) -> dict:
         return {}
     binary = device_build.build(export_dir, args.tflm, out / "build" / export_dir.name)
     export = ExportDirectory(export_dir)
-    window = export.read_testset(export.read_card())[0][0]
+    window = export.read_testset(read_export_card(str(export.root)))[0][0]
     timing = device_build.bench_c(binary, window, out / "build" / export_dir.name, args.runs)
     return {"c_step_us": timing["per_step"]["median_us"],
             "c_latency_us": timing["per_sequence"]["median_us"]}
@@ -154,6 +156,7 @@ def _export(run_dir: Path, mode: str, out: Path, args):
     """(folder, `ModelCard`, []) of the smallest artifact that works for this mode: the streaming
     step model, else the sequence model (WHILE loop), else the unrolled sequence model;
     (None, None, why each failed) when none converts."""
+    from zoo.export.card_schema import read_export_card
     from zoo.export.exportdir import ExportDirectory
     from zoo.export.exporter import export_run
 
@@ -161,7 +164,7 @@ def _export(run_dir: Path, mode: str, out: Path, args):
     for form, unroll in (("step", False), ("sequence", False), ("sequence", True)):
         target = out / "exports" / f"{run_dir.name}-{mode}-{form}{'-unrolled' if unroll else ''}"
         if ExportDirectory(target).has_card():
-            return target, ExportDirectory(target).read_card(), []
+            return target, read_export_card(str(target)), []
         try:
             card = export_run(run_dir, target, quantize=mode, form=form, unroll=unroll,
                               data_dir=args.data_dir, allow_drop=True, overwrite=True)

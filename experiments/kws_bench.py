@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from zoo.export import device_bench, device_runtime
-from zoo.export.exportdir import ExportDirectory, ModelCard
+from zoo.export.card_schema import ModelCard, read_export_card
+from zoo.export.exportdir import ExportDirectory
 from zoo.core import logs
 from zoo.core.flags import int_in
 from zoo.training.rundir import RunDirectory
@@ -65,21 +66,21 @@ def export_one(run_dir: str, out: Path, form: str, reuse: bool = False) -> Model
 
     export = ExportDirectory(out)
     if reuse and export.has_card():
-        card = export.read_card()
+        card = read_export_card(str(export.root))
         if (card.run_dir == str(Path(run_dir).resolve()) and card.form == form
                 and card.quantize == "int8" and card.frontend is not None):
             return card
 
     with logs.quieted():  # the table is this script's output, not the export's progress
-        export_run(run_dir, out, quantize="int8", form=form, allow_drop=True, overwrite=True)
-    return export.read_card()  # its frontend entry: zoo.export.exporter.frontend_entry
+        return export_run(run_dir, out, quantize="int8", form=form, allow_drop=True,
+                          overwrite=True)  # its frontend entry: zoo.export.sources.frontend_entry
 
 
 def time_export(out: Path, runs: int) -> dict:
     """Median latency (us) per invoke on LiteRT and TFLite Micro, 1 thread, of the export in
     ``out``."""
     export = ExportDirectory(out)
-    card = export.read_card()
+    card = read_export_card(str(export.root))
     example = export.read_testset(card)[0][0]
     timings = {}
     for runtime in ("litert", "tflite-micro"):

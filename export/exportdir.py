@@ -75,10 +75,6 @@ class ExportDirectory:
         return self.card.is_file()
 
     # ------------------------------------------------------------------------------ reading
-    def read_card(self) -> ModelCard:
-        """The checked `ModelCard`; `CardError` (a ValueError) names the file and the key."""
-        return read_export_card(str(self.root))
-
     def read_card_json(self) -> dict:
         """The card's JSON object, not yet checked against the schema (for a caller whose
         first question is one key, e.g. the form)."""

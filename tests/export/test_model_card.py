@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from zoo.export.card import card_markdown
-from zoo.export.card_schema import CARD_SCHEMA_VERSION, CardError, ModelCard
+from zoo.export.card_schema import CARD_SCHEMA_VERSION, CardError, ModelCard, read_export_card
 from zoo.export.exportdir import ExportDirectory
 
 PRETRAINED = Path(__file__).resolve().parents[2] / "models"  # installed tags and the archive
@@ -28,7 +28,7 @@ def minimal(**changes) -> dict:
 @pytest.mark.parametrize("path", LEGACY, ids=lambda p: p.parent.parent.name)
 def test_cards_from_before_the_schema_load_and_write_back_unchanged(path):
     raw = json.loads(path.read_text())
-    card = ExportDirectory(path.parent).read_card()
+    card = read_export_card(str(path.parent))
     assert card.schema_version == 0 and card.form == "step" and card.arena_bytes > 0
     assert card.extra == {}  # every key of a shipped card is in the schema
     assert card.to_dict() == {"schema_version": 0, **raw}
@@ -37,7 +37,7 @@ def test_cards_from_before_the_schema_load_and_write_back_unchanged(path):
 @pytest.mark.parametrize("path", VERSIONED, ids=lambda p: p.parent.parent.name)
 def test_shipped_cards_with_the_schema_write_back_unchanged(path):
     raw = json.loads(path.read_text())
-    card = ExportDirectory(path.parent).read_card()
+    card = read_export_card(str(path.parent))
     assert raw["schema_version"] == card.schema_version == CARD_SCHEMA_VERSION
     assert card.extra == {} and card.to_dict() == raw
 
@@ -50,7 +50,7 @@ def test_typed_sections_write_every_committed_card_back_in_its_order(path):
     schema is the file's very text."""
     text = path.read_text()
     raw = json.loads(text)
-    written = ExportDirectory(path.parent).read_card().to_dict()
+    written = read_export_card(str(path.parent)).to_dict()
     assert json.dumps(written) == json.dumps({"schema_version": 0, **raw}
                                              if "schema_version" not in raw else raw)
     if "schema_version" in raw:
@@ -90,7 +90,7 @@ def test_a_wrong_typed_nested_key_is_named_by_file_and_dotted_key(tmp_path, sect
     export = ExportDirectory(tmp_path)
     export.card.write_text(json.dumps(data))
     with pytest.raises(CardError) as err:
-        export.read_card()
+        read_export_card(str(export.root))
     assert str(err.value) == f"{export.card}: {message}"
 
 
@@ -128,7 +128,7 @@ def test_a_null_key_stays_null_and_an_absent_key_stays_absent():
 def test_shipped_markdown_is_what_its_json_card_writes_today(path):
     """A shipped model_card.md is regenerated (and its sha256 in the tag's card.json updated)
     whenever the card's wording changes, so a user reads the words the zoo prints now."""
-    card = ExportDirectory(path.parent).read_card()
+    card = read_export_card(str(path.parent))
     assert (path.parent / "model_card.md").read_text() == card_markdown(card)
 
 
@@ -152,7 +152,7 @@ def test_a_written_card_reads_back_equal(tmp_path):
     assert on_disk["note"] == "kept"  # a key this version does not know survives
     assert on_disk == {"schema_version": 1, **shipped_card(), "frontend": {"log": "ln"},
                        "note": "kept"}
-    assert export.read_card() == card
+    assert read_export_card(str(export.root)) == card
     assert export.card_markdown.read_text().startswith(f"# {card.model} on {card.task}")
 
 
@@ -180,10 +180,10 @@ def test_read_card_names_the_file_of_a_damaged_card(tmp_path):
     export = ExportDirectory(tmp_path)
     export.card.write_text("{not json")
     with pytest.raises(CardError, match=f"{export.card}: not valid JSON"):
-        export.read_card()
+        read_export_card(str(export.root))
     export.card.write_text(json.dumps(minimal(features=0)))
     with pytest.raises(CardError, match=f"{export.card}: features must be a positive integer"):
-        export.read_card()
+        read_export_card(str(export.root))
 
 
 def test_testset_round_trip(tmp_path):
@@ -210,7 +210,7 @@ def test_a_failed_export_says_failed_in_the_first_line_of_its_markdown():
 def test_markdown_says_above_or_below_the_float_model_in_words(path):
     """Issue 22: "drop -0.98 points" read as a loss where int8 was better. The row says how far
     and on which side, as the card's own accuracies put it."""
-    card = ExportDirectory(path.parent).read_card()
+    card = read_export_card(str(path.parent))
     acc = card.accuracy
     points = 100 * (acc.tflite - acc.keras_float)
     row = next(line for line in card_markdown(card).splitlines()
@@ -238,7 +238,7 @@ def test_markdown_puts_micro_and_litert_accuracy_on_the_same_sequences(path):
     """Issue 22: TFLite Micro's accuracy on the first 200 windows beside LiteRT's on all 410 read
     as a 7-point loss. Each accuracy says which windows it is on, and LiteRT's on TFLite Micro's
     windows stands beside it; the numbers are the card's, the count its test set's."""
-    card = ExportDirectory(path.parent).read_card()
+    card = read_export_card(str(path.parent))
     total = card.data.test  # the test split's size, as write_artifacts recorded it
     micro, rows = card.tflite_micro, card_markdown(card).splitlines()
     lite_row = next(r for r in rows if r.startswith("| TFLite accuracy"))
