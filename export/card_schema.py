@@ -471,6 +471,8 @@ class ModelCard:
                 raise CardError(f"{source}: {f.name} must be "
                                 f"{' or '.join(t.__name__ for t in types)}, got "
                                 f"{type(value).__name__} {str(value)[:60]!r}")
+            if "section" in f.metadata and value is not None:  # built in code: checked as read
+                value.from_dict(value.to_dict(), source, f.name)
         for key in ("arena_bytes", "head_arena_bytes", "state_size", "classes"):
             value = getattr(self, key)
             if value is not None and _is_int(value) and value < 1:

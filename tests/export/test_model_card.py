@@ -94,6 +94,15 @@ def test_a_wrong_typed_nested_key_is_named_by_file_and_dotted_key(tmp_path, sect
     assert str(err.value) == f"{export.card}: {message}"
 
 
+def test_a_section_built_in_code_is_checked_before_it_is_written(tmp_path):
+    card = ModelCard.from_dict(shipped_card())
+    card.tflite_micro.single_step_vs_litert.pairs = "200"
+    export = ExportDirectory(tmp_path)
+    with pytest.raises(CardError, match="tflite_micro.single_step_vs_litert.pairs must be int"):
+        export.write_card(card, card_markdown(card))
+    assert not export.card.exists()
+
+
 def test_unknown_nested_keys_are_kept_and_written_back(tmp_path):
     """A card edited by hand or written by a newer zoo: the keys a section does not know
     survive a read and a write, where they were."""
