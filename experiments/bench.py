@@ -107,27 +107,29 @@ def matmul_peak(runs: int = 30, batch: int = 128, n: int = 512) -> dict:
 def time_export(export_dir: Path, runs: int) -> dict:
     """Latency of an export with the device script's code: ai-edge-litert, one thread."""
     from zoo.export import device_bench, device_runtime
+    from zoo.export.card_schema import read_export_card
     from zoo.export.exportdir import ExportDirectory
 
     export = ExportDirectory(export_dir)
-    card = export.read_card()
+    card = read_export_card(str(export.root))
     model = device_runtime.open_export(str(export_dir), card, "litert", 1)
     example = export.read_testset(card)[0][0]
     return device_bench.benchmark(model, card.form, example, runs=runs, warmup=5)
 
 
-def time_c_loop(export_dir: Path, card: dict, args, out: Path) -> dict:
+def time_c_loop(export_dir: Path, card, args, out: Path) -> dict:
     """With ``--tflm``: the step export's C++ loop built against TFLite Micro (-O2) and timed
     by its own driver, median per step and per sequence (the LiteRT figures are Python loops)."""
     from zoo.export import device_build
+    from zoo.export.card_schema import read_export_card
     from zoo.export.exportdir import ExportDirectory
 
-    if not getattr(args, "tflm", None) or card.get("form") != "step" or \
-            card.get("quantize") not in ("none", "int8", "int16x8"):
+    if not getattr(args, "tflm", None) or card.form != "step" or \
+            card.quantize not in ("none", "int8", "int16x8"):
         return {}
     binary = device_build.build(export_dir, args.tflm, out / "build" / export_dir.name)
     export = ExportDirectory(export_dir)
-    window = export.read_testset(export.read_card())[0][0]
+    window = export.read_testset(read_export_card(str(export.root)))[0][0]
     timing = device_build.bench_c(binary, window, out / "build" / export_dir.name, args.runs)
     return {"c_step_us": timing["per_step"]["median_us"],
             "c_latency_us": timing["per_sequence"]["median_us"]}
@@ -151,8 +153,10 @@ def _label(model, options) -> str:
 
 
 def _export(run_dir: Path, mode: str, out: Path, args):
-    """The smallest artifact that works for this mode: the streaming step model, else the
-    sequence model (WHILE loop), else the unrolled sequence model; None when none converts."""
+    """(folder, `ModelCard`, []) of the smallest artifact that works for this mode: the streaming
+    step model, else the sequence model (WHILE loop), else the unrolled sequence model;
+    (None, None, why each failed) when none converts."""
+    from zoo.export.card_schema import read_export_card
     from zoo.export.exportdir import ExportDirectory
     from zoo.export.exporter import export_run
 
@@ -160,15 +164,15 @@ def _export(run_dir: Path, mode: str, out: Path, args):
     for form, unroll in (("step", False), ("sequence", False), ("sequence", True)):
         target = out / "exports" / f"{run_dir.name}-{mode}-{form}{'-unrolled' if unroll else ''}"
         if ExportDirectory(target).has_card():
-            return target, ExportDirectory(target).read_card().to_dict()
+            return target, read_export_card(str(target)), []
         try:
             card = export_run(run_dir, target, quantize=mode, form=form, unroll=unroll,
                               data_dir=args.data_dir, allow_drop=True, overwrite=True)
-            return target, card
+            return target, card, []
         except Exception as err:  # noqa: BLE001 - record why, try the next form
             errors.append(f"{form}{' unrolled' if unroll else ''}: {str(err).splitlines()[0]}")
     _log.info(f"  {run_dir.name} {mode}: no artifact ({'; '.join(errors)})")
-    return None, {"errors": errors}
+    return None, None, errors
 
 
 def _entries(args) -> list[tuple]:
@@ -220,25 +224,25 @@ def measure(args) -> list[dict]:
         if macs is None:
             macs = model_macs_per_sequence(load_keras_model(run.model))
         for mode in args.modes:
-            export_dir, card = _export(run_dir, mode, out, args)
+            export_dir, card, errors = _export(run_dir, mode, out, args)
             row = {"model": label, "family": family, "mode": mode,
                    "parameters": metrics["parameters"], "macs_per_sequence": macs,
                    "keras_accuracy": 100 * metrics["test"]["accuracy"]}
             if export_dir is None:
-                rows.append({**row, "form": "-", "note": "; ".join(card["errors"])})
+                rows.append({**row, "form": "-", "note": "; ".join(errors)})
                 continue
             timing = time_export(export_dir, args.runs)
             latency_us = timing["per_sequence"]["median_us"]
             peak_kind = "float32" if mode in ("none", "fp16", "dynamic") else "int8"
             row.update({
-                "form": card["form"] + ("-unrolled" if card.get("unroll") else ""),
-                "accuracy": 100 * card["accuracy"]["tflite"],
-                "argmax_agreement": 100 * card["accuracy"]["argmax_agreement"],
-                "bytes": card["total_bytes"],
+                "form": card.form + ("-unrolled" if card.unroll else ""),
+                "accuracy": 100 * card.accuracy.tflite,
+                "argmax_agreement": 100 * card.accuracy.argmax_agreement,
+                "bytes": card.total_bytes,
                 "latency_us": latency_us,
                 "latency_p90_us": timing["per_sequence"]["p90_us"],
                 "step_latency_us": timing.get("per_step", {}).get("median_us"),
-                "arena_bytes": card.get("arena_bytes"),
+                "arena_bytes": card.arena_bytes,
                 "achieved_gmacs": macs / latency_us / 1e3,
                 "fraction_of_peak": macs / (latency_us * 1e-6) / peak[peak_kind],
                 "export_dir": str(export_dir)})

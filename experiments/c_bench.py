@@ -120,6 +120,7 @@ def _lstm(args, out: Path) -> dict:
     """The stock float Keras LSTM as a WHILE-loop sequence model, per window (tflite-micro)."""
     from zoo.export import device_bench, device_runtime
     from zoo.export.exporter import export_run
+    from zoo.export.card_schema import read_export_card
     from zoo.export.exportdir import ExportDirectory
     from zoo.training.config import TrainConfig
     from zoo.training.runs import train_or_reuse
@@ -134,7 +135,7 @@ def _lstm(args, out: Path) -> dict:
             export_run(run, export_dir, quantize="none", form="sequence",
                        data_dir=args.data_dir, allow_drop=True)
     export = ExportDirectory(export_dir)
-    card = export.read_card()
+    card = read_export_card(str(export.root))
     window = export.read_testset(card)[0][0]
     model = device_runtime.SequenceModel(str(export_dir), card, "tflite-micro", 1)
     timing = device_bench.benchmark(model, "sequence", window, runs=args.reps, warmup=5)

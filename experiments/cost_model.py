@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.export.profile.targets import TARGETS as PROFILE_TARGETS
+from zoo.pretrained_card import PretrainedCfg, TargetCost, read_tag_card
 
 # the measured points, the frontier's included (python -m zoo.experiments.cost_points)
 POINTS_FILE = Path(__file__).resolve().parent / "cost_data" / "points.json"
@@ -164,25 +165,25 @@ def _cards_folder(cards: Path | None) -> Path:
     return Path(str(files("zoo.models") / "pretrained"))
 
 
-def _is_keyword(card: dict) -> bool:
+def _is_keyword(card: PretrainedCfg) -> bool:
     """A keyword tag's card: its C figures are the whole hop, front end included (zoo ship
     --profile), which the cost model of a step model does not price."""
-    return bool((card.get("cost") or {}).get("frontend_instructions_per_second"))
+    return bool(card.cost.frontend_instructions_per_second)
 
 
 def card_points(cards: Path | None = None) -> list[Point]:
     """The shipped tags whose cards hold Cortex-M4 C figures (their instructions per step)."""
     points = []
     for path in sorted(_cards_folder(cards).glob("*/card.json")):
-        card = json.loads(path.read_text())
-        c = card.get("export", {}).get("c")
-        if not c or card["model"] not in FAMILIES or _is_keyword(card):
+        card = read_tag_card(path)
+        c = card.export.c
+        if not c or card.model not in FAMILIES or _is_keyword(card):
             continue
-        width = card["input_shape"][-1] * int(card.get("frames_per_step") or 1)
-        points.append(Point(f"{card['tag']} (card)", card["model"],
-                            card["training"]["model_options"], width, card["num_classes"],
-                            c["cortex_m4_instructions_per_step_O2"], None,
-                            c["cortex_m4_flash_bytes_Os"], c["cortex_m4_ram_bytes"]))
+        width = card.model_input_shape[-1]  # a step's width: frames_per_step samples' channels
+        points.append(Point(f"{card.tag} (card)", card.model,
+                            card.training["model_options"], width, card.num_classes,
+                            c.cortex_m4_instructions_per_step_O2, None,
+                            c.cortex_m4_flash_bytes_Os, c.cortex_m4_ram_bytes))
     return points
 
 
@@ -319,7 +320,7 @@ def fit(points: list[Point] | None = None, target: str = REFERENCE) -> CostModel
     return CostModel(target, model.coefficients, len(points), margins, scale)
 
 
-def target_pairs(target: str, cards: Path | None = None) -> list[tuple[Point, dict]]:
+def target_pairs(target: str, cards: Path | None = None) -> list[tuple[Point, TargetCost]]:
     """(the tag's configuration, its measured ``target`` figures) of every shipped step-model
     tag whose card holds zoo profile's figures of ``target`` (``cost.targets``). A keyword
     tag is left out: its figures are the whole hop, front end included, which the cost model
@@ -327,9 +328,8 @@ def target_pairs(target: str, cards: Path | None = None) -> list[tuple[Point, di
     cards = _cards_folder(cards)
     pairs = []
     for point in card_points(cards):
-        card = json.loads((cards / point.name.split(" ")[0] / "card.json").read_text())
-        cost = card.get("cost") or {}
-        figures = (cost.get("targets") or {}).get(target)
+        card = read_tag_card(cards / point.name.split(" ")[0] / "card.json")
+        figures = (card.cost.targets or {}).get(target)
         if figures:
             pairs.append((point, figures))
     return pairs
@@ -346,17 +346,17 @@ def _predicted(model: CostModel, point: Point, quantity: str) -> float:
     return float(cost[quantity])
 
 
-def target_ratios(model: CostModel, pairs: list[tuple[Point, dict]]) -> dict:
+def target_ratios(model: CostModel, pairs: list[tuple[Point, TargetCost]]) -> dict:
     """The target's ratio to the M4 ``model`` of instructions per step, flash and RAM, fitted
     by least squares (relative errors) on the tags' measured figures."""
     if len(pairs) < 2:
         raise ValueError("a target's cost model needs two measured tags at least")
     return {q: _ratio(np.array([_predicted(model, p, q) for p, _ in pairs]),
-                      np.array([float(f[q]) for _, f in pairs]))
+                      np.array([float(getattr(f, q)) for _, f in pairs]))
             for q in ("instructions_per_step", "flash_bytes", "ram_bytes")}
 
 
-def target_leave_one_out(points: list[Point], pairs: list[tuple[Point, dict]],
+def target_leave_one_out(points: list[Point], pairs: list[tuple[Point, TargetCost]],
                          quantity: str = "instructions_per_step") -> list[dict]:
     """Each tag's ``quantity`` on the target predicted with that tag left out of both the M4
     fit (every point of its configuration) and the ratio: ``{name, measured, predicted,
@@ -369,7 +369,8 @@ def target_leave_one_out(points: list[Point], pairs: list[tuple[Point, dict]],
         reference = CostModel(REFERENCE, _reference_fit(rest), len(rest))
         others = [pair for j, pair in enumerate(pairs) if j != i]
         ratio = target_ratios(reference, others)[quantity]
-        predicted, measured = ratio * _predicted(reference, point, quantity), float(figures[quantity])
+        predicted = ratio * _predicted(reference, point, quantity)
+        measured = float(getattr(figures, quantity))
         out.append({"name": point.name, "measured": measured, "predicted": predicted,
                     "error": (predicted - measured) / measured})
     return out

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.export import device_bench, device_build, device_runtime
+from zoo.export.card_schema import read_export_card
 from zoo.export.exportdir import ExportDirectory
 from zoo.core import logs
 from zoo.training.config import MAX_UNITS
@@ -72,7 +73,7 @@ def _export(run_dir: Path, mode: str, form: str, args, out: Path) -> Path:
 
 def _python_loops(export_dir: Path, window: np.ndarray, reps: int) -> dict:
     """device_bench.benchmark on the tflite-micro and ai-edge-litert Python interpreters."""
-    card = ExportDirectory(export_dir).read_card()
+    card = read_export_card(str(export_dir))
     steps = max(card.timesteps, reps * card.timesteps // 4)  # -> `reps` timed windows
     out = {"tflite-micro": device_build.bench_python(export_dir, window, reps)}
     lite = device_runtime.StepModel(str(export_dir), card, "litert", 1)
@@ -87,26 +88,26 @@ def measure_step_export(export_dir: Path, tflm: Path, reps: int, work: Path) -> 
                                 export_dir.name)
     check = device_build.check_against_python(export_dir, binary, work)
     export = ExportDirectory(export_dir)
-    card = export.read_card()
+    card = read_export_card(str(export.root))
     window = export.read_testset(card)[0][0]
     return {"check": check, "c": device_build.bench_c(binary, window, work, reps),
             "python": _python_loops(export_dir, window, reps),
             "bytes": card.total_bytes, "arena_bytes": card.arena_bytes,
-            "accuracy": card.accuracy["tflite"]}
+            "accuracy": card.accuracy.tflite}
 
 
 def measure_lstm(run_dir: Path, args, out: Path, reps: int) -> dict:
     """The stock float Keras LSTM as a sequence model (WHILE loop): one invoke per window."""
     export_dir = _export(run_dir, "none", "sequence", args, out)
     export = ExportDirectory(export_dir)
-    card = export.read_card()
+    card = read_export_card(str(export.root))
     window = export.read_testset(card)[0][0]
     timing = {}
     for runtime in ("tflite-micro", "litert"):
         model = device_runtime.SequenceModel(str(export_dir), card, runtime, 1)
         timing[runtime] = device_bench.benchmark(model, "sequence", window, runs=reps, warmup=5)
     return {"python": timing, "bytes": card.total_bytes, "arena_bytes": card.arena_bytes,
-            "accuracy": card.accuracy["tflite"]}
+            "accuracy": card.accuracy.tflite}
 
 
 def measure(args) -> list[dict]:

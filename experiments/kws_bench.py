@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.export import device_bench, device_runtime
+from zoo.export.card_schema import ModelCard, read_export_card
 from zoo.export.exportdir import ExportDirectory
 from zoo.core import logs
 from zoo.core.flags import int_in
@@ -58,28 +59,28 @@ def frontend_cost_us(repeats: int = 30) -> dict:
             "runtime": "numpy (this host), batch of one 1 s clip"}
 
 
-def export_one(run_dir: str, out: Path, form: str, reuse: bool = False) -> dict:
+def export_one(run_dir: str, out: Path, form: str, reuse: bool = False) -> ModelCard:
     """int8 export of ``run_dir`` into ``out`` (or, with ``reuse``, the export already there when
     its card names the same run, form and int8)."""
     from zoo.export.exporter import export_run
 
     export = ExportDirectory(out)
     if reuse and export.has_card():
-        card = export.read_card()
+        card = read_export_card(str(export.root))
         if (card.run_dir == str(Path(run_dir).resolve()) and card.form == form
                 and card.quantize == "int8" and card.frontend is not None):
-            return card.to_dict()
+            return card
 
     with logs.quieted():  # the table is this script's output, not the export's progress
-        export_run(run_dir, out, quantize="int8", form=form, allow_drop=True, overwrite=True)
-    return export.read_card().to_dict()  # its frontend entry: zoo.export.exporter.frontend_entry
+        return export_run(run_dir, out, quantize="int8", form=form, allow_drop=True,
+                          overwrite=True)  # its frontend entry: zoo.export.sources.frontend_entry
 
 
 def time_export(out: Path, runs: int) -> dict:
     """Median latency (us) per invoke on LiteRT and TFLite Micro, 1 thread, of the export in
     ``out``."""
     export = ExportDirectory(out)
-    card = export.read_card()
+    card = read_export_card(str(export.root))
     example = export.read_testset(card)[0][0]
     timings = {}
     for runtime in ("litert", "tflite-micro"):
@@ -220,21 +221,21 @@ def export_all(selection: dict, args, out: Path) -> dict[str, list[dict]]:
     return cards
 
 
-def table_row(name: str, sel: dict, cards: list[dict], args, out: Path) -> dict:
+def table_row(name: str, sel: dict, cards: list[ModelCard], args, out: Path) -> dict:
     """One model's row: sizes of its first export, accuracies of every export, the float
     accuracy of every run (seed) as `zoo train` measured it, and the first export's latency."""
     first = cards[0]
-    micro = [c["tflite_micro"] for c in cards]
+    micro = [c.tflite_micro for c in cards]
     return {
-        "form": _form(sel["model"]), "params": first["parameters"],
-        "bytes": first["total_bytes"], "arena": first["arena_bytes"],
-        "head_arena": first.get("head_arena_bytes"),
+        "form": _form(sel["model"]), "params": first.parameters,
+        "bytes": first.total_bytes, "arena": first.arena_bytes,
+        "head_arena": first.head_arena_bytes,
         "float": [RunDirectory(r).read_metrics()["test"]["accuracy"] for r in sel["runs"]],
-        "int8": [c["accuracy"]["tflite"] for c in cards],
-        "int8_tflm": [m["accuracy"] for m in micro],
-        "int8_litert_same": [m["litert_accuracy_same_sequences"] for m in micro],
-        "tflm_agreement": [m["argmax_agreement_with_litert"] for m in micro],
-        "tflm_sequences": micro[0]["test_sequences"],
+        "int8": [c.accuracy.tflite for c in cards],
+        "int8_tflm": [m.accuracy for m in micro],
+        "int8_litert_same": [m.litert_accuracy_same_sequences for m in micro],
+        "tflm_agreement": [m.argmax_agreement_with_litert for m in micro],
+        "tflm_sequences": micro[0].test_sequences,
         "timing": time_export(out / f"{name}-0", args.runs), "lr": sel["lr"]}
 
 

@@ -58,14 +58,14 @@ def load_clips(data_dir, split: str = "test"):
 def trained_on_integer_features(card) -> bool:
     """Whether the export's model (its `ModelCard`) was trained on an integer front end
     (``features: int_logmel`` or ``int_logmel_q15``); the float front end's features are then
-    not what it was trained on."""
-    return (card.task_options or {}).get("features") in INT_FEATURES
+    not what it was trained on. The card's ``frontend`` says which (its task's ``features``)."""
+    return card.frontend is not None and card.frontend.features in INT_FEATURES
 
 
 def accuracies(export_dir: Path, waves: np.ndarray, y: np.ndarray) -> dict:
     card = read_export_card(str(export_dir))
     model = device_runtime.StepModel(str(export_dir), card, "tflite-micro", 1)
-    features = integer_features((card.task_options or {}).get("features"))
+    features = integer_features(card.frontend.features if card.frontend else None)
     x_int = input_map(export_dir)(clip_log_mel_q8(waves, features=features))
     pred_i = reference(model, x_int)[0].argmax(axis=1)
     pct = lambda v: round(100.0 * float(np.mean(v)), 2)

@@ -133,14 +133,14 @@ def export_modes(row: dict, run: Path, out_stem: Path, data_dir) -> None:
         except ValueError as err:
             row["error"] = str(err).split(":")[0]
             break
-        acc = card["accuracy"]
-        row[mode] = {"accuracy": acc["tflite"], "float": acc["keras_float"],
-                     "drop": acc["drop_points"], "agreement": acc["argmax_agreement"],
-                     "bytes": card["total_bytes"], "step_bytes": card["bytes"]["step"],
-                     "arena": card.get("arena_bytes"),
-                     "tied": card["state_quantization"]["tied"],
-                     "tflm_agreement": card["tflite_micro"]["argmax_agreement_with_litert"],
-                     "parameters": card["parameters"]}
+        acc = card.accuracy
+        row[mode] = {"accuracy": acc.tflite, "float": acc.keras_float,
+                     "drop": acc.drop_points, "agreement": acc.argmax_agreement,
+                     "bytes": card.total_bytes, "step_bytes": card.bytes.step,
+                     "arena": card.arena_bytes,
+                     "tied": card.state_quantization.tied,
+                     "tflm_agreement": card.tflite_micro.argmax_agreement_with_litert,
+                     "parameters": card.parameters}
     row["run_at_export"] = str(run)
 
 

@@ -217,7 +217,7 @@ def open_checked(export_dir, card, runtime, threads):
     arenas = {"model": ("arena_bytes", card.arena_bytes), "step": ("arena_bytes", card.arena_bytes),
               "head": ("head_arena_bytes", card.head_arena_bytes)}
     for name in MODEL_NAMES[card.form]:
-        path = os.path.join(export_dir, card.files[name])
+        path = os.path.join(export_dir, card.files.of(name))
         check_tflite(path)
         probe_with_arena(path, runtime, *arenas[name])
     try:

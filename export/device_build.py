@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from zoo.export import device_bench, device_runtime
-from zoo.export.card_schema import CardError, ModelCard
+from zoo.export.card_schema import CardError, ModelCard, read_export_card
 from zoo.pretrained import tag_or_path
 from zoo.core.flags import int_in, program_name
 from zoo.export.exportdir import C_ARRAY_FILES, DEVICE_SOURCES, ExportDirectory
@@ -55,7 +55,7 @@ def load_step_export(export_dir) -> ModelCard:
         if missing:  # checked before the card's other keys: an older export lacks both
             raise DeviceBuildError(f"{export.root} lacks {', '.join(missing)}: it was exported "
                                    "by an older zoo; export it again with `zoo export --form step`")
-        return export.read_card()
+        return read_export_card(str(export.root))
     except CardError as err:
         raise DeviceBuildError(str(err)) from None
 

@@ -342,7 +342,7 @@ def state_feedback(h_in, h_out, head_in):
 # ----------------------------------------------------------------------------------------- models
 class SequenceModel:
     def __init__(self, export_dir, card, runtime, threads):
-        path = os.path.join(export_dir, card.files["model"])
+        path = os.path.join(export_dir, card.files.model)
         self.files = [path]
         self.m = open_model(path, runtime, threads, card.arena_bytes)
         self.in_dtype, self.in_quant, self.in_shape = self.m.input_quant(0)
@@ -367,9 +367,9 @@ class StepModel:
 
     def __init__(self, export_dir, card, runtime, threads):
         io = card.step_io
-        self.x_idx, self.h_idx, self.h_out = io["x"], io["h"], io["h_out"]
-        step_path = os.path.join(export_dir, card.files["step"])
-        head_path = os.path.join(export_dir, card.files["head"])
+        self.x_idx, self.h_idx, self.h_out = io.x, io.h, io.h_out
+        step_path = os.path.join(export_dir, card.files.step)
+        head_path = os.path.join(export_dir, card.files.head)
         self.files = [step_path, head_path]
         self.step = open_model(step_path, runtime, threads, card.arena_bytes)
         self.head = open_model(head_path, runtime, threads, card.head_arena_bytes)
@@ -438,8 +438,8 @@ def check_step_io(step, io, step_path):
     otherwise surface as the runtime's IndexError, or -1 as the last tensor)."""
     for key, tensors, kind in (("x", step.inputs, "input"), ("h", step.inputs, "input"),
                                ("h_out", step.outputs, "output")):
-        if not 0 <= io[key] < len(tensors):
-            raise BenchError(f"{CARD_FILE}: step_io {key} is {io[key]}, but {step_path} has "
+        if not 0 <= (index := getattr(io, key)) < len(tensors):
+            raise BenchError(f"{CARD_FILE}: step_io {key} is {index}, but {step_path} has "
                              f"{len(tensors)} {kind}s (valid: 0..{len(tensors) - 1})")
 
 
@@ -459,9 +459,9 @@ def check_card_fits_models(export_dir, card, models):
 
     A step model does not know T, so for it ``timesteps`` is the card's word."""
     card_path = os.path.join(export_dir, CARD_FILE)
-    files = {name: os.path.join(export_dir, card.files[name]) for name in MODEL_NAMES[card.form]}
+    files = {name: os.path.join(export_dir, card.files.of(name)) for name in MODEL_NAMES[card.form]}
     for name, path in files.items():
-        want = (card.bytes or {}).get(name)
+        want = card.bytes.of(name) if card.bytes is not None else None
         if want is not None and os.path.getsize(path) != want:
             raise BenchError(f"{card_path}: bytes.{name} is {want}, but {path} has "
                              f"{os.path.getsize(path)} bytes; the card does not belong to this "
@@ -485,16 +485,16 @@ def check_card_fits_models(export_dir, card, models):
 
 def _check_state_sizes(card, card_path, step, head, files):
     io = card.step_io
-    x_size = tensor_size(step.input_quant(io["x"])[2])
-    h_size = tensor_size(step.input_quant(io["h"])[2])
+    x_size = tensor_size(step.input_quant(io.x)[2])
+    h_size = tensor_size(step.input_quant(io.h)[2])
     if x_size != card.features:
         swapped = " (step_io x and h swapped?)" if h_size == card.features else ""
         raise BenchError(f"{card_path}: features is {card.features}, but step_io x (input "
-                         f"{io['x']} of {files['step']}) takes {x_size} values{swapped}")
+                         f"{io.x} of {files['step']}) takes {x_size} values{swapped}")
     if card.state_size is not None and h_size != card.state_size:
         raise BenchError(f"{card_path}: state_size is {card.state_size}, but step_io h (input "
-                         f"{io['h']} of {files['step']}) takes {h_size} values")
-    h_out_size = tensor_size(step.output_quant(io["h_out"])[2])
+                         f"{io.h} of {files['step']}) takes {h_size} values")
+    h_out_size = tensor_size(step.output_quant(io.h_out)[2])
     head_size = tensor_size(head.input_quant(0)[2])
     if h_out_size != h_size or head_size != h_size:
         raise BenchError(f"{card_path}: the state does not go round: step_io h takes {h_size} "
@@ -506,19 +506,19 @@ def _check_state_quantization(card, card_path, step, step_path):
     the step model's own tensors: a swapped or replaced model, or step_io naming the wrong
     tensors, differs here even when the sizes agree."""
     io = card.step_io
-    tensors = {"x": step.input_quant(io["x"]), "h_in": step.input_quant(io["h"]),
-               "h_out": step.output_quant(io["h_out"])}
+    tensors = {"x": step.input_quant(io.x), "h_in": step.input_quant(io.h),
+               "h_out": step.output_quant(io.h_out)}
     for key, (dtype, (scale, zero_point), _) in tensors.items():
-        want = (card.state_quantization or {}).get(key)
-        if not isinstance(want, dict):
+        want = getattr(card.state_quantization, key) if card.state_quantization else None
+        if want is None:
             continue  # an older card without it: the sizes above are all it says
         got = {"dtype": np.dtype(dtype).name, "scale": float(scale), "zero_point": int(zero_point)}
         for field, value in got.items():
-            ok = (np.float32(want.get(field, np.nan)) == np.float32(value) if field == "scale"
-                  else want.get(field) == value)
+            said = getattr(want, field)  # None (not said) is NaN as a scale: never equal
+            ok = np.float32(said) == np.float32(value) if field == "scale" else said == value
             if not ok:
                 raise BenchError(f"{card_path}: state_quantization.{key}.{field} is "
-                                 f"{want.get(field)!r}, but {step_path} has {value!r} there "
+                                 f"{said!r}, but {step_path} has {value!r} there "
                                  "(step_io or the model file does not match the card)")
 
 
@@ -562,10 +562,10 @@ def check_files_sha256(export_dir):
 def failed_export(card):
     """Why the card says this export failed its accuracy check (``accuracy.passed`` false: a
     ``.failed`` folder kept for inspection), or None."""
-    acc = card.accuracy or {}
-    if acc.get("passed", True) is False:
+    acc = card.accuracy
+    if acc is not None and acc.passed is False:
         return ("the card says this export failed its accuracy check (accuracy.passed false, "
-                f"drop_points {acc.get('drop_points')!r})")
+                f"drop_points {acc.drop_points!r})")
     return None
 
 

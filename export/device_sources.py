@@ -99,13 +99,13 @@ def device_sources(*, title: str, io_dtype: str, card, step_ops, head_ops) -> di
                  classes=card.classes, timesteps=card.timesteps)
     indent = "  "
     main = _template(
-        MAIN_SOURCE, **shape, x_idx=io["x"], h_idx=io["h"], h_out_idx=io["h_out"], arena=arena,
+        MAIN_SOURCE, **shape, x_idx=io.x, h_idx=io.h, h_out_idx=io.h_out, arena=arena,
         head_arena=head_arena, step_arena_alloc=((arena + 15) // 16) * 16 + 1024,
         head_arena_alloc=((head_arena + 15) // 16) * 16 + 1024, elem=elem,
         data_accessor=accessor, quantize_body=qbody, dequantize_body=dqbody,
         n_step_ops=len(set(step_ops)), n_head_ops=len(set(head_ops)),
         step_resolver="\n".join(f"{indent}step_ops.{c};" for c in resolver_calls(step_ops)),
         head_resolver="\n".join(f"{indent}head_ops.{c};" for c in resolver_calls(head_ops)),
-        tied="tied" if (card.state_quantization or {}).get("tied") else "not tied")
+        tied="tied" if card.state_quantization and card.state_quantization.tied else "not tied")
     return {MAIN_SOURCE: main, STREAM_HEADER: _template(STREAM_HEADER, **shape),
             SELF_TEST_SOURCE: _source(SELF_TEST_SOURCE), MAKEFILE: _source(MAKEFILE)}

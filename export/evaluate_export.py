@@ -80,7 +80,7 @@ def raw_windows(export_dir: Path, card, data_dir, *, need_labels: bool = True):
 
     task = get_task(card.task, **(card.task_options or {}))
     if data_dir is None:
-        source = (card.data or {}).get("source")
+        source = card.data.source if card.data else None
         data_dir = source if source and Path(source).exists() else None
     split = evaluation_split(task, data_dir, seed=_run_seed(card))
     x, y = np.asarray(split.x), np.asarray(split.y)

@@ -16,7 +16,8 @@ import numpy as np
 
 from zoo.export.card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION, FORMS,
                                 MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
-                                CardError, ModelCard, load_card_json, model_file, read_export_card)
+                                CardError, ModelCard, ModelFiles, load_card_json, model_file,
+                                read_export_card)
 from zoo.export.device_bench import load_testset
 from zoo.core import storage
 
@@ -74,10 +75,6 @@ class ExportDirectory:
         return self.card.is_file()
 
     # ------------------------------------------------------------------------------ reading
-    def read_card(self) -> ModelCard:
-        """The checked `ModelCard`; `CardError` (a ValueError) names the file and the key."""
-        return read_export_card(str(self.root))
-
     def read_card_json(self) -> dict:
         """The card's JSON object, not yet checked against the schema (for a caller whose
         first question is one key, e.g. the form)."""
@@ -92,11 +89,11 @@ class ExportDirectory:
         return x, y
 
     # ------------------------------------------------------------------------------ writing
-    def write_models(self, models: dict[str, bytes]) -> dict[str, str]:
+    def write_models(self, models: dict[str, bytes]) -> ModelFiles:
         """Write each TFLite model; returns the card's ``files`` (model name -> file name)."""
         for name, tflite in models.items():
             self.model(name).write_bytes(tflite)
-        return {name: self.model(name).name for name in models}
+        return ModelFiles(**{name: self.model(name).name for name in models})
 
     def write_stream(self, tflite: bytes) -> str:
         self.stream.write_bytes(tflite)

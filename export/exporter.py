@@ -32,7 +32,9 @@ import numpy as np
 
 from zoo.export import device_runtime
 from zoo.export.card import card_markdown, on_sequences, versus_float
-from zoo.export.card_schema import FORMS, ModelCard
+from zoo.export.card_schema import (FORMS, AccuracyCheck, DataUsed, Frontend, MicroCheck,
+                                   ModelBytes, ModelCard, ModelOps, SingleStepCheck, StatePart,
+                                   StateQuantization, StepIO, StreamCheck, TensorQuantization)
 from zoo.export.exportdir import MARKER, ExportDirectory
 from zoo.export.int8_gate import agreement_drop, same_command, source_command, widest_range
 from zoo.export.quantize import CALIBRATED, MODES, accuracy_drop_advice
@@ -154,9 +156,9 @@ class _Converted:
 
 
 def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequence",
-               unroll: bool = False, **options) -> dict:
+               unroll: bool = False, **options) -> ModelCard:
     """Export the run in ``run_dir`` to ``out`` (default ``RUN_DIR/export-FORM-QUANTIZE``) and
-    return the model card as written (`ModelCard.to_dict`).
+    return the model card as written (its sections read by attribute: ``card.accuracy.tflite``).
 
     ``out`` is locked meanwhile (the real directory: symlinks resolved); an existing export
     there is replaced (``overwrite=True``) only once the new one is complete and has passed its
@@ -173,7 +175,7 @@ def export_run(run_dir, out=None, *, quantize: str = "none", form: str = "sequen
                            ExportOptions(quantize=quantize, form=form, unroll=unroll, **options))
 
 
-def export_run_with(run_dir, out, opts: ExportOptions) -> dict:
+def export_run_with(run_dir, out, opts: ExportOptions) -> ModelCard:
     """`export_run` with its options already made (and so checked): ``zoo export`` builds them
     once from its flags and hands them down, to here or to the C export's step export."""
     check_backend()
@@ -184,7 +186,7 @@ def export_run_with(run_dir, out, opts: ExportOptions) -> dict:
         return export_source(lambda: read_run(Path(run_dir), opts.data_dir), out, opts)
 
 
-def export_source(read, out: Path, opts: ExportOptions) -> dict:
+def export_source(read, out: Path, opts: ExportOptions) -> ModelCard:
     """The pipeline of every export: ``read()`` (the `zoo.export.sources.ExportSource`, read once
     ``out`` is locked), then each stage in a staging folder swapped in at the end; returns the
     card as written (see `export_run`, whose errors it raises)."""
@@ -202,7 +204,7 @@ def export_source(read, out: Path, opts: ExportOptions) -> dict:
         finish(export, card, t_start)
         where = _place(replacement, card, opts)
     _report(card, opts, out, where, run)
-    return card.to_dict()
+    return card
 
 
 # ---------------------------------------------------------------------------------- stages
@@ -297,21 +299,22 @@ def write_artifacts(export: ExportDirectory, run: ExportSource, converted: _Conv
         task=run.task, task_options=run.task_options, model=run.name,
         model_options=run.model_options, run_dir=run.run_dir,
         parameters=int(run.model.count_params()),
-        data={"source": run.data_source, "train": len(run.x_train), "test": len(run.x_test),
-              "calibration": converted.calibration},
+        data=DataUsed(source=run.data_source, train=len(run.x_train), test=len(run.x_test),
+                      calibration=converted.calibration),
         weights="per-tensor" if opts.per_tensor else "per-channel",
-        bytes={name: len(b) for name, b in models.items()},
-        total_bytes=sum(len(b) for b in models.values()), ops=converted.ops, **run.card_fields)
+        bytes=ModelBytes(**{name: len(b) for name, b in models.items()}),
+        total_bytes=sum(len(b) for b in models.values()), ops=ModelOps(**converted.ops),
+        **run.card_fields)
     if opts.form == "step":
         card.step_io, card.state_quantization = _step_io(export.model("step"))
         layout = _state_layout(run.model, converted.state_scales)
         if layout is not None:
-            card.step_io["state_layout"] = layout
-    card.frontend = run.frontend
+            card.step_io.state_layout = layout
+    card.frontend = None if run.frontend is None else Frontend.from_dict(run.frontend)
     return card
 
 
-def _state_layout(model, scales: list | None) -> list | None:
+def _state_layout(model, scales: list | None) -> list[StatePart] | None:
     """Where each recurrent layer's states lie in the step model's one state vector, and the
     factor each is held at (`zoo.export.step.state_scales`), for more than one part (an LSTM's h
     and c, stacked layers); None for a single state."""
@@ -320,7 +323,8 @@ def _state_layout(model, scales: list | None) -> list | None:
     layout = step_chain(model).state_layout
     if len(layout) == 1:
         return None
-    return [{**part, "scale": scale} for part, scale in zip(layout, scales or [1.0] * len(layout))]
+    return [StatePart(**part, scale=scale)
+            for part, scale in zip(layout, scales or [1.0] * len(layout))]
 
 
 def check_litert(export: ExportDirectory, card: ModelCard, run: ExportSource, converted: _Converted,
@@ -332,28 +336,27 @@ def check_litert(export: ExportDirectory, card: ModelCard, run: ExportSource, co
                                run.x_test)
     lite_pred, keras_pred = lite_logits.argmax(-1), run.keras_logits.argmax(-1)
     agreement = float(np.mean(lite_pred == keras_pred))
-    card.accuracy = {
-        "keras_float": run.float_accuracy, "tflite": None, "drop_points": None,
-        "argmax_agreement": agreement,
-        "max_abs_logit_diff": float(np.abs(lite_logits - run.keras_logits).max()),
-        "runtime": "ai-edge-litert", "test_sequences": len(run.x_test),
-        "max_drop_points": opts.max_drop, "passed": True,
-        "eval_seconds": round(time.perf_counter() - t0, 1)}
+    acc = card.accuracy = AccuracyCheck(
+        keras_float=run.float_accuracy, tflite=None, drop_points=None,
+        argmax_agreement=agreement,
+        max_abs_logit_diff=float(np.abs(lite_logits - run.keras_logits).max()),
+        runtime="ai-edge-litert", test_sequences=len(run.x_test),
+        max_drop_points=opts.max_drop, passed=True,
+        eval_seconds=round(time.perf_counter() - t0, 1))
     if run.labelled:
-        lite_acc = float(np.mean(lite_pred == run.y_test))
-        drop = 100 * (run.float_accuracy - lite_acc)
-        card.accuracy.update(tflite=lite_acc, drop_points=drop, passed=bool(drop <= opts.max_drop))
+        acc.tflite = float(np.mean(lite_pred == run.y_test))
+        acc.drop_points = 100 * (run.float_accuracy - acc.tflite)
+        acc.passed = bool(acc.drop_points <= opts.max_drop)
     else:  # no labels: the agreement is what is known (it bounds the drop from above)
-        lost = agreement_drop(agreement)
-        card.accuracy.update(
-            labels="none given: the export is compared with the float model only",
-            agreement_drop_points=lost, passed=bool(lost <= opts.max_drop))
+        acc.labels = "none given: the export is compared with the float model only"
+        acc.agreement_drop_points = agreement_drop(agreement)
+        acc.passed = bool(acc.agreement_drop_points <= opts.max_drop)
     if converted.stream is not None:
         card.stream = _stream_agreement(export, converted.stream, run, lite_logits)
     ops = sorted(set(sum(converted.ops.values(), [])))
     every = on_sequences(len(run.x_test), len(run.x_test))
-    scored = (f"accuracy {100 * card.accuracy['tflite']:.2f}% {every} "
-              f"({versus_float(card.accuracy['drop_points'])}), " if run.labelled
+    scored = (f"accuracy {100 * acc.tflite:.2f}% {every} "
+              f"({versus_float(acc.drop_points)}), " if run.labelled
               else f"{every}, no labels: ")
     _log.info(f"  TFLite ({opts.quantize}, {opts.form}): {scored}argmax agreement with Keras "
               f"{100 * agreement:.2f}%, {card.total_bytes:,} bytes, ops {ops}")
@@ -361,16 +364,17 @@ def check_litert(export: ExportDirectory, card: ModelCard, run: ExportSource, co
 
 
 def _stream_agreement(export: ExportDirectory, stream: bytes, run: ExportSource,
-                      lite_logits: np.ndarray) -> dict:
+                      lite_logits: np.ndarray) -> StreamCheck:
     """The two-signature stream model against the step / head pair, over the test split."""
     t0 = time.perf_counter()
     stream_out = device_runtime.stream_logits(stream, run.x_test)
-    return {"file": export.stream.name, "bytes": len(stream), "signatures": ["step", "head"],
-            "argmax_agreement_with_step_head": float(np.mean(stream_out.argmax(-1)
-                                                             == lite_logits.argmax(-1))),
-            "max_abs_logit_diff_vs_step_head": float(np.abs(stream_out - lite_logits).max()),
-            "accuracy": _accuracy(stream_out, run.y_test),
-            "eval_seconds": round(time.perf_counter() - t0, 1)}
+    return StreamCheck(
+        file=export.stream.name, bytes=len(stream), signatures=["step", "head"],
+        argmax_agreement_with_step_head=float(np.mean(stream_out.argmax(-1)
+                                                      == lite_logits.argmax(-1))),
+        max_abs_logit_diff_vs_step_head=float(np.abs(stream_out - lite_logits).max()),
+        accuracy=_accuracy(stream_out, run.y_test),
+        eval_seconds=round(time.perf_counter() - t0, 1))
 
 
 def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: ExportSource,
@@ -383,9 +387,9 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: ExportSour
     if not opts.micro:
         return
     if not opts.micro_runs_it:
-        card.tflite_micro = {"skipped": f"TFLite Micro does not run {opts.quantize} models "
-                                        "(float16 weights / hybrid dynamic-range kernels); "
-                                        "use --quantize int8, int16x8 or none"}
+        card.tflite_micro = MicroCheck(skipped=f"TFLite Micro does not run {opts.quantize} "
+                                       "models (float16 weights / hybrid dynamic-range "
+                                       "kernels); use --quantize int8, int16x8 or none")
         return
     t0, step = time.perf_counter(), opts.form == "step"
     arenas = smallest_arenas({name: converted.models[name]
@@ -395,30 +399,30 @@ def check_tflite_micro(export: ExportDirectory, card: ModelCard, run: ExportSour
         card.head_arena_bytes = arenas["head"]
     tflm = device_runtime.open_export(str(export.root), card, "tflite-micro", 1)
     micro_logits = _predict_all(tflm, run.x_test, opts.micro_sequences)
-    card.tflite_micro = {"arena_bytes": card.arena_bytes,
-                         "head_arena_bytes": card.head_arena_bytes,
-                         **_agreement(micro_logits, lite_logits, run.y_test)}
+    micro = card.tflite_micro = MicroCheck(arena_bytes=card.arena_bytes,
+                                           head_arena_bytes=card.head_arena_bytes,
+                                           **_agreement(micro_logits, lite_logits, run.y_test))
     if step:
         xs, hs = converted.pairs
-        card.tflite_micro["single_step_vs_litert"] = _single_step_agreement(
+        micro.single_step_vs_litert = _single_step_agreement(
             export.model("step"), card.step_io, card.arena_bytes, xs[:200], hs[:200])
-    card.tflite_micro["seconds"] = round(time.perf_counter() - t0, 1)
-    micro = card.tflite_micro
+    micro.seconds = round(time.perf_counter() - t0, 1)
     # The accuracy on a prefix is not comparable with LiteRT's on the whole split (the prefix
     # can be easier or harder): LiteRT's on the same sequences is printed beside it.
-    scored = (f", accuracy {100 * micro['accuracy']:.2f}% "
-              f"{on_sequences(micro['test_sequences'], len(run.x_test))} (LiteRT "
-              f"{100 * micro['litert_accuracy_same_sequences']:.2f}% on the same "
-              f"{micro['test_sequences']})" if run.labelled
-              else f", {on_sequences(micro['test_sequences'], len(run.x_test))}")
+    scored = (f", accuracy {100 * micro.accuracy:.2f}% "
+              f"{on_sequences(micro.test_sequences, len(run.x_test))} (LiteRT "
+              f"{100 * micro.litert_accuracy_same_sequences:.2f}% on the same "
+              f"{micro.test_sequences})" if run.labelled
+              else f", {on_sequences(micro.test_sequences, len(run.x_test))}")
     _log.info(f"  TFLite Micro: arena {card.arena_bytes:,} bytes"
               + (f" (head {card.head_arena_bytes:,})" if step else "")
               + f"{scored}, argmax agreement with LiteRT "
-              f"{100 * micro['argmax_agreement_with_litert']:.2f}%")
+              f"{100 * micro.argmax_agreement_with_litert:.2f}%")
 
 
 def _agreement(micro_logits: np.ndarray, lite_logits: np.ndarray, y: np.ndarray | None) -> dict:
-    """TFLite Micro's logits on the first n test sequences against LiteRT's on the same."""
+    """TFLite Micro's logits on the first n test sequences against LiteRT's on the same (the
+    keys of `MicroCheck` they fill)."""
     n = len(micro_logits)
     micro_pred, lite_pred = micro_logits.argmax(-1), lite_logits[:n].argmax(-1)
     return {"test_sequences": n, "accuracy": _accuracy(micro_logits, y),
@@ -444,7 +448,7 @@ def write_c_sources(export: ExportDirectory, card: ModelCard, run: ExportSource,
             {"step": models["step"], "head": models["head"]}))
         card.c_sources += export.write_sources(streaming_sources(
             title=f"{run.title} ({opts.quantize})",
-            io_dtype=card.state_quantization["h_in"]["dtype"], card=card,
+            io_dtype=card.state_quantization.h_in.dtype, card=card,
             step_ops=ops["step"], head_ops=ops["head"]))
     elif opts.micro_runs_it:
         card.c_sources = export.write_sources(c_array_sources({"model": models["model"]}))
@@ -468,7 +472,7 @@ def _place(replacement: storage.Replacement, card: ModelCard, opts: ExportOption
     check (or ``allow_drop``); otherwise into ``OUT.failed``, so that a good export in ``out``
     is never replaced by a failed one. If ``OUT.failed`` is in use or is a user's folder, the
     failed export stays in the staging folder. Returns where the export is."""
-    if card.accuracy["passed"] or opts.allow_drop:
+    if card.accuracy.passed or opts.allow_drop:
         replacement.swap_in()
         return replacement.target
     failed = failed_path(replacement.target)
@@ -485,21 +489,21 @@ def _report(card: ModelCard, opts: ExportOptions, out: Path, where: Path,
     """``wrote OUT``, or AccuracyDropError saying where the failed export was kept instead, the
     layer whose range is widest and a command to try next."""
     acc = card.accuracy
-    if acc["passed"] or opts.allow_drop:
+    if acc.passed or opts.allow_drop:
         _log.info(f"  wrote {out}")
         return
     kept = (f"the export is in {failed_path(out)} for inspection" if where.name.endswith(".failed")
             else f"the export is in {where} for inspection ({failed_path(out)} is not the zoo's "
                  "or in use); the next export to the same --out removes it")
-    if acc["tflite"] is not None:
-        summary = (f"{opts.quantize} {opts.form} model: test accuracy {100 * acc['tflite']:.2f}% "
-                   f"is {acc['drop_points']:.2f} points below the Keras float model's "
-                   f"{100 * acc['keras_float']:.2f}% (allowed: {opts.max_drop} points")
+    if acc.tflite is not None:
+        summary = (f"{opts.quantize} {opts.form} model: test accuracy {100 * acc.tflite:.2f}% "
+                   f"is {acc.drop_points:.2f} points below the Keras float model's "
+                   f"{100 * acc.keras_float:.2f}% (allowed: {opts.max_drop} points")
     else:  # no labels: the windows whose class the quantized model changed
         summary = (f"{opts.quantize} {opts.form} model: its class agrees with the Keras float "
-                   f"model's on {100 * acc['argmax_agreement']:.2f}% of the "
-                   f"{acc['test_sequences']} calibration windows, "
-                   f"{acc['agreement_drop_points']:.2f} points lost (allowed: {opts.max_drop} "
+                   f"model's on {100 * acc.argmax_agreement:.2f}% of the "
+                   f"{acc.test_sequences} calibration windows, "
+                   f"{acc.agreement_drop_points:.2f} points lost (allowed: {opts.max_drop} "
                    "points")
     widest = widest_range(run.model, run.x_test) if run is not None else None
     command = source_command(run, opts) if run is not None else None
@@ -525,9 +529,10 @@ def _predict_all(model, x, limit=None):
     return np.stack([model.predict(x[i]) for i in range(n)])
 
 
-def _quant(details):
+def _quant(details) -> TensorQuantization:
     scale, zp = details["quantization"]
-    return {"scale": float(scale), "zero_point": int(zp), "dtype": np.dtype(details["dtype"]).name}
+    return TensorQuantization(scale=float(scale), zero_point=int(zp),
+                              dtype=np.dtype(details["dtype"]).name)
 
 
 def _dtype_quant(details: dict) -> tuple:
@@ -536,7 +541,7 @@ def _dtype_quant(details: dict) -> tuple:
     return details["dtype"], details["quantization"]
 
 
-def _step_io(step_path: Path) -> tuple[dict, dict]:
+def _step_io(step_path: Path) -> tuple[StepIO, StateQuantization]:
     """(step_io, state_quantization) of a step model: its input order and state quantization."""
     step = device_runtime.LiteInterpreter(str(step_path), "litert", None)
     inputs, (out,) = step.inputs, step.outputs
@@ -547,33 +552,34 @@ def _step_io(step_path: Path) -> tuple[dict, dict]:
         if key is None:
             raise RuntimeError(f"unexpected step input {d['name']!r}")
         by_name[key] = i
-    io = {"x": by_name["x"], "h": by_name["h"], "h_out": 0}
-    tied = device_runtime.same_quantization(_dtype_quant(inputs[io["h"]]), _dtype_quant(out))
-    state = {"x": _quant(inputs[io["x"]]), "h_in": _quant(inputs[io["h"]]), "h_out": _quant(out),
-             "tied": bool(tied),
-             "feedback": ("direct: copy h_t's bytes into h_prev" if tied else
-                          "requantize: h_prev = quantize(dequantize(h_t, h_out), h_in)")}
+    io = StepIO(x=by_name["x"], h=by_name["h"], h_out=0)
+    tied = device_runtime.same_quantization(_dtype_quant(inputs[io.h]), _dtype_quant(out))
+    state = StateQuantization(
+        x=_quant(inputs[io.x]), h_in=_quant(inputs[io.h]), h_out=_quant(out), tied=bool(tied),
+        feedback=("direct: copy h_t's bytes into h_prev" if tied else
+                  "requantize: h_prev = quantize(dequantize(h_t, h_out), h_in)"))
     return io, state
 
 
-def _single_step_agreement(step_path: Path, io, arena, pairs_x, pairs_h):
+def _single_step_agreement(step_path: Path, io: StepIO, arena, pairs_x,
+                           pairs_h) -> SingleStepCheck:
     """Max |LiteRT - TFLM| of one step's raw output (in quantization steps / float units)."""
     lite = device_runtime.open_model(str(step_path), "litert", None, None)
     micro = device_runtime.open_model(str(step_path), "tflite-micro", 1, arena)
     worst, differing, total = 0.0, 0, 0
     for x, h in zip(pairs_x, pairs_h):
-        for i, value in ((io["x"], x), (io["h"], h)):
+        for i, value in ((io.x, x), (io.h, h)):
             dtype, quant, _ = lite.input_quant(i)
             q = device_runtime.quantize(value[None], dtype, quant)
             lite.set(i, q)
             micro.set(i, q)
         lite.invoke()
         micro.invoke()
-        a = lite.get(io["h_out"]).astype(np.float64)
-        b = np.asarray(micro.get(io["h_out"])).astype(np.float64)
+        a = lite.get(io.h_out).astype(np.float64)
+        b = np.asarray(micro.get(io.h_out)).astype(np.float64)
         worst = max(worst, float(np.abs(a - b).max()))
         differing += int(np.sum(a != b))
         total += a.size
-    return {"max_abs_diff": worst, "differing_elements": differing, "elements": total,
-            "pairs": len(pairs_x)}
+    return SingleStepCheck(max_abs_diff=worst, differing_elements=differing, elements=total,
+                           pairs=len(pairs_x))
 

@@ -26,9 +26,9 @@ def default_out(model_path, form: str, quantize: str) -> Path:
 
 def export_model(model, calibration, out=None, *, labels=None, quantize: str = "int8",
                  form: str = "c", match: str | None = None, prefix: str | None = None,
-                 **options) -> dict:
-    """Export a Keras classifier with its calibration windows; returns the model card as
-    written (``form="c"``: the C export's summary, with its check of every window).
+                 **options):
+    """Export a Keras classifier with its calibration windows; returns the `ModelCard` as
+    written (``form="c"``: the C export's summary dict, with its check of every window).
 
     Args:
         model: a `keras.Model`, or the path of a ``.keras`` file (the zoo's layers load).

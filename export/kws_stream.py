@@ -189,7 +189,7 @@ class StreamReference:
             raise ValueError(f"instances must be in 1..{MAX_INSTANCES} and at most period "
                              f"({period}); got {instances}")
         self.input_map = input_map(self.export_dir, card)
-        self.features = integer_features((card.frontend or {}).get("features"))
+        self.features = integer_features(card.frontend.features if card.frontend else None)
         self.posteriors = Posteriors.fit(self.model.lo_quant[0])
         self.classes = int(np.prod(self.model.head.output_quant(0)[2]))
         self.class_names = list(card.class_names or [])
@@ -242,7 +242,7 @@ def input_map(export_dir: Path, card=None) -> InputMap:
     export_dir = Path(export_dir)
     card = card or read_export_card(str(export_dir))
     norm = json.loads((export_dir / (card.normalization or "normalization.json")).read_text())
-    graph = read_graph((export_dir / card.files["step"]).read_bytes())
-    x = graph.tensor(graph.inputs[card.step_io["x"]])
+    graph = read_graph((export_dir / card.files.step).read_bytes())
+    x = graph.tensor(graph.inputs[card.step_io.x])
     return InputMap.fit(norm["mean"], norm["std"], float(x.scale), int(x.zero_point))
 

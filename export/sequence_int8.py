@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from zoo.export.card_schema import StepIO
 from zoo.export.flatbuffer import read_model, schema, write_model
 
 __all__ = ["Built", "build_sequence", "build_from_export", "op_names", "requantize_ops",
@@ -278,8 +279,8 @@ def _body(asm, step, io, timesteps: int, keep_identity_ops: bool):
     g = asm.copy_subgraph(step, b"sequence_int8/while_body")
     if not keep_identity_ops:
         asm.dropped += _drop_identity_clamps(asm, g)
-    x_t, h_in = g.inputs[io["x"]], g.inputs[io["h"]]
-    h_out = g.outputs[io["h_out"]]
+    x_t, h_in = g.inputs[io.x], g.inputs[io.h]
+    h_out = g.outputs[io.h_out]
     xt = g.tensors[x_t]
     features = int(xt.shape[-1])
     i = _tensor(g, "i", [], INT32)
@@ -370,7 +371,7 @@ def _require_int8(step, head, io) -> None:
         if len(m.subgraphs) != 1:
             raise ValueError(f"{name} model has {len(m.subgraphs)} subgraphs; expected one")
     sg, hg = step.subgraphs[0], head.subgraphs[0]
-    ends = [sg.inputs[io["x"]], sg.inputs[io["h"]], sg.outputs[io["h_out"]]]
+    ends = [sg.inputs[io.x], sg.inputs[io.h], sg.outputs[io.h_out]]
     types = [sg.tensors[t].type for t in ends] + [hg.tensors[t].type
                                                    for t in (*hg.inputs, *hg.outputs)]
     if any(t != INT8 for t in types):
@@ -407,10 +408,11 @@ class Built(NamedTuple):
     dropped: list          # the identity clamps left out: op, subgraph, quantization, constant
 
 
-def build_sequence(step_bytes: bytes, head_bytes: bytes, step_io: dict, timesteps: int, *,
+def build_sequence(step_bytes: bytes, head_bytes: bytes, step_io: StepIO, timesteps: int, *,
                    keep_identity_ops: bool = False) -> Built:
-    """The one-invoke int8 sequence model of an int8 step / head pair. ``step_io``: the step
-    model's input indices ``x``, ``h`` and output index ``h_out``. Int8 clamps that change no
+    """The one-invoke int8 sequence model of an int8 step / head pair. ``step_io``: the card's
+    (`zoo.export.card_schema.StepIO`: the step model's input indices ``x``, ``h`` and output
+    index ``h_out``). Int8 clamps that change no
     int8 value are left out unless ``keep_identity_ops`` (then every op of the step is copied)."""
     step, head = read_model(step_bytes), read_model(head_bytes)
     _require_int8(step, head, step_io)
@@ -432,8 +434,8 @@ def build_from_export(export_dir: Path, *, keep_identity_ops: bool = False) -> B
     if card.form != "step" or card.quantize != "int8":
         raise ValueError(f"{export_dir}: needs an int8 step export (form step, quantize int8); "
                          f"this one is form {card.form}, quantize {card.quantize}")
-    step = (Path(export_dir) / card.files["step"]).read_bytes()
-    head = (Path(export_dir) / card.files["head"]).read_bytes()
+    step = (Path(export_dir) / card.files.step).read_bytes()
+    head = (Path(export_dir) / card.files.head).read_bytes()
     return build_sequence(step, head, card.step_io, card.timesteps,
                           keep_identity_ops=keep_identity_ops)
 

@@ -80,17 +80,16 @@ def _export(run_dir: Path, stage: Path, data_dir, quantize: str = "int8") -> tup
     if _is_recurrent(run_dir):
         folder = f"export-step-{quantize}"
         try:
-            card = export_run(run_dir, stage / folder, quantize=quantize, form="step",
-                              data_dir=data_dir)
-            return ModelCard.from_dict(card, str(stage / folder)), folder
+            return export_run(run_dir, stage / folder, quantize=quantize, form="step",
+                              data_dir=data_dir), folder
         except StepFormError as err:  # e.g. LSTM: two states, no step form (any other failure
             # of the step export stops the ship: a float model would go out in its place)
             _log.warning("no %s step export (%s)", quantize, err)
         quantize = "none"
     folder = f"export-sequence-{quantize}"
     _log.warning("shipping the %s sequence model", "float" if quantize == "none" else quantize)
-    card = export_run(run_dir, stage / folder, quantize=quantize, form="sequence", data_dir=data_dir)
-    return ModelCard.from_dict(card, str(stage / folder)), folder
+    return export_run(run_dir, stage / folder, quantize=quantize, form="sequence",
+                      data_dir=data_dir), folder
 
 
 def _is_recurrent(run_dir: Path) -> bool:
@@ -121,13 +120,14 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
             val_accuracy_subject_cv_std=round(statistics.stdev(seeds), 2) if len(seeds) > 1 else None,
             test_accuracy_visible=round(100 * metrics["test"]["accuracy"], 2),
             test_accuracy_visible_seeds=[round(s.test_accuracy_visible, 2) for s in summaries],
-            export_accuracy=round(100 * accuracy["tflite"], 2),
-            export_float_accuracy=round(100 * accuracy["keras_float"], 2),
-            export_argmax_agreement=round(100 * accuracy["argmax_agreement"], 2)),
+            export_accuracy=round(100 * accuracy.tflite, 2),
+            export_float_accuracy=round(100 * accuracy.keras_float, 2),
+            export_argmax_agreement=round(100 * accuracy.argmax_agreement, 2)),
         export=ShippedExport(folder=export_name, form=export_card.form,
-                             quantize=export_card.quantize, bytes=export_card.bytes,
+                             quantize=export_card.quantize, bytes=export_card.bytes.to_dict(),
                              total_bytes=export_card.total_bytes,
-                             tflite_micro_arena_bytes=(export_card.tflite_micro or {}).get("arena_bytes")),
+                             tflite_micro_arena_bytes=export_card.tflite_micro.arena_bytes
+                             if export_card.tflite_micro else None),
         cost=signal_cost(config["task"], frames, export_card),
         data=TrainingData(task_options=config.get("task_options_resolved", {}),
                           train_windows=metrics["data"]["train"], val_windows=metrics["data"]["val"],
@@ -168,7 +168,7 @@ def signal_cost(task_name: str, frames_per_step: int, export_card: ModelCard,
     # A speech model's features come from the zoo's C integer log-mel front end on a device:
     # it feeds the models trained on the float log-mel features at the same int8 accuracy too
     # (docs/kws.md section 7: SiRNN 78.54 % on both).
-    frontend = (0.0 if not export_card.frontend
+    frontend = (0.0 if export_card.frontend is None
                 else task.rows_per_second * INT_FRONTEND_M4_INSTRUCTIONS_PER_HOP)
     per_step = None if figures is None else figures.cortex_m4_instructions_per_step_O2
     return Cost.derive(window_seconds=task.window_seconds, steps_per_second=steps_per_second,

@@ -100,7 +100,7 @@ def export_c(source, out=None, *, match: str = DEFAULT_RUNTIME, check: bool = Tr
     step export when one has to be made first (`export_run_with`); ``overwrite`` is this
     folder's, and ``allow_drop`` and ``data_dir`` apply to a step export given as it is too.
     ``step_maker(step_dir, options)``, when given, makes the int8 step export instead of
-    `export_run_with` and returns its card as a dict (``source`` then only names it:
+    `export_run_with` and returns its `ModelCard` (``source`` then only names it:
     `zoo.export.keras_export` passes a Keras model's). Progress is logged at INFO
     (`zoo.core.logs`). ``prefix``: the public C names' (`names.check_prefix`; default
     `names.default_prefix` of the source's name).
@@ -191,7 +191,7 @@ def _made_here(source: Path, step_dir: Path, options: ExportOptions,
             + (f", try `{err.command}`" if err.command else "")
             + ", or pass --accept-int8-loss (--allow-drop).", summary=err.summary,
             inspect=inspect, command=err.command) from None
-    return StepExport(step_dir, read_step_export(step_dir, ModelCard.from_dict(card)))
+    return StepExport(step_dir, read_step_export(step_dir, card))
 
 
 @contextlib.contextmanager

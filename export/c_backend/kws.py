@@ -101,12 +101,12 @@ def input_source(export_dir: Path, card=None) -> str:
     """``kws_input.c`` of one int8 step export: its `InputMap` and its softmax's exp table
     (``card``: the export's `ModelCard`, when the caller has read it)."""
     card = read_step_export(export_dir, card)
-    step = read_graph((export_dir / card.files["step"]).read_bytes())
-    features = step.tensor(step.inputs[card.step_io["x"]]).size
+    step = read_graph((export_dir / card.files.step).read_bytes())
+    features = step.tensor(step.inputs[card.step_io.x]).size
     if features != FILTERS:
         raise ValueError(f"{export_dir}: the step model takes {features} features per step; the "
                          f"KWS front end gives {FILTERS}")
-    head = read_graph((export_dir / card.files["head"]).read_bytes())
+    head = read_graph((export_dir / card.files.head).read_bytes())
     logits = head.tensor(head.outputs[0])
     if logits.size > MAX_CLASSES:
         raise ValueError(f"{export_dir}: {logits.size} classes; kws_app takes at most {MAX_CLASSES}")
@@ -134,8 +134,8 @@ def is_kws_export(step_export: Path, card=None) -> bool:
     task = str(card.task or "")
     if not (task.startswith("google") or task == "audio_folder"):
         return False
-    step = read_graph((Path(step_export) / card.files["step"]).read_bytes())
-    return step.tensor(step.inputs[card.step_io["x"]]).size == FILTERS
+    step = read_graph((Path(step_export) / card.files.step).read_bytes())
+    return step.tensor(step.inputs[card.step_io.x]).size == FILTERS
 
 
 def add_kws_files(step_export: Path, out: Path, card=None, prefix: str = "zoo") -> dict:
@@ -146,7 +146,7 @@ def add_kws_files(step_export: Path, out: Path, card=None, prefix: str = "zoo") 
     ``PREFIX_kws_x``), so two exports link into one program. Returns ``{"kws_files": [...]}``."""
     card = read_step_export(Path(step_export), card)  # read once, passed down
     kws_input = input_source(Path(step_export), card)
-    features = integer_features((card.frontend or {}).get("features"))
+    features = integer_features(card.frontend.features if card.frontend else None)
     for name in FRONTEND_FILES:
         source = FRONTEND_C[features] if name == "kws_frontend.c" else name
         text = (FRONTEND_DIR / source).read_text()

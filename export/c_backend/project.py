@@ -128,7 +128,7 @@ def read_checked_graphs(step_export: Path, card: ModelCard) -> dict:
     try:
         device_runtime.check_files_sha256(str(step_export))
         for name in ("step", "head"):
-            path = step_export / card.files[name]
+            path = step_export / card.files.of(name)
             device_runtime.check_tflite(str(path))
             data = path.read_bytes()
             try:
@@ -152,11 +152,11 @@ def read_checked_graphs(step_export: Path, card: ModelCard) -> dict:
 def _check_ops(card: ModelCard, name: str, graph: Graph, step_export: Path) -> None:
     """The card's ``ops`` (the exporter's sorted builtin op names of each model) against the
     model's own: another cell's model (a GRU's gates under a SiRNN card) differs here."""
-    want = (card.ops or {}).get(name)
+    want = card.ops.of(name) if card.ops is not None else None
     got = sorted({op.kind for op in graph.ops})
     if want is not None and sorted(want) != got:
         raise CExportError(f"{step_export / CARD_FILE}: ops.{name} is {want}, but "
-                           f"{step_export / card.files[name]} holds {got}; the card does not "
+                           f"{step_export / card.files.of(name)} holds {got}; the card does not "
                            "belong to this model")
 
 
@@ -223,11 +223,11 @@ def read_normalization(export_dir: Path, card: ModelCard):
 
 def _io(card: ModelCard, step_g: Graph, head_g: Graph) -> dict:
     sio = card.step_io
-    x_idx, h_idx = step_g.inputs[sio["x"]], step_g.inputs[sio["h"]]
-    ho_idx = step_g.outputs[sio.get("h_out", 0)]
+    x_idx, h_idx = step_g.inputs[sio.x], step_g.inputs[sio.h]
+    ho_idx = step_g.outputs[sio.h_out]
     x, h_in, h_out = (_Quant.of(step_g, i) for i in (x_idx, h_idx, ho_idx))
     head_in, logits = _Quant.of(head_g, head_g.inputs[0]), _Quant.of(head_g, head_g.outputs[0])
-    return dict(x_pos=sio["x"], h_pos=sio["h"], x=x, h_in=h_in, h_out=h_out, head_in=head_in,
+    return dict(x_pos=sio.x, h_pos=sio.h, x=x, h_in=h_in, h_out=h_out, head_in=head_in,
                 logits=logits, units=step_g.tensor(h_idx).size, features=step_g.tensor(x_idx).size,
                 classes=head_g.tensor(head_g.outputs[0]).size)
 

@@ -56,14 +56,17 @@ def timing_of(c_dir: Path, kws: bool) -> Timing:
     check = json.loads((c_dir / "c_check.json").read_text())
     steps = int(check["timesteps"])
     try:
-        card = json.loads((c_dir / "model_card.json").read_text())
+        from zoo.export.card_schema import CARD_FILE, ModelCard, load_card_json
         from zoo.training.tasks import get_task
         from zoo.training.tasks.frames import frames_per_step_of
 
-        task = get_task(card["task"])
-        frames = frames_per_step_of(card.get("task_options"))
+        card = ModelCard.from_dict(load_card_json(str(c_dir / CARD_FILE)), str(c_dir / CARD_FILE))
+        if card.task is None:  # a Keras model's export: no task, no rate
+            return Timing(steps, None)
+        task = get_task(card.task)
+        frames = frames_per_step_of(card.task_options)
         return Timing(steps, steps * frames / task.rows_per_second)
-    except (OSError, KeyError, ValueError, TypeError, json.JSONDecodeError):
+    except (OSError, KeyError, ValueError, TypeError):
         return Timing(steps, None)
 
 
@@ -80,8 +83,8 @@ def check_windows(c_dir: Path) -> tuple[np.ndarray, str]:
     if (c_dir / "testset.npz").is_file():
         card = read_export_card(str(c_dir))
         x, _ = load_testset(str(c_dir), card)
-        step = read_graph((c_dir / card.files["step"]).read_bytes())
-        tensor = step.tensor(step.inputs[card.step_io["x"]])
+        step = read_graph((c_dir / card.files.step).read_bytes())
+        tensor = step.tensor(step.inputs[card.step_io.x])
         q = np.round(np.asarray(x[:CHECK_WINDOWS], np.float32) / np.float32(tensor.scale))
         return np.clip(q + tensor.zero_point, -128, 127).astype(np.int8), "test windows"
     rng = np.random.default_rng(0)

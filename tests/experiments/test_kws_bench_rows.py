@@ -5,13 +5,15 @@ import json
 from types import SimpleNamespace
 
 from zoo.experiments import kws_bench
+from zoo.export.card_schema import AccuracyCheck, MicroCheck, ModelCard
 
 
 def card(acc, tflm, agree):
-    return {"parameters": 1234, "total_bytes": 5000, "arena_bytes": 3000,
-            "head_arena_bytes": 400, "accuracy": {"tflite": acc},
-            "tflite_micro": {"accuracy": tflm, "litert_accuracy_same_sequences": acc,
-                             "argmax_agreement_with_litert": agree, "test_sequences": 100}}
+    return ModelCard(parameters=1234, total_bytes=5000, arena_bytes=3000, head_arena_bytes=400,
+                     accuracy=AccuracyCheck(tflite=acc),
+                     tflite_micro=MicroCheck(accuracy=tflm, litert_accuracy_same_sequences=acc,
+                                             argmax_agreement_with_litert=agree,
+                                             test_sequences=100))
 
 
 def test_row_takes_sizes_from_the_first_export_and_accuracies_from_all(tmp_path, monkeypatch):

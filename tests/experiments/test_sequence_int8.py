@@ -16,6 +16,7 @@ import pytest
 
 from zoo.experiments import sequence_int8 as sx
 from zoo.export import sequence_int8 as si
+from zoo.export.card_schema import read_export_card
 
 BUILTIN_LOOP_OPS = {"WHILE", "LESS", "GATHER", "ADD"}
 
@@ -106,9 +107,9 @@ def test_a_clamp_that_changes_values_is_kept(sirnn_export):
     const = next(t for t in op.inputs if g.tensors[t].buffer
                  and step.buffers[g.tensors[t].buffer].data is not None)
     step.buffers[g.tensors[const].buffer].data = np.array([100], np.int8).view(np.uint8)
-    card = json.loads((sirnn_export / "model_card.json").read_text())
+    card = read_export_card(str(sirnn_export))
     built = si.build_sequence(si.write_model(step), (sirnn_export / "head.tflite").read_bytes(),
-                              card["step_io"], card["timesteps"])
+                              card.step_io, card.timesteps)
     assert [d["op"] for d in built.dropped] == ["RELU"]
     assert "MINIMUM" in si.op_names(built.tflite)
 

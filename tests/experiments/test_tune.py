@@ -279,7 +279,7 @@ def test_target_ratio_scales_the_m4_prediction_by_the_cards_ratio():
     pairs = cost_model.target_pairs("cortex-m0plus")
     x = np.array([m4.predict(p.model, p.options, cost_model.Shape(p.input_width, 1, p.classes))
                   ["instructions_per_step"] for p, _ in pairs], float)
-    y = np.array([f["instructions_per_step"] for _, f in pairs], float)
+    y = np.array([f.instructions_per_step for _, f in pairs], float)
     ratio, *_ = np.linalg.lstsq((x / y)[:, None], np.ones_like(y), rcond=None)
     shape = cost_model.Shape(9, 128, 6, 2.56)
     options = {"units": 32, "rank": 8}

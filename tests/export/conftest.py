@@ -61,7 +61,7 @@ def failing_accuracy_check(monkeypatch):
 
     def check_litert_failing(export, card, *args, **kwargs):
         logits = real_check(export, card, *args, **kwargs)
-        card.accuracy.update(drop_points=7.13, passed=False)
+        card.accuracy.drop_points, card.accuracy.passed = 7.13, False
         return logits
 
     monkeypatch.setattr(exporter, "check_litert", check_litert_failing)

@@ -24,17 +24,17 @@ INT_OPS = {"FULLY_CONNECTED", "ADD", "SUB", "MUL", "MINIMUM", "MAXIMUM", "RELU",
 @pytest.mark.slow
 def test_int8_step_export_is_builtin_and_accuracy_checked(int8_step):
     out, card = int8_step
-    assert card["form"] == "step" and card["quantize"] == "int8"
-    assert card["files"] == {"step": "step.tflite", "head": "head.tflite"}
+    assert card.form == "step" and card.quantize == "int8"
+    assert card.files.to_dict() == {"step": "step.tflite", "head": "head.tflite"}
     for name in ("step", "head"):
-        assert set(card["ops"][name]) <= INT_OPS, card["ops"]
-        assert (out / card["files"][name]).stat().st_size == card["bytes"][name]
-    acc = card["accuracy"]
-    assert acc["test_sequences"] == 701 and acc["runtime"] == "ai-edge-litert"
-    assert acc["keras_float"] > 0.70, "the fixture run did not train"
-    assert acc["passed"] and acc["drop_points"] <= 1.0, acc
-    assert acc["argmax_agreement"] >= 0.95, acc
-    assert card["total_bytes"] < 12_000  # vs 1,055,472 bytes for Keras LSTM-32, unrolled int8
+        assert set(card.ops.of(name)) <= INT_OPS, card.ops
+        assert (out / card.files.of(name)).stat().st_size == card.bytes.of(name)
+    acc = card.accuracy
+    assert acc.test_sequences == 701 and acc.runtime == "ai-edge-litert"
+    assert acc.keras_float > 0.70, "the fixture run did not train"
+    assert acc.passed and acc.drop_points <= 1.0, acc
+    assert acc.argmax_agreement >= 0.95, acc
+    assert card.total_bytes < 12_000  # vs 1,055,472 bytes for Keras LSTM-32, unrolled int8
 
 
 @pytest.mark.slow
@@ -42,13 +42,13 @@ def test_printed_accuracy_says_above_or_below_the_float_model(int8_step_printed)
     """Issue 22: a better int8 model printed "drop -2.00 points". The LiteRT line says how far
     and on which side of the Keras float accuracy, as the card's accuracies put it."""
     _, card, lines = int8_step_printed
-    acc = card["accuracy"]
-    points = 100 * (acc["tflite"] - acc["keras_float"])
+    acc = card.accuracy
+    points = 100 * (acc.tflite - acc.keras_float)
     line = next(x for x in lines if x.lstrip().startswith("TFLite (int8, step)"))
     side = "above" if points > 0 else "below"
     words = ("the same as the float model" if round(points, 2) == 0 else
              f"{abs(points):.2f} points {side} the float model")
-    assert f"accuracy {100 * acc['tflite']:.2f}%" in line and words in line, line
+    assert f"accuracy {100 * acc.tflite:.2f}%" in line and words in line, line
     assert "drop" not in line, line
 
 
@@ -104,8 +104,8 @@ def test_stream_model_has_step_and_head_signatures_equal_to_the_pair(int8_step):
         head.invoke()
         np.testing.assert_array_equal(head_sig(h=h_sig)["output_0"],
                                       head.get_tensor(head.get_output_details()[0]["index"]))
-    assert card["stream"]["argmax_agreement_with_step_head"] == 1.0
-    assert card["stream"]["bytes"] == (out / "stream.tflite").stat().st_size < card["total_bytes"]
+    assert card.stream.argmax_agreement_with_step_head == 1.0
+    assert card.stream.bytes == (out / "stream.tflite").stat().st_size < card.total_bytes
 
 
 @pytest.mark.slow
@@ -113,41 +113,41 @@ def test_int8_step_state_quantization_is_tied(int8_step):
     """With the state clipped to [0, 1], h_prev and h_t share scale and zero point, so device
     code feeds the int8 output straight back."""
     _, card = int8_step
-    sq = card["state_quantization"]
-    assert sq["h_in"]["dtype"] == sq["h_out"]["dtype"] == "int8"
-    assert sq["tied"] and sq["h_in"] == sq["h_out"], sq
-    assert sq["feedback"].startswith("direct")
-    assert sq["h_in"]["scale"] == pytest.approx(1 / 255, rel=1e-3)
+    sq = card.state_quantization
+    assert sq.h_in.dtype == sq.h_out.dtype == "int8"
+    assert sq.tied and sq.h_in == sq.h_out, sq
+    assert sq.feedback.startswith("direct")
+    assert sq.h_in.scale == pytest.approx(1 / 255, rel=1e-3)
 
 
 @pytest.mark.slow
 def test_int8_step_runs_under_tflite_micro_like_litert(int8_step):
     _, card = int8_step
-    micro = card["tflite_micro"]
-    assert micro["test_sequences"] == 60
-    one = micro["single_step_vs_litert"]
+    micro = card.tflite_micro
+    assert micro.test_sequences == 60
+    one = micro.single_step_vs_litert
     # One step from the same int8 inputs: TFLM's kernels and LiteRT's round some requantizations
     # differently (LiteRT's reference kernels, OpResolverType.BUILTIN_REF, differ from TFLM just
     # as its optimized ones do), so a few elements differ by 1-2 quantization steps (measured:
     # 0.3-0.5 % of the elements, at most 2 steps).
-    assert one["max_abs_diff"] <= 2 and one["differing_elements"] <= 0.02 * one["elements"], one
+    assert one.max_abs_diff <= 2 and one.differing_elements <= 0.02 * one.elements, one
     # Fed back over 128 steps these differences compound (about a quarter of the final state
     # elements differ), so a sequence on the decision boundary can flip: measured 0 or 1 of 60
     # across fixture trainings (which are not bit-reproducible). Predictions must agree on all
     # but a few sequences, and the accuracies can differ only by the disagreeing ones.
-    agreement = micro["argmax_agreement_with_litert"]
+    agreement = micro.argmax_agreement_with_litert
     assert agreement >= 0.95, micro
-    assert abs(micro["accuracy"] - micro["litert_accuracy_same_sequences"]) <= 1 - agreement + 1e-9
+    assert abs(micro.accuracy - micro.litert_accuracy_same_sequences) <= 1 - agreement + 1e-9
 
 
 @pytest.mark.slow
 def test_arena_is_the_smallest(int8_step):
     out, card = int8_step
-    for name, key in (("step", "arena_bytes"), ("head", "head_arena_bytes")):
-        tflite = (out / card["files"][name]).read_bytes()
-        assert works_with_arena(tflite, card[key])
-        assert not works_with_arena(tflite, card[key] - 1)
-    assert card["arena_bytes"] < 8192
+    for name, arena in (("step", card.arena_bytes), ("head", card.head_arena_bytes)):
+        tflite = (out / card.files.of(name)).read_bytes()
+        assert works_with_arena(tflite, arena)
+        assert not works_with_arena(tflite, arena - 1)
+    assert card.arena_bytes < 8192
 
 
 @pytest.mark.slow
@@ -156,31 +156,40 @@ def test_c_sources(int8_step):
     header, source = (out / "model_data.h").read_text(), (out / "model_data.cc").read_text()
     assert "extern const unsigned char g_step_model_data[];" in header
     assert "alignas(16) const unsigned char g_head_model_data[]" in source
-    assert f"g_step_model_data_len = {card['bytes']['step']};" in source
+    assert f"g_step_model_data_len = {card.bytes.step};" in source
     body = source.split("g_step_model_data[] = {")[1].split("};")[0]
     values = bytes(int(v, 16) for v in body.replace("\n", " ").replace(",", " ").split())
     assert values == (out / "step.tflite").read_bytes()
     example = (out / "main.cc").read_text()
     assert "MicroInterpreter" in example and "int8_t" in example
-    assert f"step.input({card['step_io']['x']})" in example
-    assert f"step.input({card['step_io']['h']})" in example
+    assert f"step.input({card.step_io.x})" in example
+    assert f"step.input({card.step_io.h})" in example
     for op, call in (("FULLY_CONNECTED", "AddFullyConnected()"), ("ADD", "AddAdd()")):
-        assert (op in card["ops"]["step"]) == (f"step_ops.{call}" in example)
-    assert f"MicroMutableOpResolver<{len(card['ops']['step'])}> step_ops" in example
+        assert (op in card.ops.step) == (f"step_ops.{call}" in example)
+    assert f"MicroMutableOpResolver<{len(card.ops.step)}> step_ops" in example
 
 
 @pytest.mark.slow
 def test_model_card(int8_step):
+    """The export returns the typed card it wrote (sections read by attribute), equal to the
+    one read back from the folder and to the JSON on disk."""
+    from zoo.export.card_schema import ModelCard, StepIO, read_export_card
+
     out, card = int8_step
+    assert isinstance(card, ModelCard) and isinstance(card.step_io, StepIO)
     on_disk = json.loads((out / "model_card.json").read_text())
-    assert on_disk == json.loads(json.dumps(card))
+    assert on_disk == json.loads(json.dumps(card.to_dict()))
+    assert read_export_card(str(out)) == card
     for key in ("form", "quantize", "files", "step_io", "timesteps", "features", "state_size",
                 "testset", "arena_bytes", "head_arena_bytes", "task", "data", "accuracy",
                 "parameters", "bytes", "ops", "normalization"):
-        assert key in card, key
-    assert (card["timesteps"], card["features"], card["state_size"]) == (128, 9, 80)
-    assert sorted(card["step_io"]) == ["h", "h_out", "x"]
-    assert card["step_io"]["x"] != card["step_io"]["h"]
+        assert key in on_disk and getattr(card, key) is not None, key
+    assert (card.timesteps, card.features, card.state_size) == (128, 9, 80)
+    assert sorted(on_disk["step_io"]) == ["h", "h_out", "x"]
+    assert card.step_io.x != card.step_io.h and card.step_io.h_out == 0
+    assert card.accuracy.tflite == on_disk["accuracy"]["tflite"]
+    assert card.tflite_micro.single_step_vs_litert.pairs == \
+        on_disk["tflite_micro"]["single_step_vs_litert"]["pairs"]
     with np.load(out / "testset.npz") as data:
         assert data["x"].shape == (701, 128, 9) and data["x"].dtype == np.float32
         assert abs(float(data["x"].mean())) < 0.5  # normalised
@@ -208,10 +217,10 @@ def test_device_bench_reproduces_the_reported_accuracy(int8_step):
     out, card = int8_step
     report = _device_bench(out, "litert", None)
     assert report["test_sequences"] == 701
-    assert report["accuracy"] == pytest.approx(card["accuracy"]["tflite"], abs=1e-12)
-    assert report["model_bytes"] == card["total_bytes"]
+    assert report["accuracy"] == pytest.approx(card.accuracy.tflite, abs=1e-12)
+    assert report["model_bytes"] == card.total_bytes
     micro = _device_bench(out, "tflite-micro", 60)
-    assert micro["accuracy"] == pytest.approx(card["tflite_micro"]["accuracy"], abs=1e-12)
+    assert micro["accuracy"] == pytest.approx(card.tflite_micro.accuracy, abs=1e-12)
 
 
 # ------------------------------------------------------------------------------ float, errors
@@ -221,13 +230,13 @@ def test_float_sequence_export_matches_keras(har_run, har_dir, tmp_path):
 
     card = export_run(har_run, tmp_path / "float", quantize="none", form="sequence",
                       data_dir=har_dir, micro=False)
-    acc = card["accuracy"]
-    assert card["files"] == {"model": "model.tflite"} and "WHILE" in card["ops"]["model"]
-    assert acc["argmax_agreement"] == 1.0 and acc["tflite"] == acc["keras_float"]
+    acc = card.accuracy
+    assert card.files.to_dict() == {"model": "model.tflite"} and "WHILE" in card.ops.model
+    assert acc.argmax_agreement == 1.0 and acc.tflite == acc.keras_float
     # Not 1e-4 (tests/zoo/test_tflite_float.py checks that on plain cells): this model's 8-bit
     # fake quantization rounds the state in float, and a near-tie rounded the other way moves
     # a state element by one grid step (1/255) for the rest of the sequence (measured 0.008-0.012).
-    assert acc["max_abs_logit_diff"] < 0.05
+    assert acc.max_abs_logit_diff < 0.05
 
 
 @pytest.mark.slow

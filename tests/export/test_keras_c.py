@@ -109,10 +109,10 @@ def test_the_card_records_the_state_vector_layout(exported):
     card = read_export_card(str(c_dir))
     chain = layer_chain(model)
     assert card.state_size == summary["units"] == chain.state_size
-    layout = card.step_io.get("state_layout")
+    layout = card.step_io.state_layout
     if len(chain.state_layout) == 1:
         assert layout is None
     else:
-        assert [(p["state"], p["offset"], p["size"]) for p in layout] == \
+        assert [(p.state, p.offset, p.size) for p in layout] == \
             [(p["state"], p["offset"], p["size"]) for p in chain.state_layout]
-    assert card.accuracy["tflite"] is not None and card.keras_model.endswith(".keras")
+    assert card.accuracy.tflite is not None and card.keras_model.endswith(".keras")

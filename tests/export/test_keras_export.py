@@ -175,6 +175,6 @@ def test_zoo_eval_of_an_int8_step_export_is_its_card_accuracy(int8_step, har_dir
     export_dir, card = int8_step
     assert cli.main(["eval", str(export_dir), "--data-dir", str(har_dir)]) == 0
     said = capsys.readouterr().out
-    assert f"test accuracy: {100 * card['accuracy']['tflite']:.2f}%" in said
+    assert f"test accuracy: {100 * card.accuracy.tflite:.2f}%" in said
     assert "int8 step export, litert" in said and "per-class accuracy:" in said
 

@@ -126,7 +126,7 @@ def test_int8_scales_are_the_trained_fake_quant_ranges(qat_export):
 def test_step_graph_clips_by_saturation_only(qat_export):
     _, export, card = qat_export
     ops = {op["op_name"] for op in Graph(export / "step.tflite").ops}
-    assert ops == set(card["ops"]["step"])
+    assert ops == set(card.ops.step)
     assert not ops & {"MINIMUM", "MAXIMUM", "RELU", "RELU6", "RELU_N1_TO_1", "QUANTIZE",
                       "DEQUANTIZE"}, ops
     assert ops <= {"ADD", "SUB", "MUL", "FULLY_CONNECTED"}, ops
@@ -188,7 +188,7 @@ def test_keras_qat_model_and_int8_step_loop_agree_per_window(qat_export):
     assert same_state == 1.0
     assert agreement >= 0.99
     np.testing.assert_allclose(keras_states * 255, np.round(keras_states * 255), atol=1e-3)
-    assert card["accuracy"]["argmax_agreement"] == pytest.approx(agreement)  # the exporter's own
+    assert card.accuracy.argmax_agreement == pytest.approx(agreement)  # the exporter's own
 
 
 @pytest.mark.slow

@@ -73,7 +73,7 @@ def test_zoo_train_overwrite_is_refused_while_an_export_reads_the_run(
     assert codes == [2], err
     assert f"run directory {run} is in use by a command reading it (pid {os.getpid()}" in err
     metrics = json.loads((run / "metrics.json").read_text())
-    assert card["accuracy"]["keras_float"] == pytest.approx(metrics["test"]["accuracy"], abs=1e-6)
+    assert card.accuracy.keras_float == pytest.approx(metrics["test"]["accuracy"], abs=1e-6)
 
 
 def test_an_export_started_while_zoo_train_overwrite_replaces_the_run_is_refused(
@@ -99,7 +99,7 @@ def test_an_export_started_while_zoo_train_overwrite_replaces_the_run_is_refused
     monkeypatch.setattr(storage, "crash_point", lambda label: None)
     card = export_run(run, tmp_path / "after", micro=False)
     metrics = json.loads((run / "metrics.json").read_text())
-    assert card["accuracy"]["keras_float"] == pytest.approx(metrics["test"]["accuracy"], abs=1e-6)
+    assert card.accuracy.keras_float == pytest.approx(metrics["test"]["accuracy"], abs=1e-6)
 
 
 # ------------------------------------------------------------------------- the teacher pinned

@@ -366,7 +366,7 @@ def test_a_distilled_student_exports_like_any_run(runs, tmp_path):
 
     card = export_run(runs.student, tmp_path / "float", quantize="none", form="sequence",
                       data_dir=runs.har, micro=False)
-    assert card["accuracy"]["argmax_agreement"] == 1.0
+    assert card.accuracy.argmax_agreement == 1.0
 
 
 # --------------------------------------------------------------------------------- sweeps

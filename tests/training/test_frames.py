@@ -77,8 +77,8 @@ def test_a_stacked_run_trains_and_its_step_exports(shared_data, tmp_path):
                  "--task-option", "frames_per_step=4", "--option", "eta_init=0.04",
                  "--data-dir", str(shared_data / HAR), "--out", str(run), "-q"]) == 0
     card = export_run(run, tmp_path / "step", quantize="none", form="step")
-    assert (card["timesteps"], card["features"]) == (32, 36)
-    assert card["accuracy"]["tflite"] == pytest.approx(card["accuracy"]["keras_float"], abs=1e-9)
+    assert (card.timesteps, card.features) == (32, 36)
+    assert card.accuracy.tflite == pytest.approx(card.accuracy.keras_float, abs=1e-9)
 
 
 def test_dsa19_stacks_its_125_samples_and_five_units(shared_data):

@@ -152,7 +152,7 @@ def test_its_int8_step_export_takes_the_trained_ranges_and_agrees(stage_run, tmp
     from ai_edge_litert.interpreter import Interpreter
 
     card = read_step_export(tmp_path / "int8")
-    step = Interpreter(str(tmp_path / "int8" / card.files["step"]))
+    step = Interpreter(str(tmp_path / "int8" / card.files.step))
     (x_in,) = [d for d in step.get_input_details() if d["shape"][-1] == model.input_shape[-1]]
     scale, _ = x_in["quantization"]
     assert scale == pytest.approx((np.float32(hi) - np.float32(lo)) / 255, rel=1e-6)

@@ -40,6 +40,8 @@ def step_ops(step_tflite):
 
 
 def measure(key, source, work):
+    from zoo.export.card_schema import read_export_card
+
     source = Path(source).resolve()
     commands, shipped = [], (source / "export-step-int8").is_dir()
     shown = source.relative_to(HERE.parent.parent) if source.is_relative_to(HERE.parent.parent) else source
@@ -58,9 +60,9 @@ def measure(key, source, work):
     except SystemExit as refused:  # a graph the C backend does not take: say so, keep the MACs
         return {**fig, "c_export_error": str(refused)[-600:], "commands": commands}
     check = json.loads((c_dir / "c_check.json").read_text())
-    card = json.loads((c_dir / "model_card.json").read_text())
+    accuracy = read_export_card(str(c_dir)).accuracy
     fig = {**fig, "step_ops": step_ops(c_dir / "step.tflite"),
-           "export_check": {k: card["accuracy"].get(k) for k in
+           "export_check": {k: getattr(accuracy, k) for k in
                             ("keras_float", "tflite", "drop_points", "argmax_agreement", "test_sequences")},
            "const_bytes": check["const_bytes"], "state_bytes": check["state_bytes"],
            "c_check": check["check"],
