@@ -320,15 +320,15 @@ def summarise(run_dir) -> dict:
     from zoo.training.rundir import RunDirectory
 
     run = RunDirectory(run_dir)
-    metrics = run.read_metrics()
+    metrics = run.record().metrics
     with open(run.history, newline="") as f:
         history = list(csv.DictReader(f))
     curve = [100 * float(row["val_accuracy"]) for row in history if row.get("val_accuracy")]
-    return {"val": curve[metrics["best_epoch"] - 1] if curve else None, "curve": curve,
-            "test": 100 * metrics["test"]["accuracy"] if metrics["test"] else None,
-            "parameters": metrics["parameters"],
-            "seconds": metrics["training_seconds"], "epochs": metrics["epochs_run"],
-            "best_epoch": metrics["best_epoch"]}
+    return {"val": curve[metrics.best_epoch - 1] if curve else None, "curve": curve,
+            "test": 100 * metrics.test_accuracy if metrics.test else None,
+            "parameters": metrics.parameters,
+            "seconds": metrics.training_seconds, "epochs": metrics.epochs_run,
+            "best_epoch": metrics.best_epoch}
 
 
 def is_finished(trial: Trial) -> bool:

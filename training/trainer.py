@@ -309,13 +309,15 @@ def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dic
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
     run = rundir.RunDirectory(run_dir)
-    distill.check_resumed_teachers(run.config, job.teachers, checkpoint)  # before it is rewritten
+    # What the run recorded when it started, read before _write_settings rewrites it.
+    saved = run.record().config if checkpoint is not None and run.config.is_file() else None
+    distill.check_resumed_teachers(saved, job.teachers, checkpoint)
     data = job.task.load(job.data_dir, seed=config.seed)
     _log.debug("%s: data from %s", config.task, data.source)
     if not len(data.train):  # model.fit on no batch at all waits for ever
         raise ValueError(f"task {config.task}: the training split of {data.source} is empty; "
                          "nothing to train on")
-    fingerprint = check_same_data(run, data, checkpoint)
+    fingerprint = check_same_data(saved, data, checkpoint)
     arrays = _normalised(data)
     _write_settings(run, config, job.task, data, job.teachers, fingerprint)
     start = _start(run, job, checkpoint,

@@ -7,12 +7,9 @@ import dataclasses
 import os
 from pathlib import Path
 
-import yaml
-
 from zoo.training import callbacks as cb
 from zoo.training import qat_stage, rundir
 from zoo.core import storage
-from zoo.training.artifacts import check_run_config
 from zoo.training.config import TrainConfig
 from zoo.training.rundir import RunDirError
 from zoo.core.storage import RUN_MARKER
@@ -95,26 +92,17 @@ def _staging(run_dir: Path, config: TrainConfig) -> WorkDir:
 def _same_settings(folder: Path, config: TrainConfig, refuse: bool) -> bool:
     """Whether ``folder/config.yaml`` has ``config``'s training identity (False: no config
     yet). A different one raises RunDirError when ``refuse``, else returns False."""
-    path = rundir.RunDirectory(folder).config
-    if not path.is_file():
+    run = rundir.RunDirectory(folder)
+    if not run.config.is_file():
         return False
     try:
-        saved = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise RunDirError(f"{path} is not valid YAML ({err}); choose another --out") from None
-    if not isinstance(saved, dict):
-        raise RunDirError(f"{path} is not a zoo run config (a YAML {type(saved).__name__}, not a "
-                          "mapping); choose another --out")
-    try:
-        check_run_config(saved, path)
-    except ValueError as err:  # names the file and the setting at fault
+        saved = run.record().config  # names the file and the setting at fault
+    except ValueError as err:
         raise RunDirError(f"{err}; choose another --out") from None
-    try:
-        previous = TrainConfig.from_dict({k: v for k, v in saved.items()
-                                          if not k.endswith("_resolved")})
-    except (TypeError, ValueError) as err:
-        raise RunDirError(f"{path} is not a valid zoo run config ({err}); choose another --out"
-                          ) from None
+    if saved.unknown_settings:  # a run of another zoo version: read, but not resumed
+        raise RunDirError(f"{run.config} is not a valid zoo run config (unknown training "
+                          f"setting(s) {saved.unknown_settings}); choose another --out")
+    previous = saved.settings
     ours, theirs = config.training_identity(), previous.training_identity()
     diff = {k: (v, ours[k]) for k, v in theirs.items() if ours[k] != v}
     if diff and refuse:
