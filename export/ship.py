@@ -49,11 +49,12 @@ def _shippable(path: Path) -> bool:
     return path.is_file() and not path.name.startswith(".")
 
 
-def _seed_summary(run_dir: Path) -> SeedResult:
+def _seed_summary(run_dir: Path, record=None) -> SeedResult:
     """One seed's run, read once: its seed, validation subjects, and the validation accuracy of
-    its selected epoch and its test accuracy (%, unrounded)."""
+    its selected epoch and its test accuracy (%, unrounded). ``record``: the run's
+    `zoo.training.run_record.RunRecord` when the caller has read it."""
     run = RunDirectory(run_dir)
-    record = run.record()
+    record = record or run.record()
     config, metrics = record.config, record.metrics
     with open(run.history, newline="") as f:
         history = list(csv.DictReader(f))
@@ -105,7 +106,8 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
     """The tag's card from the run, its seeds and the export `zoo export` just checked."""
     record = RunDirectory(run_dir).record()
     config, metrics = record.config, record.metrics
-    summaries = [_seed_summary(Path(r)) for r in seed_runs] or [_seed_summary(run_dir)]
+    summaries = ([_seed_summary(Path(r)) for r in seed_runs]
+                 or [_seed_summary(run_dir, record)])
     seeds = [s.val_accuracy for s in summaries]
     accuracy = export_card.accuracy
     frames = config.frames_per_step
