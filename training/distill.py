@@ -45,22 +45,29 @@ def check_teacher_runs(options: dict, task: str) -> list[Path]:
     FileNotFoundError naming the teacher and what is wrong."""
     from zoo.training.rundir import RunDirectory
 
-    runs = []
-    for path in check_distill(options)["teacher"]:
-        if FOLD in path:
-            raise ValueError(f"distill teacher {path}: the {FOLD} placeholder is filled in only "
-                             "by `zoo sweep cv` (each fold's teacher); give a run directory")
-        run = RunDirectory(path)
-        try:
-            run.check_finished()
-            theirs = run.record().config.task
-        except (FileNotFoundError, ValueError) as err:
-            raise type(err)(f"distill teacher {path}: {err}") from None
-        if theirs != task:
-            raise ValueError(f"distill teacher {path} was trained on task {theirs!r}, this run "
-                             f"is {task!r}; a teacher must be a run of the same task")
-        runs.append(run.root)
-    return runs
+    runs = [RunDirectory(path) for path in check_distill(options)["teacher"]]
+    for run in runs:
+        _teacher_record(run, task)
+    return [run.root for run in runs]
+
+
+def _teacher_record(run, task: str):
+    """The record (`zoo.training.run_record.RunRecord`) of teacher ``run`` (a `RunDirectory`),
+    a finished run of ``task``; ValueError or FileNotFoundError naming the teacher."""
+    if FOLD in str(run.root):
+        raise ValueError(f"distill teacher {run.root}: the {FOLD} placeholder is filled in only "
+                         "by `zoo sweep cv` (each fold's teacher); give a run directory")
+    try:
+        run.check_finished()
+        # a damaged metrics.json is a damaged run, as `zoo eval` says
+        record = run.record()
+    except (FileNotFoundError, ValueError) as err:
+        raise type(err)(f"distill teacher {run.root}: {err}") from None
+    if record.config.task != task:
+        raise ValueError(f"distill teacher {run.root} was trained on task "
+                         f"{record.config.task!r}, this run is {task!r}; a teacher must be a "
+                         "run of the same task")
+    return record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,10 +93,11 @@ def load_teachers(options: dict, task) -> list[Teacher]:
     from zoo.training.rundir import RunDirectory
 
     teachers = []
-    for root in check_teacher_runs(options, task.name):
-        run = RunDirectory(root)
+    for path in check_distill(options)["teacher"]:
+        run = RunDirectory(path)
+        root = run.root
         with storage.shared(root, "distill teacher"):  # not while `zoo train` replaces it
-            record = run.record()  # a damaged metrics.json is a damaged run, as `zoo eval` says
+            record = _teacher_record(run, task.name)  # read once, holding the lock
             model = load_keras_model(run.model, role=f" (distill teacher {root})")
             sha256 = sha256_file(run.model)  # of the file the model was read from
             features = model.inputs[0].shape[-1]
