@@ -219,15 +219,15 @@ def measure(args) -> list[dict]:
         _log.info(f"== {label}")
         run_dir = _train_or_load(args.task, model_name, options, args, out)
         run = RunDirectory(run_dir)
-        metrics = run.read_metrics()
-        macs = metrics.get("macs_per_sequence")  # recorded by training since it was added
+        metrics = run.record().metrics
+        macs = metrics.macs_per_sequence  # recorded by training since it was added
         if macs is None:
             macs = model_macs_per_sequence(load_keras_model(run.model))
         for mode in args.modes:
             export_dir, card, errors = _export(run_dir, mode, out, args)
             row = {"model": label, "family": family, "mode": mode,
-                   "parameters": metrics["parameters"], "macs_per_sequence": macs,
-                   "keras_accuracy": 100 * metrics["test"]["accuracy"]}
+                   "parameters": metrics.parameters, "macs_per_sequence": macs,
+                   "keras_accuracy": 100 * metrics.test_accuracy}
             if export_dir is None:
                 rows.append({**row, "form": "-", "note": "; ".join(errors)})
                 continue

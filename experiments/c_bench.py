@@ -43,20 +43,20 @@ CELLS = {
 
 def _run_dir(label: str, args, out: Path) -> Path:
     from zoo.pretrained import verified_dir
-    from zoo.training.tasks.frames import frames_per_step_of
 
     if CELLS[label] is None:  # a copy whose validation fold exists on any HAR copy
         import yaml
 
-        run = out / "runs" / f"{label}.har2"
-        if not run.is_dir():
-            shutil.copytree(verified_dir(f"{label}.har2"), run)
-            config = yaml.safe_load((run / "config.yaml").read_text())
-            frames = frames_per_step_of(config.get("task_options"))  # the model's input
-            config["task_options"] = {"val_fold": [1, 5], "frames_per_step": frames}
-            config.pop("task_options_resolved", None)
-            (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-        return run
+        from zoo.training.rundir import RunDirectory
+
+        run = RunDirectory(out / "runs" / f"{label}.har2")
+        if not run.root.is_dir():
+            shutil.copytree(verified_dir(f"{label}.har2"), run.root)
+            config = run.record().config
+            task_options = {"val_fold": [1, 5], "frames_per_step": config.frames_per_step}
+            run.config.write_text(yaml.safe_dump(config.as_written(task_options=task_options),
+                                                 sort_keys=False))
+        return run.root
     from zoo.training.config import TrainConfig
     from zoo.training.runs import train_or_reuse
 

@@ -34,10 +34,10 @@ def measure_run(run_dir: Path, work: Path, data_dir=None) -> dict:
     from zoo.export.profile.engine import profile_export
     from zoo.export.profile.targets import targets_named
     from zoo.training.evaluate import load_run
-    from zoo.training.tasks import get_task
 
-    config, model, _ = load_run(run_dir)
-    task = get_task(config["task"], **config["task_options"])
+    record, model, _ = load_run(run_dir)
+    config = record.config
+    task = config.make_task()
     steps, width = task.input_shape
     step, c_dir = work / f"{run_dir.name}-int8", work / f"{run_dir.name}-c"
     export_run(run_dir, step, quantize="int8", form="step", allow_drop=True, micro=False,
@@ -45,8 +45,8 @@ def measure_run(run_dir: Path, work: Path, data_dir=None) -> dict:
     export_c(step, c_dir, allow_drop=True)
     figures = profile_export(c_dir, targets_named(["cortex-m4"]),
                              work / f"{run_dir.name}-profile")["targets"]["cortex-m4"]
-    options = {k: v for k, v in config["model_options"].items() if v is not None}
-    return {"model": config["model"], "options": options, "input_width": int(width),
+    options = {k: v for k, v in config.settings.model_options.items() if v is not None}
+    return {"model": config.model, "options": options, "input_width": int(width),
             "classes": task.num_classes, "steps_per_window": int(steps),
             "parameters": int(model.count_params()), "target": "cortex-m4",
             **{k: figures[k] for k in ("instructions_per_step", "head_instructions",

@@ -184,7 +184,7 @@ def run_processes(trials: list[Trial], *, max_concurrent: int, threads: int = 1,
                                                 max_tasks_per_child=1) as pool:
         while waiting or running:
             unfinished = {t.run_dir for t in waiting} | {t.run_dir for t in running.values()}
-            for trial in [t for t in waiting if t.config.get("init_from") not in unfinished]:
+            for trial in [t for t in waiting if t.settings.init_from not in unfinished]:
                 waiting.remove(trial)
                 running[pool.submit(_train_in_process, trial, env)] = trial
             if not running:  # what is left waits on a trial that failed
@@ -195,7 +195,7 @@ def run_processes(trials: list[Trial], *, max_concurrent: int, threads: int = 1,
                 trial, done = running.pop(future), done + 1
                 ok = future.exception() is None
                 if not ok:
-                    orphans = [t for t in waiting if t.config.get("init_from") == trial.run_dir]
+                    orphans = [t for t in waiting if t.settings.init_from == trial.run_dir]
                     failed += [trial.run_dir] + [t.run_dir for t in orphans]
                     waiting = [t for t in waiting if t not in orphans]
                 _log.info(f"[{done}/{len(trials)} {time.monotonic() - started:.0f}s] "

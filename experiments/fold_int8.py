@@ -46,7 +46,7 @@ def fold_int8(run_dir: Path, data_dir=None, quantize: str = "int8") -> dict:
     from zoo.export.exporter import export_run
     from zoo.training.evaluate import load_run_with_data
 
-    config, model, norm, _, data = load_run_with_data(run_dir, data_dir, need_val=True)
+    record, model, norm, _, data = load_run_with_data(run_dir, data_dir, need_val=True)
     x_val = norm.apply(data.val.x).astype(np.float32)
     y_val = np.asarray(data.val.y)
     out = Path(run_dir) / f"export-step-{quantize}"
@@ -59,7 +59,7 @@ def fold_int8(run_dir: Path, data_dir=None, quantize: str = "int8") -> dict:
     result = {"windows": int(len(y_val)), "float": 100 * float(np.mean(keras == y_val)),
               quantize: 100 * float(np.mean(integer == y_val)),
               "agreement": 100 * float(np.mean(integer == keras)),
-              "qat": bool((config.get("model_options") or {}).get("qat"))}
+              "qat": bool(record.config.settings.model_options.get("qat"))}
     result["drop"] = result["float"] - result[quantize]
     _log.info(f"{run_dir}: float {result['float']:.2f}%, {quantize} {result[quantize]:.2f}% "
               f"({result['drop']:+.2f} points below), agreement {result['agreement']:.2f}% on "

@@ -262,19 +262,18 @@ def results_trials(results: Path, task: str) -> list[dict]:
 def cv_by_graph(results_dirs: list[Path], task: str) -> list[dict]:
     """`zoo.experiments.tables.cv_rows` of every results tree, each row with its graph key."""
     from zoo.experiments.tables import cv_rows
+    from zoo.training.tasks.frames import frames_per_step_of
 
     rows = []
     for results in results_dirs:
         trials = results_trials(results, task)
-        configs = {(t.label, t.variant): t.config for t in trials}
+        settings = {(t.label, t.variant): t.settings for t in trials}
         for row in cv_rows(trials):
-            config = configs[(row["label"], row["variant"])]
-            frames = frames_of(config)
+            config = settings[(row["label"], row["variant"])]
+            frames = frames_per_step_of(config.task_options)
             rows.append({**row, "study": Path(results).name,
-                         "graph": graph_key(config["model"], config.get("model_options", {}),
-                                            frames),
-                         "describe": describe(config["model"], config.get("model_options", {}),
-                                              frames)})
+                         "graph": graph_key(config.model, config.model_options, frames),
+                         "describe": describe(config.model, config.model_options, frames)})
     return rows
 
 

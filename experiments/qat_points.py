@@ -37,23 +37,26 @@ class Row:
     accuracy: float
 
 
-def qat_twin(run_dir: Path, config: dict, task, model, x_train: np.ndarray,
+def qat_twin(run_dir: Path, config, task, model, x_train: np.ndarray,
              percentile: float | None = None):
-    """``model`` when it trains with QAT; else its QAT twin with its weights and the ranges
+    """``model`` when it trains with QAT; else its QAT twin (``config``: the run's
+    `zoo.training.run_record.RunConfig`) with its weights and the ranges
     calibrated on ``x_train`` (as a QAT fine-tune of the run starts), at ``percentile`` of each
     tensor (None: the twin's ``qat_percentile``)."""
-    from zoo.training.config import TrainConfig
+    import dataclasses
+
     from zoo.training.trainer import build_model
     from zoo.training.warm_start import warm_start_weights
     from zoo import qat
 
     if qat.qat_cells(model):
         return model
-    settings = {k: v for k, v in config.items() if not k.endswith("_resolved")}
-    settings["model_options"] = {**(config.get("model_options") or {}), "qat": "int8"}
-    twin = build_model(TrainConfig.from_dict(settings), task)  # as the fine-tune builds it
+    settings = config.settings
+    settings = dataclasses.replace(settings, model_options={**settings.model_options,
+                                                            "qat": "int8"})
+    twin = build_model(settings, task)  # as the fine-tune builds it
     twin.set_weights(warm_start_weights(twin, run_dir))
-    qat.calibrate_ranges(twin, qat.tracking_sample(x_train, config.get("seed", 0)), percentile)
+    qat.calibrate_ranges(twin, qat.tracking_sample(x_train, config.seed), percentile)
     return twin
 
 
@@ -92,12 +95,12 @@ def run_rows(run_dir: Path, data_dir=None, percentile: float | None = None) -> l
 
     if percentile is not None:
         qat.check_percentile(percentile)  # before the run and its data are loaded
-    config, model, norm, task, data = load_run_with_data(run_dir, data_dir, need_val=True)
+    record, model, norm, task, data = load_run_with_data(run_dir, data_dir, need_val=True)
     if percentile is not None and qat.qat_cells(model):
         raise ValueError(f"{run_dir} trained with QAT: its ranges are its own; --percentile "
                          "calibrates a float run's twin")
     x_train = norm.apply(data.train.x).astype(np.float32)
-    twin = qat_twin(Path(run_dir), config, task, model, x_train, percentile)
+    twin = qat_twin(Path(run_dir), record.config, task, model, x_train, percentile)
     return point_rows(twin, norm.apply(data.val.x).astype(np.float32), np.asarray(data.val.y))
 
 

@@ -88,10 +88,11 @@ def _slug(label: str) -> str:
 def _reusable(run: Path, model: str, options: dict) -> bool:
     if not RunDirectory(run).is_finished():
         return False
-    cfg = RunDirectory(run).read_config()
-    same = all(cfg.get(k) == v for k, v in BUDGET.items())
-    resolved = cfg.get("model_options_resolved", {})
-    return same and cfg["model"] == model and all(resolved.get(k) == v for k, v in options.items()) \
+    config = RunDirectory(run).record().config
+    settings = config.settings
+    same = all(getattr(settings, k) == v for k, v in BUDGET.items())
+    resolved = config.model_options_resolved or {}
+    return same and config.model == model and all(resolved.get(k) == v for k, v in options.items()) \
         and not any(resolved.get(k) for k in ("state_clip", "state_quant_bits") if k not in options)
 
 

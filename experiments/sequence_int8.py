@@ -142,9 +142,10 @@ def lstm_reference(run_dir: Path, raw_x: np.ndarray, y: np.ndarray, out: Path) -
     from zoo.export.convert import to_tflite, with_batch_size
     from zoo.training.evaluate import load_run
 
-    config, model, norm = load_run(run_dir)
-    if config["model"] != "lstm":
-        raise ValueError(f"--lstm {run_dir}: a Keras LSTM run expected, got {config['model']}")
+    record, model, norm = load_run(run_dir)
+    if record.config.model != "lstm":
+        raise ValueError(f"--lstm {run_dir}: a Keras LSTM run expected, got "
+                         f"{record.config.model}")
     out.write_bytes(to_tflite(with_batch_size(model, 1)))
     runner = SequenceRunner(out, "litert")
     x = norm.apply(raw_x)

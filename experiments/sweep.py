@@ -163,13 +163,14 @@ def check_folds(args, config: dict) -> None:
     cache). A dry run does not download, and a cluster's workers may see data this machine does
     not: either says so and goes on when the data is not here (a --data-dir typed for a dry run
     must exist)."""
+    from zoo.training.config import TrainConfig
     from zoo.training.data.errors import DataNotFoundError
     from zoo.training.data.paths import OFFLINE_ENV
     from zoo.training.tasks import get_task
 
     if args.report:  # the table is rebuilt from the results files alone: no data needed
         return
-    options = {k: v for k, v in config["task_options"].items()
+    options = {k: v for k, v in TrainConfig.from_dict(config).task_options.items()
                if k not in ("val_subjects", "val_fraction")}
     saved = os.environ.get(OFFLINE_ENV)
     if args.dry_run:
@@ -272,7 +273,7 @@ def check_final_teachers(todo: list[Trial], teacher: list[str]) -> None:
     from zoo.training import distill
     from zoo.training.tasks import get_task
 
-    distilling = sorted({t.variant for t in todo if t.config.get("distill")})
+    distilling = sorted({t.variant for t in todo if t.settings.distill})
     if teacher and not distilling:
         raise ValueError(f"--final-teacher {' '.join(teacher)}: no variant distils (no distill "
                          "setting), so no retrain would learn from it; leave it out")
@@ -282,12 +283,12 @@ def check_final_teachers(todo: list[Trial], teacher: list[str]) -> None:
             "CV chooses one, its --final retrain on every training subject needs its teacher "
             "named: add --final-teacher RUN_DIR (checked now, before any fold trains)")
     for variant in distilling:
-        cv = next(t for t in todo if t.variant == variant)
-        options = {k: v for k, v in cv.config["task_options"].items()
+        settings = next(t for t in todo if t.variant == variant).settings
+        options = {k: v for k, v in settings.task_options.items()
                    if k not in ("val_subjects", "val_fold")}
-        task = get_task(cv.task, **{**options, "val_fraction": 0.0})
+        task = get_task(settings.task, **{**options, "val_fraction": 0.0})
         try:
-            distill.load_teachers({**cv.config["distill"], "teacher": teacher}, task)
+            distill.load_teachers({**settings.distill, "teacher": teacher}, task)
         except (ValueError, FileNotFoundError) as err:
             raise ValueError(f"--final-teacher (the retrain of variant {variant}): {err}") \
                 from None
@@ -314,7 +315,7 @@ def execute(todo: list[Trial], args) -> int:
               f"{len(left)} to run")
     if not left or args.report:
         return 0
-    backend = left[0].config["backend"]
+    backend = left[0].settings.backend
     if args.engine == "processes":
         failed = engine.run_processes(left, max_concurrent=args.max_concurrent or 1,
                                       threads=max(1, int(args.cpus_per_trial)),
@@ -426,7 +427,7 @@ def final_chain(row: dict, rows: list[dict], todo: list[Trial], out, teacher=Non
         cv = _cv_trial(todo, stage)
         # The final teacher is for a variant that distils; any other retrains without one.
         parent = trials.final_trial(cv, stage["epoch"], out,
-                                    teacher if cv.config.get("distill") else None, parent=parent)
+                                    teacher if cv.settings.distill else None, parent=parent)
         chain.append(({**stage, "child": child["variant"]} if child else stage, parent))
     return chain
 

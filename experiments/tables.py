@@ -141,7 +141,7 @@ def final_table(finals: list[tuple[dict, Trial]]) -> str:
 def _starts_from(trial: Trial) -> str:
     """A retrain's ``init_from`` as a cell: the parent variant's retrain (its folder name), a run
     from outside the sweep (its path), or ``-`` (trained from scratch)."""
-    init = trial.config.get("init_from")
+    init = trial.settings.init_from
     if not init:
         return "-"
     return f"{trial.parent}: `{Path(init).name}`" if trial.parent else f"`{init}`"

@@ -84,6 +84,14 @@ class Trial:
         return cls(**{k: v for k, v in data.items() if k in names})
 
     @property
+    def settings(self):
+        """``config`` typed: a `zoo.training.config.TrainConfig` (a copy; settings a plan
+        predates at their defaults). The readers of a trial's settings read them here."""
+        from zoo.training.config import TrainConfig
+
+        return TrainConfig.from_dict(self.config)
+
+    @property
     def name(self) -> str:
         """``task / label / variant / fold k`` (``final`` for the shipping retrain)."""
         fold = "final" if self.fold is None else f"fold {self.fold}"
@@ -129,8 +137,7 @@ def base_config(task: str, model: str, recipe: str | None, overrides: dict) -> d
     from zoo.registry import check_options
 
     config = merge(resolve(task, model, recipe, {}).to_dict(), overrides)
-    TrainConfig.from_dict(config)
-    check_options(model, config["model_options"])
+    check_options(model, TrainConfig.from_dict(config).model_options)
     return config
 
 
@@ -144,16 +151,16 @@ def cv_trials(task: str, label: str, base: dict, variants: dict[str, dict], fold
     trials = []
     for fold in range(folds):
         for variant, overrides in variants.items():
-            config = merge(merge(base, {**CV_OVERRIDES, "seed": fold}), overrides)
-            parent = _variant_name(config.get("init_from"))
-            config["init_from"] = _init_from(config.get("init_from"), variants, out, task,
-                                             label, fold)
-            config["distill"] = _distill(config.get("distill"), task, fold)
-            config["task_options"] = {
-                **{k: v for k, v in config["task_options"].items()
-                   if k not in ("val_subjects", "val_fraction")},
-                "val_fold": [fold, folds]}
-            TrainConfig.from_dict(config)  # invalid settings fail here, before Ray starts
+            # invalid settings fail here, before Ray starts
+            given = TrainConfig.from_dict(merge(merge(base, {**CV_OVERRIDES, "seed": fold}),
+                                                overrides))
+            parent = _variant_name(given.init_from)
+            config = dataclasses.replace(
+                given, init_from=_init_from(given.init_from, variants, out, task, label, fold),
+                distill=_distill(given.distill, task, fold),
+                task_options={**{k: v for k, v in given.task_options.items()
+                                 if k not in ("val_subjects", "val_fraction")},
+                              "val_fold": [fold, folds]}).to_dict()
             where = Path(task) / slug(label) / slug(variant) / f"fold{fold}"
             trials.append(Trial(task=task, label=label, variant=variant, fold=fold, folds=folds,
                                 config=config, run_dir=absolute(Path(out) / where),
@@ -222,14 +229,14 @@ def final_trial(cv_trial: Trial, epochs: int, out, teacher=None,
     one it is refused (ValueError) rather than trained from fold k's teacher."""
     from zoo.training.config import TrainConfig
 
-    config = merge(cv_trial.config, {"epochs": epochs, "seed": 0,
-                                     "early_stopping_patience": 0})
-    config["init_from"] = _final_init_from(cv_trial, parent)
-    config["distill"] = _final_distill(cv_trial, teacher)
-    config["task_options"] = {**{k: v for k, v in config["task_options"].items()
-                                 if k not in ("val_subjects", "val_fold")},
-                              "val_fraction": 0.0}
-    TrainConfig.from_dict(config)
+    given = TrainConfig.from_dict(merge(cv_trial.config, {"epochs": epochs, "seed": 0,
+                                                          "early_stopping_patience": 0}))
+    config = dataclasses.replace(
+        given, init_from=_final_init_from(cv_trial, parent),
+        distill=_final_distill(cv_trial, teacher),
+        task_options={**{k: v for k, v in given.task_options.items()
+                         if k not in ("val_subjects", "val_fold")},
+                      "val_fraction": 0.0}).to_dict()
     name = f"final-{slug(cv_trial.variant)}-e{epochs}"
     if parent is not None:
         name += "-from-" + Path(parent.run_dir).name.removeprefix("final-")
@@ -244,11 +251,12 @@ def parent_of(trial: Trial, plan: list[Trial]) -> str | None:
     "variant:NAME"``), or None. A trial planned now says so (`Trial.parent`); one read from a
     ``sweep.json`` written before it could is matched by its ``init_from``, which is then the
     run directory of another variant's trial of the same task, label and fold."""
-    if trial.parent is not None or not trial.config.get("init_from") or trial.fold is None:
+    init_from = trial.settings.init_from
+    if trial.parent is not None or not init_from or trial.fold is None:
         return trial.parent
     return next((t.variant for t in plan
                  if (t.task, t.label, t.fold) == (trial.task, trial.label, trial.fold)
-                 and t.variant != trial.variant and t.run_dir == trial.config["init_from"]),
+                 and t.variant != trial.variant and t.run_dir == init_from),
                 None)
 
 
@@ -257,7 +265,7 @@ def _final_init_from(cv_trial: Trial, parent: Trial | None):
     variant, else the CV trial's own (a run outside the sweep, or none). A trial read from a
     plan recorded before `Trial.parent` existed does not say whether it is a stage: it takes
     ``parent`` on trust when it has an ``init_from`` (`parent_of` finds it)."""
-    stage_of = cv_trial.parent
+    stage_of, init_from = cv_trial.parent, cv_trial.settings.init_from
     if parent is None:
         if stage_of is not None:
             raise ValueError(
@@ -266,13 +274,12 @@ def _final_init_from(cv_trial: Trial, parent: Trial | None):
                 f"{stage_of}'s own retrain on every training subject, not from fold "
                 f"{cv_trial.fold}'s run: plan that one and pass it as parent (zoo sweep cv "
                 "--final does)")
-        return cv_trial.config.get("init_from")
+        return init_from
     if parent.fold is not None:
         raise ValueError(f"parent {parent.name}: a shipping retrain (fold None) is needed, "
                          "not a CV fold's run")
-    if not cv_trial.config.get("init_from") or stage_of not in (None, parent.variant):
-        starts = (f"variant {stage_of}'s runs" if stage_of
-                  else cv_trial.config.get("init_from") or "scratch")
+    if not init_from or stage_of not in (None, parent.variant):
+        starts = f"variant {stage_of}'s runs" if stage_of else init_from or "scratch"
         raise ValueError(f"parent {parent.variant}: variant {cv_trial.variant} starts from "
                          f"{starts}, not from variant {parent.variant}'s")
     return parent.run_dir
@@ -280,7 +287,7 @@ def _final_init_from(cv_trial: Trial, parent: Trial | None):
 
 def _final_distill(cv_trial: Trial, teacher):
     """``distill`` of the shipping retrain: the CV trial's options with ``teacher``."""
-    distill = cv_trial.config.get("distill")
+    distill = cv_trial.settings.distill
     if not distill:
         if teacher is not None:
             raise ValueError(f"final teacher {teacher}: variant {cv_trial.variant} does not "
@@ -320,15 +327,15 @@ def summarise(run_dir) -> dict:
     from zoo.training.rundir import RunDirectory
 
     run = RunDirectory(run_dir)
-    metrics = run.read_metrics()
+    metrics = run.record().metrics
     with open(run.history, newline="") as f:
         history = list(csv.DictReader(f))
     curve = [100 * float(row["val_accuracy"]) for row in history if row.get("val_accuracy")]
-    return {"val": curve[metrics["best_epoch"] - 1] if curve else None, "curve": curve,
-            "test": 100 * metrics["test"]["accuracy"] if metrics["test"] else None,
-            "parameters": metrics["parameters"],
-            "seconds": metrics["training_seconds"], "epochs": metrics["epochs_run"],
-            "best_epoch": metrics["best_epoch"]}
+    return {"val": curve[metrics.best_epoch - 1] if curve else None, "curve": curve,
+            "test": 100 * metrics.test_accuracy if metrics.test else None,
+            "parameters": metrics.parameters,
+            "seconds": metrics.training_seconds, "epochs": metrics.epochs_run,
+            "best_epoch": metrics.best_epoch}
 
 
 def is_finished(trial: Trial) -> bool:

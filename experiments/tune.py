@@ -208,13 +208,11 @@ def train_config(candidate: Candidate, facts: DataFacts, task: str, epochs: int,
         task_options["frames_per_step"] = candidate.frames_per_step
     if val_fraction is not None:
         task_options["val_fraction"] = val_fraction
-    config = base_config(task, "sirnn", None, {"backend": backend})
-    config.update(model=candidate.model, model_options=candidate.model_options(),
-                  epochs=epochs, early_stopping_patience=0, seed=seed,
-                  task_options=task_options, recipe=None)
-    if task == "windows":
-        config["monitor"] = "val_accuracy"
-    return config
+    return {**base_config(task, "sirnn", None, {"backend": backend}),
+            "model": candidate.model, "model_options": candidate.model_options(),
+            "epochs": epochs, "early_stopping_patience": 0, "seed": seed,
+            "task_options": task_options, "recipe": None,
+            **({"monitor": "val_accuracy"} if task == "windows" else {})}
 
 
 def run_trial(params: dict, plan: dict) -> None:
@@ -460,7 +458,8 @@ def finish_best(plan: dict, row: dict, out: Path) -> dict:
     from zoo.training.runs import train_or_reuse
 
     spec = plan["trials"][row["trial"]]
-    config = {**spec["config"], "epochs": max(1, row["best_epoch"]),
+    epochs = max(1, row["best_epoch"])
+    config = {**spec["config"], "epochs": epochs,
               "task_options": {**spec["config"]["task_options"], "val_fraction": 0.0}}
     train_or_reuse(TrainConfig.from_dict(config), out / "best", data_dir=plan["data_dir"])
     export_run(out / "best", out / "best-int8", quantize="int8", form="step",
@@ -477,7 +476,7 @@ def finish_best(plan: dict, row: dict, out: Path) -> dict:
     within = {k: measured.get(k) is not None and measured[k] <= v
               for k, v in plan["budget"].items()}
     best = {"trial": row["trial"], "config": row["config"], "accuracy": row["accuracy"],
-            "accuracy_se": row["accuracy_se"], "epochs": config["epochs"],
+            "accuracy_se": row["accuracy_se"], "epochs": epochs,
             "predicted": spec["predicted"], "measured": measured, "within_budget": within}
     (out / "best-cost.json").write_text(json.dumps(best, indent=1) + "\n")
     return best

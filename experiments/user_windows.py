@@ -76,11 +76,10 @@ def score(run: Path, test: Path, export: Path | None = None) -> dict:
     from zoo.export import device_runtime
     from zoo.export.c_backend.project import read_step_export
     from zoo.training.evaluate import evaluate_run, load_run
-    from zoo.training.tasks import get_task
 
     report = evaluate_run(run, data_dir=test)
-    config, _, norm = load_run(run)
-    split = get_task(config["task"], **config["task_options"]).evaluation_split(test)
+    record, _, norm = load_run(run)
+    split = record.config.make_task().evaluation_split(test)
     export = Path(export or run / "export-c-int8")
     model = device_runtime.open_export(str(export), read_step_export(export), "litert", 1)
     x = norm.apply(split.x).astype("float32")

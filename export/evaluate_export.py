@@ -107,12 +107,12 @@ def _npz_windows(data_dir, card, timesteps, need_labels: bool = True):
 
 def _run_seed(card) -> int:
     """The seed of the run the export came from (it may pick a task's split), else 0."""
-    import yaml
+    from zoo.training.rundir import RunDirectory
 
-    config = Path(card.run_dir or "") / "config.yaml"
-    if card.run_dir and config.is_file():
+    run = RunDirectory(card.run_dir or "")
+    if card.run_dir and run.config.is_file():
         try:
-            return int((yaml.safe_load(config.read_text()) or {}).get("seed", 0))
-        except (ValueError, TypeError, yaml.YAMLError):
+            return run.record().config.seed
+        except ValueError:  # a damaged run's seed is unknown: the default split's
             return 0
     return 0

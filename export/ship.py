@@ -36,7 +36,6 @@ from zoo.pretrained_card import (C_BACKEND, CARD, CARD_VERSION, CFigures, Cost, 
                                  TrainingData, check_tag_name, read_tag_card)
 from zoo.core import storage
 from zoo.training.rundir import RunDirectory
-from zoo.training.tasks.frames import frames_per_step_of
 
 _log = logging.getLogger(__name__)
 
@@ -50,17 +49,19 @@ def _shippable(path: Path) -> bool:
     return path.is_file() and not path.name.startswith(".")
 
 
-def _seed_summary(run_dir: Path) -> SeedResult:
+def _seed_summary(run_dir: Path, record=None) -> SeedResult:
     """One seed's run, read once: its seed, validation subjects, and the validation accuracy of
-    its selected epoch and its test accuracy (%, unrounded)."""
+    its selected epoch and its test accuracy (%, unrounded). ``record``: the run's
+    `zoo.training.run_record.RunRecord` when the caller has read it."""
     run = RunDirectory(run_dir)
-    config, metrics = run.read_config(), run.read_metrics()
+    record = record or run.record()
+    config, metrics = record.config, record.metrics
     with open(run.history, newline="") as f:
         history = list(csv.DictReader(f))
-    return SeedResult(seed=config.get("seed"),
-                      val_subjects=config.get("task_options_resolved", {}).get("val_subjects"),
-                      val_accuracy=100 * float(history[metrics["best_epoch"] - 1]["val_accuracy"]),
-                      test_accuracy_visible=100 * metrics["test"]["accuracy"])
+    return SeedResult(seed=config.seed,
+                      val_subjects=(config.task_options_resolved or {}).get("val_subjects"),
+                      val_accuracy=100 * float(history[metrics.best_epoch - 1]["val_accuracy"]),
+                      test_accuracy_visible=100 * metrics.test_accuracy)
 
 
 QUANTIZATIONS = ("int8", "int16x8")  # what a shipped integer export may be (`zoo export`'s names)
@@ -102,23 +103,25 @@ def _is_recurrent(run_dir: Path) -> bool:
 def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, seed_runs,
           command: str, files: dict) -> PretrainedCfg:
     """The tag's card from the run, its seeds and the export `zoo export` just checked."""
-    run = RunDirectory(run_dir)
-    config, metrics = run.read_config(), run.read_metrics()
-    summaries = [_seed_summary(Path(r)) for r in seed_runs] or [_seed_summary(run_dir)]
+    record = RunDirectory(run_dir).record()
+    config, metrics = record.config, record.metrics
+    summaries = ([_seed_summary(Path(r)) for r in seed_runs]
+                 or [_seed_summary(run_dir, record)])
     seeds = [s.val_accuracy for s in summaries]
     accuracy = export_card.accuracy
-    frames = frames_per_step_of(config.get("task_options_resolved"))
+    frames = config.frames_per_step
+    settings = config.settings
     return PretrainedCfg(
-        version=CARD_VERSION, tag=tag, model=config["model"], task=config["task"],
+        version=CARD_VERSION, tag=tag, model=config.model, task=config.task,
         # the raw window: the loader puts the Reshape to the model's frames in front
         input_shape=(export_card.timesteps * frames, export_card.features // frames),
         frames_per_step=frames,
         num_classes=export_card.classes, class_names=export_card.class_names,
-        parameters=metrics["parameters"],
+        parameters=metrics.parameters,
         metrics=Metrics(
             val_accuracy_subject_cv_mean=round(statistics.mean(seeds), 2),
             val_accuracy_subject_cv_std=round(statistics.stdev(seeds), 2) if len(seeds) > 1 else None,
-            test_accuracy_visible=round(100 * metrics["test"]["accuracy"], 2),
+            test_accuracy_visible=round(100 * metrics.test_accuracy, 2),
             test_accuracy_visible_seeds=[round(s.test_accuracy_visible, 2) for s in summaries],
             export_accuracy=round(100 * accuracy.tflite, 2),
             export_float_accuracy=round(100 * accuracy.keras_float, 2),
@@ -128,18 +131,19 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
                              total_bytes=export_card.total_bytes,
                              tflite_micro_arena_bytes=export_card.tflite_micro.arena_bytes
                              if export_card.tflite_micro else None),
-        cost=signal_cost(config["task"], frames, export_card),
-        data=TrainingData(task_options=config.get("task_options_resolved", {}),
-                          train_windows=metrics["data"]["train"], val_windows=metrics["data"]["val"],
-                          test_windows=metrics["data"]["test"],
-                          source=Path(metrics["data"]["source"]).name,
+        cost=signal_cost(config.task, frames, export_card),
+        data=TrainingData(task_options=dict(config.task_options_resolved or {}),
+                          train_windows=metrics.data.train, val_windows=metrics.data.val,
+                          test_windows=metrics.data.test,
+                          source=Path(metrics.data.source).name,
                           seeds=[dataclasses.replace(s, val_accuracy=round(s.val_accuracy, 2),
                                                      test_accuracy_visible=round(s.test_accuracy_visible, 2))
                                  for s in summaries],
-                          seed=config.get("seed")),
-        training={k: config.get(k) for k in TRAINING_KEYS}
-                 | {"model_options": config.get("model_options_resolved"),
-                    "best_epoch": metrics["best_epoch"], "epochs_run": metrics["epochs_run"]},
+                          seed=config.seed),
+        training={k: getattr(settings, k) for k in TRAINING_KEYS}
+                 | {"model_options": (None if config.model_options_resolved is None
+                                      else dict(config.model_options_resolved)),
+                    "best_epoch": metrics.best_epoch, "epochs_run": metrics.epochs_run},
         command=command, files=files)
 
 

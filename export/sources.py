@@ -79,14 +79,15 @@ def read_run(run_dir: Path, data_dir=None) -> ExportSource:
     from zoo.training.evaluate import load_run
     from zoo.training.runs import check_model_fits_task
 
-    config, model, norm = load_run(run_dir)
-    task, data = _task_data(config, run_dir, data_dir)
+    record, model, norm = load_run(run_dir)
+    config = record.config
+    task, data = _task_data(record, run_dir, data_dir)
     check_model_fits_task(model, task, run_dir)
     if task.kind != "classification":
         raise ValueError(f"zoo export checks classification accuracy; task {task.name} is "
                          f"{task.kind}")
     test = data.test
-    trained_on_all = (config.get("task_options") or {}).get("val_fraction") == 0.0
+    trained_on_all = config.settings.task_options.get("val_fraction") == 0.0
     if not len(test.x) and len(data.train.x) and trained_on_all:
         # A run trained on all its data on purpose (val_fraction 0, as zoo tune's best): no
         # window was held out, so the int8 model is checked against the float one on the
@@ -100,12 +101,12 @@ def read_run(run_dir: Path, data_dir=None) -> ExportSource:
                          "give the data more groups (or speakers), or a test_fraction")
     x_test = norm.apply(test.x).astype(np.float32)
     return ExportSource(
-        name=config["model"], model=model, norm=norm,
+        name=config.model, model=model, norm=norm,
         x_train=norm.apply(data.train.x).astype(np.float32), x_test=x_test,
         y_test=np.asarray(test.y), class_names=list(task.class_names),
         keras_logits=model.predict(x_test, batch_size=256, verbose=0),
         data_source=str(data.source), task=task.name, task_options=task.options(),
-        model_options=config.get("model_options_resolved", config.get("model_options")),
+        model_options=dict(config.model_options),
         run_dir=str(Path(run_dir).resolve()), frontend=frontend_entry(task))
 
 
@@ -113,17 +114,13 @@ def _split_sizes(data) -> str:
     return f"{len(data.train.x)} train / {len(data.val.x)} val / {len(data.test.x)} test windows"
 
 
-def _task_data(config: dict, run_dir: Path, data_dir):
-    from zoo.training.tasks import get_task
-
-    run = rundir.RunDirectory(run_dir)
-    # Nothing of metrics.json goes into the export, but a damaged one means a damaged run: it is
-    # named here rather than exported as if the run were whole.
-    run.read_metrics()
-    task = get_task(config["task"], **(config.get("task_options") or {}))
+def _task_data(record, run_dir: Path, data_dir):
+    """The run's task and data (``record``: its `zoo.training.run_record.RunRecord`, read with
+    its metrics.json checked: a damaged one is a damaged run, named rather than exported)."""
+    task = record.config.make_task()
     if data_dir is None:  # where the run found its data, else the task's default location
-        data_dir = run.data_source()
-    return task, task.load(data_dir, seed=config.get("seed", 0))
+        data_dir = rundir.RunDirectory(run_dir).data_source(record)
+    return task, task.load(data_dir, seed=record.config.seed)
 
 
 def frontend_entry(task) -> dict | None:

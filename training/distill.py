@@ -45,22 +45,29 @@ def check_teacher_runs(options: dict, task: str) -> list[Path]:
     FileNotFoundError naming the teacher and what is wrong."""
     from zoo.training.rundir import RunDirectory
 
-    runs = []
-    for path in check_distill(options)["teacher"]:
-        if FOLD in path:
-            raise ValueError(f"distill teacher {path}: the {FOLD} placeholder is filled in only "
-                             "by `zoo sweep cv` (each fold's teacher); give a run directory")
-        run = RunDirectory(path)
-        try:
-            run.check_finished()
-            theirs = run.read_config().get("task")
-        except (FileNotFoundError, ValueError) as err:
-            raise type(err)(f"distill teacher {path}: {err}") from None
-        if theirs != task:
-            raise ValueError(f"distill teacher {path} was trained on task {theirs!r}, this run "
-                             f"is {task!r}; a teacher must be a run of the same task")
-        runs.append(run.root)
-    return runs
+    runs = [RunDirectory(path) for path in check_distill(options)["teacher"]]
+    for run in runs:
+        _teacher_record(run, task)
+    return [run.root for run in runs]
+
+
+def _teacher_record(run, task: str):
+    """The record (`zoo.training.run_record.RunRecord`) of teacher ``run`` (a `RunDirectory`),
+    a finished run of ``task``; ValueError or FileNotFoundError naming the teacher."""
+    if FOLD in str(run.root):
+        raise ValueError(f"distill teacher {run.root}: the {FOLD} placeholder is filled in only "
+                         "by `zoo sweep cv` (each fold's teacher); give a run directory")
+    try:
+        run.check_finished()
+        # a damaged metrics.json is a damaged run, as `zoo eval` says
+        record = run.record()
+    except (FileNotFoundError, ValueError) as err:
+        raise type(err)(f"distill teacher {run.root}: {err}") from None
+    if record.config.task != task:
+        raise ValueError(f"distill teacher {run.root} was trained on task "
+                         f"{record.config.task!r}, this run is {task!r}; a teacher must be a "
+                         "run of the same task")
+    return record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,24 +88,23 @@ def load_teachers(options: dict, task) -> list[Teacher]:
     finished run of the task (`check_teacher_runs`) whose model takes its inputs and outputs
     one logit (or probability) per class. Each file is read as ``zoo eval`` reads a run's
     (`zoo.training.artifacts`: damage is named), and the model is frozen."""
-    from zoo.training.artifacts import check_run_config, load_keras_model, load_normalization
+    from zoo.training.artifacts import load_keras_model, load_normalization
     from zoo.training.data.download import sha256_file
     from zoo.training.rundir import RunDirectory
 
     teachers = []
-    for root in check_teacher_runs(options, task.name):
-        run = RunDirectory(root)
+    for path in check_distill(options)["teacher"]:
+        run = RunDirectory(path)
+        root = run.root
         with storage.shared(root, "distill teacher"):  # not while `zoo train` replaces it
-            config = run.read_config()
-            check_run_config(config, run.config)
-            run.read_metrics()  # a damaged metrics.json is a damaged run, as `zoo eval` says
+            record = _teacher_record(run, task.name)  # read once, holding the lock
             model = load_keras_model(run.model, role=f" (distill teacher {root})")
             sha256 = sha256_file(run.model)  # of the file the model was read from
             features = model.inputs[0].shape[-1]
             norm = load_normalization(run.normalization,
                                       None if features is None else int(features))
         _check_fits(model, task, root)
-        _warn_if_split_differs(config, task, root)
+        _warn_if_split_differs(record.config, task, root)
         model.trainable = False
         teachers.append(Teacher(str(root.resolve()), model, norm, _output_kind(model, root),
                                 sha256))
@@ -132,12 +138,12 @@ def _output_kind(model, run: Path) -> str:
                      f"activation {activation}) outputs neither logits nor a softmax")
 
 
-def _warn_if_split_differs(config: dict, task, run: Path) -> None:
+def _warn_if_split_differs(config, task, run: Path) -> None:
     """A teacher trained on other subjects than the student may have trained on the student's
     validation subjects, which makes the student's validation accuracy optimistic (why a CV
     sweep gives each fold its own teacher)."""
     keys = ("val_fold", "val_subjects", "val_fraction", "split_seed")
-    theirs = config.get("task_options_resolved") or {}
+    theirs = config.task_options_resolved or {}  # the teacher's `RunConfig`
     ours = task.options()
     differ = {k: (theirs[k], ours[k]) for k in keys if k in theirs and k in ours
               and theirs[k] != ours[k]}
@@ -155,24 +161,22 @@ def provenance(options: dict, teachers: list[Teacher]) -> dict:
                          for t in teachers]}
 
 
-def check_resumed_teachers(config_path: Path, teachers: list[Teacher], checkpoint) -> None:
+def check_resumed_teachers(saved, teachers: list[Teacher], checkpoint) -> None:
     """On resume (a ``checkpoint`` to continue), the teachers must be the models the run
     started from: each one's ``model.keras`` sha256 against the one its ``config.yaml``
+    (``saved``, its `zoo.training.run_record.RunConfig`, None before it was written)
     recorded when it started (`provenance`). ValueError naming the teacher and both digests
     otherwise (a teacher folder replaced meanwhile, by ``zoo train --overwrite`` or by hand),
     before anything of the run is written; nothing to check for a fresh run, or one whose
     config recorded no digests."""
-    if checkpoint is None or not teachers or not Path(config_path).is_file():
+    if checkpoint is None or not teachers or saved is None:
         return
-    import yaml
-
-    saved = yaml.safe_load(Path(config_path).read_text()) or {}
-    pinned = (saved.get("distill_resolved") or {}).get("teachers") or []
+    pinned = (saved.distill_resolved or {}).get("teachers") or []
     for number, (teacher, was) in enumerate(zip(teachers, pinned), 1):
         if was.get("sha256") not in (None, teacher.sha256):
             raise ValueError(
                 f"distill teacher {teacher.path}: its model.keras (sha256 {teacher.sha256}) is "
-                f"not the model this run started from (teacher {number} in {config_path}: "
+                f"not the model this run started from (teacher {number} in {saved.path}: "
                 f"{was.get('run')}, sha256 {was['sha256']}); its {checkpoint.epochs_done} "
                 "epoch(s) so far learnt from that one, so it is not resumed with another. Put "
                 "that teacher back, or start afresh (--overwrite, or another --out)")

@@ -8,7 +8,7 @@ import numpy as np
 
 
 def load_run(run_dir: str | Path):
-    """(config dict, keras model, Normalization) of a finished run (see
+    """(`zoo.training.run_record.RunRecord`, keras model, Normalization) of a finished run (see
     `zoo.training.runs.read_finished_run`: each file checked, damage named)."""
     from zoo.training.runs import read_finished_run
 
@@ -16,21 +16,21 @@ def load_run(run_dir: str | Path):
 
 
 def load_run_with_data(run_dir: str | Path, data_dir=None, *, need_val: bool = False):
-    """(config dict, keras model, Normalization, task, data) of a finished run, its data split as
+    """(`zoo.training.run_record.RunRecord`, keras model, Normalization, task, data) of a finished
+    run, its data split as
     the run split it (``data_dir`` defaults to where the run found its data). ``need_val``:
     refuse a run with no validation split (a final retrain)."""
     from zoo.training.rundir import RunDirectory
     from zoo.core.storage import shared
-    from zoo.training.tasks import get_task
 
     with shared(run_dir):  # its files and its data's place, from one run (docs/reliability.md)
-        config, model, norm = load_run(run_dir)
-        data_dir = data_dir or RunDirectory(run_dir).data_source()
-    task = get_task(config["task"], **(config.get("task_options") or {}))
-    data = task.load(data_dir, seed=config.get("seed", 0))
+        record, model, norm = load_run(run_dir)
+        data_dir = data_dir or RunDirectory(run_dir).data_source(record)
+    task = record.config.make_task()
+    data = task.load(data_dir, seed=record.config.seed)
     if need_val and len(data.val.x) == 0:
         raise ValueError(f"{run_dir}: the run has no validation split (a final retrain?)")
-    return config, model, norm, task, data
+    return record, model, norm, task, data
 
 
 def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -> np.ndarray:
@@ -80,22 +80,23 @@ def evaluate_run(run_dir: str | Path, data_dir=None, *, task_options: dict | Non
     from zoo.training.tasks import get_task
 
     with shared(run_dir):  # its files and its data's place, from one run (docs/reliability.md)
-        config, model, norm = load_run(run_dir)
+        record, model, norm = load_run(run_dir)
         own_data = data_dir is None
         if own_data:
-            data_dir = RunDirectory(run_dir).data_source()
-    options = {**config.get("task_options", {}), **(task_options or {})}
-    if own_data and data_dir and "train_data" in getattr(get_task(config["task"]), "DEFAULTS", {}) \
+            data_dir = RunDirectory(run_dir).data_source(record)
+    config = record.config
+    options = {**config.settings.task_options, **(task_options or {})}
+    if own_data and data_dir and "train_data" in getattr(get_task(config.task), "DEFAULTS", {}) \
             and not options.get("train_data"):
         # A run from before the task recorded its training file: its own data is that file,
         # whose held-out split (not every window) is what it may be scored on.
         options["train_data"] = str(Path(data_dir).expanduser().resolve())
-    task = get_task(config["task"], **options)
+    task = get_task(config.task, **options)
     check_model_fits_task(model, task, run_dir)
-    test = evaluation_split(task, data_dir, seed=config.get("seed", 0))
+    test = evaluation_split(task, data_dir, seed=config.seed)
     check_not_empty(test, run_dir, data_dir)
     outputs = model.predict(norm.apply(test.x).astype("float32"), batch_size=256, verbose=0)
-    report = {"run_dir": str(run_dir), "task": task.name, "model": config["model"],
+    report = {"run_dir": str(run_dir), "task": task.name, "model": config.model,
               "test_sequences": len(test.x)}
     if task.kind == "regression":
         report["mse"] = float(np.mean((outputs.reshape(-1) - test.y) ** 2))

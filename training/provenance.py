@@ -83,15 +83,16 @@ def same_data(recorded: dict | None, now: dict | None) -> bool:
     return recorded.get(key) == now.get(key)
 
 
-def check_same_data(run, data, checkpoint) -> dict | None:
-    """The data's fingerprint (`provenance.data_fingerprint`); a resumed run whose data changed
+def check_same_data(saved, data, checkpoint) -> dict | None:
+    """The data's fingerprint (`provenance.data_fingerprint`); a resumed run (``saved``: its
+    `zoo.training.run_record.RunConfig`) whose data changed
     since its checkpoint (replaced between a kill and the resume) is refused, naming the file:
     its epochs so far were fitted to other data, normalised otherwise."""
     now = data_fingerprint(data.source)
     if checkpoint is not None:
-        recorded = run.read_config().get("data_fingerprint_resolved")
+        recorded = None if saved is None else saved.data_fingerprint
         if not same_data(recorded, now):
-            raise ValueError(f"{data.source} changed since {run.root} trained its first "
+            raise ValueError(f"{data.source} changed since {saved.path.parent} trained its first "
                              f"{checkpoint.epochs_done} epoch(s) on it (recorded "
                              f"{_fingerprint_text(recorded)}, now {_fingerprint_text(now)}); "
                              "the run cannot resume on other data: restore the file, or start "

@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoo.core import storage
-from zoo.core.storage import RUN_MARKER, StorageError, owned, read_json
+from zoo.core.storage import RUN_MARKER, StorageError, owned
+
+if TYPE_CHECKING:
+    from zoo.training.run_record import RunRecord
 
 __all__ = ["RunDirectory", "RunDirError", "RUN_MARKER", "check_out", "check_out_argument",
            "check_run_dir_argument"]
@@ -80,37 +84,32 @@ class RunDirectory:
             raise ValueError(f"{self.root} is an unfinished run (no {self.metrics.name}): finish "
                              "it with the same `zoo train` command first")
 
-    def read_config(self) -> dict:
-        """``config.yaml`` as a mapping; a damaged or foreign file raises ValueError naming it."""
-        import yaml
+    def record(self) -> "RunRecord":
+        """The run's record (`zoo.training.run_record.RunRecord`): ``config.yaml`` and, once
+        the run is finished, ``metrics.json``, typed and checked. The one reader of both files:
+        a command reads it once and passes it on. A damaged or foreign file raises ValueError
+        naming it and the key at fault; a missing config.yaml, FileNotFoundError."""
+        from zoo.training.run_record import read_run_record
 
-        try:
-            config = yaml.safe_load(self.config.read_text())
-        except (yaml.YAMLError, UnicodeDecodeError) as err:
-            raise ValueError(f"{self.config}: not valid YAML ({err})") from None
-        if not isinstance(config, dict) or not isinstance(config.get("task"), str):
-            raise ValueError(f"{self.config}: not a zoo run config (a mapping with task and "
-                             "model)")
-        return config
+        return read_run_record(self.root, self.config,
+                               self.metrics if self.is_finished() else None)
 
-    def read_metrics(self) -> dict:
-        return read_json(self.metrics, "metrics file")
-
-    def recorded_data_source(self) -> str | None:
+    def recorded_data_source(self, record: "RunRecord | None" = None) -> str | None:
         """Where the run found its data, as recorded (``config.yaml``'s ``data_source_resolved``;
         runs from before it recorded the place only in ``metrics.json``). Generated tasks record
-        ``generated ...``."""
-        source = None
-        if self.config.is_file():
-            source = self.read_config().get("data_source_resolved")
-        if source is None and self.is_finished():
-            source = self.read_metrics().get("data", {}).get("source")
+        ``generated ...``. ``record``: the run's record when the caller has read it already."""
+        if record is None and not self.config.is_file():
+            return None
+        record = record or self.record()
+        source = record.config.data_source
+        if source is None and record.metrics is not None:
+            source = record.metrics.data.source
         return None if source is None else str(source)
 
-    def data_source(self) -> str | None:
+    def data_source(self, record: "RunRecord | None" = None) -> str | None:
         """The recorded data location if it still exists (else None: the task's default
         location, ``$ZOO_DATA_DIR``, or its download)."""
-        source = self.recorded_data_source()
+        source = self.recorded_data_source(record)
         return source if source and Path(source).exists() else None
 
 

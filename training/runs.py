@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from zoo.core import storage
-from zoo.training.artifacts import check_run_config, load_keras_model, load_normalization
+from zoo.training.artifacts import load_keras_model, load_normalization
 from zoo.training.rundir import RunDirectory
 
 __all__ = ["train_or_reuse", "read_finished_run", "load_keras_model", "load_normalization",
@@ -53,7 +53,9 @@ def train_or_reuse(config, run_dir, *, data_dir=None, verbose: int | None = None
 
 
 def read_finished_run(run_dir: Path):
-    """(config dict, Keras model, Normalization) of a finished run, each file checked.
+    """(`zoo.training.run_record.RunRecord`, Keras model, Normalization) of a finished run, each
+    file checked: the record is its config.yaml and metrics.json, read once, for the caller to
+    pass on.
 
     The run's files are read holding its lock shared (`zoo.core.storage.shared`): a
     command that goes on using the run (``zoo export`` writing ``RUN/export-...``) holds it
@@ -68,15 +70,13 @@ def read_finished_run(run_dir: Path):
     run = RunDirectory(run_dir)
     with storage.shared(run.root):  # one run's files, not half the old run and half a new one
         run.check_finished()
-        config = run.read_config()
-        check_run_config(config, run.config)
-        # Nothing of metrics.json is used here, but a damaged one means a damaged run: `zoo
-        # eval` and `zoo export` refuse it alike, naming it.
-        run.read_metrics()
+        # A damaged metrics.json is a damaged run too: `zoo eval` and `zoo export` refuse it
+        # alike, naming it, though neither scores anything from it.
+        record = run.record()
         model = load_keras_model(run.model)
         features = model.inputs[0].shape[-1]
         norm = load_normalization(run.normalization, None if features is None else int(features))
-    return config, model, norm
+    return record, model, norm
 
 
 def check_model_fits_task(model, task, run_dir: Path) -> None:

@@ -282,7 +282,7 @@ def _train_in_cleaning_up(work: WorkDir, job: _Job) -> dict:
     call created, before any epoch was committed, the directory goes again: it holds nothing
     worth keeping, and left behind it would refuse a corrected command as an unfinished run."""
     try:
-        return _train_in(work.path, job, work.checkpoint)
+        return _train_in(work.path, job, work.checkpoint, work.saved)
     except Exception:
         if work.created and cb.latest_checkpoint(work.path) is None:
             storage.remove_owned(work.path)
@@ -302,20 +302,21 @@ class _Arrays:
     y_test: np.ndarray
 
 
-def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None) -> dict:
-    """Train into ``run_dir`` (the directory or its staging twin): the run's stages in order."""
+def _train_in(run_dir: Path, job: _Job, checkpoint: cb.Checkpoint | None, saved=None) -> dict:
+    """Train into ``run_dir`` (the directory or its staging twin): the run's stages in order.
+    ``saved``: what a resumed run's config.yaml recorded when it started (`WorkDir.saved`)."""
     config = job.config
     keras.utils.set_random_seed(config.seed)
     if config.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
     run = rundir.RunDirectory(run_dir)
-    distill.check_resumed_teachers(run.config, job.teachers, checkpoint)  # before it is rewritten
+    distill.check_resumed_teachers(saved, job.teachers, checkpoint)  # before it is rewritten
     data = job.task.load(job.data_dir, seed=config.seed)
     _log.debug("%s: data from %s", config.task, data.source)
     if not len(data.train):  # model.fit on no batch at all waits for ever
         raise ValueError(f"task {config.task}: the training split of {data.source} is empty; "
                          "nothing to train on")
-    fingerprint = check_same_data(run, data, checkpoint)
+    fingerprint = check_same_data(saved, data, checkpoint)
     arrays = _normalised(data)
     _write_settings(run, config, job.task, data, job.teachers, fingerprint)
     start = _start(run, job, checkpoint,

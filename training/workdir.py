@@ -6,13 +6,11 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 from zoo.training import callbacks as cb
 from zoo.training import qat_stage, rundir
 from zoo.core import storage
-from zoo.training.artifacts import check_run_config
 from zoo.training.config import TrainConfig
 from zoo.training.rundir import RunDirError
 from zoo.core.storage import RUN_MARKER
@@ -21,13 +19,16 @@ from zoo.core.storage import RUN_MARKER
 class WorkDir:
     """Where `prepare_run_dir` says to train: ``path`` (the run directory or its staging twin),
     the checkpoint to resume (`callbacks.Checkpoint`) or None, whether this call ``created`` the
-    directory (then a failure before any epoch is committed undoes that) and whether an empty
-    folder was there before (``found_empty``: the undo leaves it empty, not gone)."""
+    directory (then a failure before any epoch is committed undoes that), whether an empty
+    folder was there before (``found_empty``: the undo leaves it empty, not gone) and, for a run
+    resumed, what its config.yaml recorded when it started (``saved``, its
+    `zoo.training.run_record.RunConfig`, read once here for the trainer's resume checks)."""
 
     path: Path
     checkpoint: cb.Checkpoint | None = None
     created: bool = False
     found_empty: bool = False
+    saved: Any = None
 
 
 def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> WorkDir:
@@ -46,11 +47,12 @@ def prepare_run_dir(run_dir: Path, config: TrainConfig, overwrite: bool) -> Work
         return WorkDir(_fresh(run_dir), created=True, found_empty=found_empty)
     if overwrite:
         return _staging(run_dir, config)
-    if not _same_settings(run_dir, config, refuse=True):
+    saved = _same_settings(run_dir, config, refuse=True)
+    if saved is None:
         return WorkDir(run_dir)  # killed before its config was written: start afresh in place
     checkpoint = cb.latest_checkpoint(run_dir)
     _check_epochs(run_dir, config, checkpoint)
-    return WorkDir(run_dir, checkpoint)
+    return WorkDir(run_dir, checkpoint, saved=saved)
 
 
 def _check_epochs(run_dir: Path, config: TrainConfig, checkpoint) -> None:
@@ -82,43 +84,36 @@ def _staging(run_dir: Path, config: TrainConfig) -> WorkDir:
     """The replacement's directory: an unfinished one of the same settings is resumed (unless
     it has trained more epochs than asked), any other of the zoo's is started afresh."""
     stage = storage.staging_path(run_dir)
-    if storage.owned(stage, RUN_MARKER) and not rundir.RunDirectory(stage).is_finished() \
-            and _same_settings(stage, config, refuse=False):
+    saved = None
+    if storage.owned(stage, RUN_MARKER) and not rundir.RunDirectory(stage).is_finished():
+        saved = _same_settings(stage, config, refuse=False)
+    if saved is not None:
         checkpoint = cb.latest_checkpoint(stage)
         if not (checkpoint and checkpoint.epochs_done > config.epochs):
-            return WorkDir(stage, checkpoint)
+            return WorkDir(stage, checkpoint, saved=saved)
     if not storage.remove_owned(stage):
         raise RunDirError(storage.foreign_message(stage))
     return WorkDir(_fresh(stage), created=True)
 
 
-def _same_settings(folder: Path, config: TrainConfig, refuse: bool) -> bool:
-    """Whether ``folder/config.yaml`` has ``config``'s training identity (False: no config
-    yet). A different one raises RunDirError when ``refuse``, else returns False."""
-    path = rundir.RunDirectory(folder).config
-    if not path.is_file():
-        return False
+def _same_settings(folder: Path, config: TrainConfig, refuse: bool):
+    """``folder/config.yaml`` (its `zoo.training.run_record.RunConfig`) when it has ``config``'s
+    training identity, else None (None too when there is no config yet). A different one raises
+    RunDirError when ``refuse``, else returns None."""
+    run = rundir.RunDirectory(folder)
+    if not run.config.is_file():
+        return None
     try:
-        saved = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise RunDirError(f"{path} is not valid YAML ({err}); choose another --out") from None
-    if not isinstance(saved, dict):
-        raise RunDirError(f"{path} is not a zoo run config (a YAML {type(saved).__name__}, not a "
-                          "mapping); choose another --out")
-    try:
-        check_run_config(saved, path)
-    except ValueError as err:  # names the file and the setting at fault
+        saved = run.record().config  # names the file and the setting at fault
+    except ValueError as err:
         raise RunDirError(f"{err}; choose another --out") from None
-    try:
-        previous = TrainConfig.from_dict({k: v for k, v in saved.items()
-                                          if not k.endswith("_resolved")})
-    except (TypeError, ValueError) as err:
-        raise RunDirError(f"{path} is not a valid zoo run config ({err}); choose another --out"
-                          ) from None
-    ours, theirs = config.training_identity(), previous.training_identity()
+    if saved.unknown_settings:  # a run of another zoo version: read, but not resumed
+        raise RunDirError(f"{run.config} is not a valid zoo run config (unknown training "
+                          f"setting(s) {saved.unknown_settings}); choose another --out")
+    ours, theirs = config.training_identity(), saved.settings.training_identity()
     diff = {k: (v, ours[k]) for k, v in theirs.items() if ours[k] != v}
     if diff and refuse:
         raise RunDirError(f"{folder} holds an unfinished run with other settings "
                           f"(saved vs asked: {diff}); resume it with the same command, "
                           "choose another --out, or pass --overwrite.")
-    return not diff
+    return None if diff else saved

@@ -29,13 +29,13 @@ def length_accuracy(run_dir, n: int = 1000) -> dict:
     from zoo.training.tasks import get_task
     from zoo.training.tasks.regular import RegularLanguage
 
-    config, model, norm = load_run(run_dir)
-    task = get_task(config["task"], **config.get("task_options_resolved",
-                                                 config.get("task_options", {})))
+    record, model, norm = load_run(run_dir)
+    config = record.config
+    task = get_task(config.task, **config.task_options)  # the options it resolved to
     if not isinstance(task, RegularLanguage):
-        raise ValueError(f"{run_dir}: task {config['task']!r} is not a regular-language task")
+        raise ValueError(f"{run_dir}: task {config.task!r} is not a regular-language task")
     o = task.options()
-    out = {"model": config["model"], "task": task.name, "L": o["max_length"],
+    out = {"model": config.model, "task": task.name, "L": o["max_length"],
            "test_length": o["test_length"], "parameters": int(model.count_params())}
     for key, length in (("acc_L", o["max_length"]), ("acc_test", o["test_length"])):
         split = task.sample(n, [length], [o["split_seed"] + 1000, length])

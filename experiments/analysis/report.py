@@ -154,20 +154,21 @@ def _last_above(curve: np.ndarray, level: float) -> int | None:
 
 
 def load_validation(run_dir: Path, data_dir=None):
-    """(config, model, x_val normalised, y_val, task kind) of a finished run."""
+    """(`zoo.training.run_record.RunConfig`, model, x_val normalised, y_val, task kind) of a
+    finished run."""
     from zoo.training.evaluate import load_run
     from zoo.training.rundir import RunDirectory
-    from zoo.training.tasks import get_task
 
-    config, model, norm = load_run(run_dir)
-    source = RunDirectory(run_dir).recorded_data_source() or ""
+    record, model, norm = load_run(run_dir)
+    config = record.config
+    source = RunDirectory(run_dir).recorded_data_source(record) or ""
     if data_dir is None and source and not source.startswith("generated"):
         if not Path(source).exists():
             raise FileNotFoundError(f"{run_dir}: the run's data source {source} does not exist; "
                                     "pass --data-dir with the dataset the run was trained on")
         data_dir = source
-    task = get_task(config["task"], **config.get("task_options", {}))
-    data = task.load(data_dir, seed=config.get("seed", 0))
+    task = config.make_task()
+    data = task.load(data_dir, seed=config.seed)
     split = data.val if len(data.val) else data.test
     if not len(data.val):
         print(f"note: {run_dir} has no validation split (val_fraction 0): using the test split")
@@ -204,11 +205,10 @@ def _analyze(run_dir: Path, out_dir: Path, data_dir, start: float, options: dict
     from zoo.experiments.analysis.markdown import render, summary
 
     config, model, x, y, kind = load_validation(run_dir, data_dir)
-    _log.info(f"analysing {config['model']} on {config['task']}: {len(x)} validation sequences")
+    _log.info(f"analysing {config.model} on {config.task}: {len(x)} validation sequences")
     result = analyze_model(model, x, y, kind, **options)
-    result.update({"run_dir": str(run_dir), "model": config["model"], "task": config["task"],
-                   "model_options": config.get("model_options_resolved",
-                                               config.get("model_options", {}))})
+    result.update({"run_dir": str(run_dir), "model": config.model, "task": config.task,
+                   "model_options": dict(config.model_options)})
     result["seconds"]["total"] = round(time.perf_counter() - start, 2)
     out_dir.mkdir(parents=True, exist_ok=True)
     result["plots"] = write_plots(result, out_dir)

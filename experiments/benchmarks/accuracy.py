@@ -76,14 +76,14 @@ def main(argv=None) -> int:
             run = RunDirectory(train_or_reuse(
                 config, out / f"{task}-{label.replace(' ', '').replace('=', '')}",
                 data_dir=Path(args.data_root) / DATA_FOLDERS[task]))
-            m = run.read_metrics()
+            m = run.record().metrics
             with open(run.history, newline="") as f:
                 history = list(csv.DictReader(f))
-            val = float(history[m["best_epoch"] - 1]["val_accuracy"])
+            val = float(history[m.best_epoch - 1]["val_accuracy"])
             rows.append({"task": task, "model": label, "val_accuracy": 100 * val,
-                         "test_accuracy": 100 * m["test"]["accuracy"],
-                         "parameters": m["parameters"], "train_seconds": m["training_seconds"],
-                         "epochs": m["epochs_run"], "best_epoch": m["best_epoch"]})
+                         "test_accuracy": 100 * m.test_accuracy,
+                         "parameters": m.parameters, "train_seconds": m.training_seconds,
+                         "epochs": m.epochs_run, "best_epoch": m.best_epoch})
             print(f"RESULT {task} {label}: {rows[-1]['test_accuracy']:.2f}% "
                   f"{rows[-1]['parameters']} params {rows[-1]['train_seconds']:.0f}s", flush=True)
     with open(out / "results.csv", "w", newline="") as f:

@@ -114,13 +114,13 @@ def collapse_epoch(history: list[dict], chance: float) -> int | None:
 
 
 def summarise(run_dir: Path, task: str) -> dict:
-    metrics = RunDirectory(run_dir).read_metrics()
+    metrics = RunDirectory(run_dir).record().metrics
     history = list(csv.DictReader(open(RunDirectory(run_dir).history)))
     classes = {"har2": 2, "dsa19": 19}[task]
-    best = history[metrics["best_epoch"] - 1]
-    return {"val": 100 * float(best["val_accuracy"]), "test": 100 * metrics["test"]["accuracy"],
-            "parameters": metrics["parameters"], "seconds": metrics["training_seconds"],
-            "epochs": metrics["epochs_run"], "best_epoch": metrics["best_epoch"],
+    best = history[metrics.best_epoch - 1]
+    return {"val": 100 * float(best["val_accuracy"]), "test": 100 * metrics.test_accuracy,
+            "parameters": metrics.parameters, "seconds": metrics.training_seconds,
+            "epochs": metrics.epochs_run, "best_epoch": metrics.best_epoch,
             "collapsed": collapse_epoch(history, 1.0 / classes)}
 
 

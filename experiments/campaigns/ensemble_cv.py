@@ -26,11 +26,9 @@ def fold_probabilities(run_dir: str, data_dir) -> tuple[np.ndarray, np.ndarray]:
     import keras
 
     from zoo.training.evaluate import load_run
-    from zoo.training.tasks import get_task
 
-    config, model, norm = load_run(run_dir)
-    task = get_task(config["task"], **config.get("task_options", {}))
-    val = task.load(data_dir, seed=config.get("seed", 0)).val
+    record, model, norm = load_run(run_dir)
+    val = record.config.make_task().load(data_dir, seed=record.config.seed).val
     logits = model.predict(norm.apply(val.x).astype("float32"), batch_size=256, verbose=0)
     return np.asarray(keras.ops.softmax(logits, axis=-1)), val.y
 

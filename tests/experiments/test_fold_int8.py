@@ -51,8 +51,9 @@ def test_a_run_scored_in_16x8_against_its_keras_model(tmp_path, shared_data, tra
     shutil.copytree(trained_run(cfg, shared_data / "har"), run)
     result = fold_int8.fold_int8(run, quantize="int16x8")
     assert (run / "export-step-int16x8" / "stream.tflite").is_file()
-    config, model, norm = load_run(run)
-    data = get_task("har2", **config["task_options"]).load(shared_data / "har", seed=4)
+    record, model, norm = load_run(run)
+    data = get_task("har2", **record.config.settings.task_options).load(shared_data / "har",
+                                                                         seed=4)
     predicted = model.predict(norm.apply(data.val.x), verbose=0).argmax(-1)
     assert result["windows"] == len(data.val.y)
     assert result["float"] == pytest.approx(100 * np.mean(predicted == np.asarray(data.val.y)))

@@ -21,6 +21,8 @@ def test_row_takes_sizes_from_the_first_export_and_accuracies_from_all(tmp_path,
     for seed, acc in enumerate((0.91, 0.93, 0.95)):
         run = tmp_path / f"seed{seed}"
         run.mkdir()
+        # A run's record is its config.yaml and metrics.json (`RunDirectory.record`).
+        (run / "config.yaml").write_text(json.dumps({"task": "google12", "model": "fastgrnn"}))
         (run / "metrics.json").write_text(json.dumps({"test": {"accuracy": acc}}))
         runs.append(str(run))
     monkeypatch.setattr(kws_bench, "time_export", lambda out, runs: {"out": out.name})

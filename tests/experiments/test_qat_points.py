@@ -25,9 +25,10 @@ def float_run(trained_run, shared_data):
 
 @pytest.mark.slow
 def test_rows_of_a_float_run_start_at_its_model_and_end_at_its_calibrated_twin(float_run):
-    config, model, norm = load_run(float_run)
-    task = get_task(config["task"], **config["task_options"])
-    data = task.load(config["data_source_resolved"], seed=config["seed"])
+    record, model, norm = load_run(float_run)
+    config = record.config
+    task = get_task(config.task, **config.settings.task_options)
+    data = task.load(config.data_source, seed=config.seed)
     x_val, y_val = norm.apply(data.val.x).astype(np.float32), np.asarray(data.val.y)
     rows = qat_points.run_rows(float_run)
 
@@ -56,13 +57,14 @@ def test_a_folder_that_is_not_a_finished_run_is_refused_by_name(tmp_path, capsys
 def test_percentile_calibrates_the_float_runs_twin_at_it(float_run):
     """``--percentile P``: the twin's ranges are each tensor's (100 - P)-th and P-th percentiles
     (the input's: those of the tracking sample), and the "all" row is that twin."""
-    config, model, norm = load_run(float_run)
-    task = get_task(config["task"], **config["task_options"])
-    data = task.load(config["data_source_resolved"], seed=config["seed"])
+    record, model, norm = load_run(float_run)
+    config = record.config
+    task = get_task(config.task, **config.settings.task_options)
+    data = task.load(config.data_source, seed=config.seed)
     x_train = norm.apply(data.train.x).astype(np.float32)
     twin = qat_points.qat_twin(float_run, config, task, model, x_train, percentile=90.0)
     (cell,) = qat.qat_cells(twin)
-    sample = qat.tracking_sample(x_train, config["seed"])
+    sample = qat.tracking_sample(x_train, config.seed)
     lo, hi = cell.quant_points.as_dict()["x"]
     assert (lo, hi) == pytest.approx((min(np.percentile(sample, 10.0), 0.0),
                                       np.percentile(sample, 90.0)), rel=1e-5)

@@ -91,14 +91,13 @@ def keras_figures(source) -> dict:
     from zoo.layers import recurrent_layers
     from zoo.macs import cell_macs_per_step
     from zoo.training.evaluate import load_run
-    from zoo.training.tasks.frames import frames_per_step_of
 
-    config, model, _ = load_run(source)
+    record, model, _ = load_run(source)
     rnn = recurrent_layers(model)[0]
-    return {"model": config["model"], "parameters": int(model.count_params()),
+    return {"model": record.config.model, "parameters": int(model.count_params()),
             "macs_per_step": cell_macs_per_step(rnn.cell, rnn.input.shape[-1]),
             "steps_per_window": int(rnn.input.shape[1]) if rnn.input.shape[1] else None,
-            "frames_per_step": frames_per_step_of(config.get("task_options")),
+            "frames_per_step": record.config.frames_per_step,
             "cell": type(rnn.cell).__name__,
             "model_options": {k: v for k, v in rnn.cell.get_config().items()
                               if isinstance(v, (int, float, str, bool)) and k not in ("name", "trainable")}}
