@@ -26,7 +26,9 @@ def add_tune_arguments(parser: argparse.ArgumentParser) -> None:
                              "ratios fitted to the shipped tags' figures, and one whose "
                              "leave-one-out error is over 15 %% is refused)")
     parser.add_argument("--time-budget", type=number_in(0, low_open=True), default=60,
-                        metavar="MINUTES", help="minutes the search may train (default 60)")
+                        metavar="MINUTES", help="minutes the whole command may take (default 60): "
+                        "the search trains for nine tenths (at least 2 minutes are kept) and "
+                        "the rest retrains, exports and measures the best")
     parser.add_argument("--out", default="runs/tune", help="a new folder for the search and "
                         "its results (default runs/tune)")
     parser.add_argument("--address", help="join this Ray cluster ('auto' or HOST:PORT) "

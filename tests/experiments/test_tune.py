@@ -151,6 +151,16 @@ def test_cli_refuses_a_budget_in_one_line_before_anything_trains(har_npz, tmp_pa
     assert not (tmp_path / "out" / "_tune").exists()
 
 
+@pytest.mark.parametrize("budget", [1, 3, 4, 10, 15, 20, 60, 240])
+def test_the_search_leaves_a_tenth_of_the_time_budget_to_finish_the_best(budget):
+    """--time-budget is the whole command's: the search stops early enough to retrain, export
+    and measure the best (at least 2 minutes, a tenth of a long budget, at most half)."""
+    left = budget - tune.search_minutes(budget)
+    assert 0 < left <= budget / 2
+    assert left >= min(2.0, budget / 2) and left >= 0.1 * budget - 1e-9
+    assert left == pytest.approx(max(2.0, 0.1 * budget)) or left == pytest.approx(budget / 2)
+
+
 # ------------------------------------------------------------------------ the tiny search
 TUNE_ARGS = ("--task", "windows", "--budget", TINY_BUDGET, "--models", "sirnn", "--epochs", "2",
              "--time-budget", "10", "--max-concurrent", "1")
