@@ -49,12 +49,11 @@ if [ "$task" = har2 ]; then
   add p 8 48 16 "" _e60 '"epochs": 60'
   add p 8 64 8 "" _e60 '"epochs": 60'
   # Round 3 (session 18): distillation at k = 8 (issue 50; at k = 4 the ensemble teacher of
-  # §15, f4_kd_ens, gained +0.28 in float): each fold's teachers are the Keras GRU and the SiRNN
-  # with 4 samples per step of §15 (gru/f4_e30, sirnn/f4_eta04), retrained below into
-  # $out-teachers (their results there, not committed: the campaign's files already hold them)
-  teachers="\"teacher\": [\"$out-teachers/har2/gru/f4_e30/fold{fold}\", \"$out-teachers/har2/sirnn/f4_eta04/fold{fold}\"]"
+  # §15, f4_kd_ens, gained +0.28 in float): each fold's teachers are a Keras GRU and the 80-unit
+  # SiRNN reading 8 samples a step as the student does (a teacher takes the student's inputs),
+  # retrained below into $out-teachers (their results there, not committed)
+  teachers="\"teacher\": [\"$out-teachers/har2/gru/f8_e30/fold{fold}\", \"$out-teachers/har2/sirnn/f8_eta08/fold{fold}\"]"
   add p 8 64 8 "" _kd "\"distill\": {$teachers, \"alpha\": 0.5, \"temperature\": 2}"
-  kd_teachers=1
 else
   # Round 1 (session 16): k = 5 (25 steps of 5 samples) and 25 (5 steps) at the sizes whose
   # per-window cost can meet the goal
@@ -62,15 +61,15 @@ else
   add p 5 32 16
   add p 25 48 8
 fi
-if [ -n "${kd_teachers:-}" ]; then  # the distillation teachers, same folds and seeds as §15
+if [ "$task" = har2 ]; then  # the distillation teachers of round 3, same folds and seeds as §15
   teach=(--task "$task" --data-dir "$data" --folds "$folds" --epochs 30 --backend jax
          --engine processes --results "$out-teachers/results" --out "$out-teachers"
          --max-concurrent "$slots" ${DRY:+--dry-run})
-  f4='"augment": {"rotation": 35}, "task_options": {"frames_per_step": 4}'
+  f8='"augment": {"rotation": 35}, "task_options": {"frames_per_step": 8}'
   JAX_PLATFORMS=${PLATFORM:-cpu} python -m zoo.experiments.sweep cv "${teach[@]}" --model gru \
-    "${KERAS_BASELINE[@]}" --variant "f4_e30={$f4}" || exit 1
+    "${KERAS_BASELINE[@]}" --variant "f8_e30={$f8}" || exit 1
   JAX_PLATFORMS=${PLATFORM:-cpu} python -m zoo.experiments.sweep cv "${teach[@]}" --model sirnn \
-    --variant "f4_eta04={$f4, \"model_options\": {\"eta_init\": 0.04}}" || exit 1
+    --variant "f8_eta08={$f8, \"model_options\": {\"eta_init\": 0.08}}" || exit 1
 fi
 JAX_PLATFORMS=${PLATFORM:-cpu} python -m zoo.experiments.sweep cv --task "$task" --model sirnn \
   --data-dir "$data" --folds "$folds" --epochs 30 --backend jax --engine processes \
