@@ -27,12 +27,18 @@ cv() {  # DATA FOLDS VARIANT=JSON: one variant's group CV of the shipped recipe
     --out "bench/sweeps/windows-cv-$1"
 }
 rot45='{"augment": {"rotation": 45}}'
+# Round 2 (session 18): the two levers the DSA-19 campaign found on the same four people
+# (docs/realscale.md: the lean graph, premultiply false, +4.3 points at rotation 45, and
+# rotation 60, 88.18 +- 1.38 % float), on the defaults' schedule (QAT from the first epoch)
+lean60='{"augment": {"rotation": 60}, "model_options": {"premultiply": false}}'
 stage() {
   case $1 in
     har6-base) cv har6 5 'base={}' ;;
     har6-rot45) cv har6 5 "rot45=$rot45" ;;
     dsa19-base) cv dsa19 4 'base={}' ;;
     dsa19-rot45) cv dsa19 4 "rot45=$rot45" ;;
+    dsa19-lean60) cv dsa19 4 "lean60=$lean60" ;;
+    har6-lean60) cv har6 5 "lean60=$lean60" ;;
     *) echo "unknown stage $1" >&2; exit 2 ;;
   esac
 }
