@@ -22,6 +22,7 @@ import argparse
 import csv
 import dataclasses
 import functools
+import json
 import logging
 import os
 import shutil
@@ -64,6 +65,30 @@ def _seed_summary(run_dir: Path, record=None) -> SeedResult:
                       test_accuracy_visible=100 * metrics.test_accuracy)
 
 
+def cv_summaries(folder) -> list[SeedResult]:
+    """A subject CV's results files (``FOLDER/fold<k>.json``, as ``zoo sweep cv`` writes them
+    under ``results/<campaign>/<task>/<model>/<variant>/``) as the card's seeds: each fold's
+    seed, its validation accuracy at the epoch kept and its visible test accuracy (%, as
+    measured). For a tag whose CV folds' run folders are gone but whose results were
+    committed; a file without those figures is refused naming it."""
+    files = sorted(Path(folder).glob("fold*.json"))
+    if not files:
+        raise ValueError(f"--cv-results {folder}: no fold*.json results files (zoo sweep cv "
+                         "writes them under results/<campaign>/<task>/<model>/<variant>/)")
+    summaries = []
+    for path in files:
+        try:
+            result = json.loads(path.read_text())
+            summary, config = result["summary"], result["config"]
+            summaries.append(SeedResult(seed=config.get("seed", 0), val_subjects=None,
+                                        val_accuracy=float(summary["val"]),
+                                        test_accuracy_visible=float(summary["test"])))
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            raise ValueError(f"{path}: not a zoo sweep cv results file (summary.val, "
+                             f"summary.test and config expected): {err!r}") from None
+    return summaries
+
+
 QUANTIZATIONS = ("int8", "int16x8")  # what a shipped integer export may be (`zoo export`'s names)
 
 
@@ -101,11 +126,12 @@ def _is_recurrent(run_dir: Path) -> bool:
 
 
 def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, seed_runs,
-          command: str, files: dict) -> PretrainedCfg:
-    """The tag's card from the run, its seeds and the export `zoo export` just checked."""
+          command: str, files: dict, cv: list | None = None) -> PretrainedCfg:
+    """The tag's card from the run, its seeds (``cv``: `cv_summaries` in their place) and the
+    export `zoo export` just checked."""
     record = RunDirectory(run_dir).record()
     config, metrics = record.config, record.metrics
-    summaries = ([_seed_summary(Path(r)) for r in seed_runs]
+    summaries = (cv or [_seed_summary(Path(r)) for r in seed_runs]
                  or [_seed_summary(run_dir, record)])
     seeds = [s.val_accuracy for s in summaries]
     accuracy = export_card.accuracy
@@ -291,10 +317,14 @@ def _shipped_tags(dest: Path) -> list[str]:
 
 
 def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=None,
-         quantize: str = "int8", keep_as: str | None = None, archive=None) -> PretrainedCfg:
+         quantize: str = "int8", keep_as: str | None = None, archive=None,
+         cv_results=None) -> PretrainedCfg:
     """Ship the finished run ``run_dir`` as ``DEST/TAG`` with its ``quantize`` export
     (`zoo.core.storage.replacing`: built in a staging folder beside it, swapped in once
     complete; an existing folder is replaced only when it is a shipped tag).
+
+    ``cv_results``: the folder of the recipe's subject-CV results files (`cv_summaries`), the
+    card's CV in place of ``seed_runs`` (one or the other).
 
     ``keep_as``: the generation being replaced moves into ``ARCHIVE/KEEP_AS`` in the same
     step (its card's tag renamed, its files as they were; ``archive`` defaults to the
@@ -311,6 +341,9 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
     final = _tag_folder(tag, dest)
     kept = _keep_target(final, tag, keep_as, archive) if keep_as is not None else None
     run_dir = Path(run_dir)
+    if cv_results is not None and seed_runs:
+        raise ValueError("--cv-results and --seed-runs both give the card's CV: give one")
+    cv = cv_summaries(cv_results) if cv_results is not None else None
     for run in (run_dir, *map(Path, seed_runs)):
         RunDirectory(run).check_finished()
     check = functools.partial(_check_tag_folder, tag=tag)
@@ -322,7 +355,7 @@ def ship(run_dir, tag: str, *, seed_runs=(), command: str, data_dir=None, dest=N
             shutil.copy2(run_dir / name, stage / name)
         export_card, export_name = _export(run_dir, stage, data_dir, quantize)
         files = pack(stage, export_name)
-        card = _card(tag, run_dir, export_card, export_name, seed_runs, command, files)
+        card = _card(tag, run_dir, export_card, export_name, seed_runs, command, files, cv)
         (stage / CARD).write_text(card.to_json())
         if kept is not None:
             _keep(final, kept)
@@ -473,6 +506,10 @@ def main(argv=None) -> int:
     parser.add_argument("--tag", required=True, help="MODEL.TASK, e.g. sirnn.har2")
     parser.add_argument("--seed-runs", nargs="*", default=[],
                         help="the run directories of every seed (the card reports their mean)")
+    parser.add_argument("--cv-results", metavar="FOLDER",
+                        help="instead of --seed-runs: the recipe's subject-CV results files "
+                             "(FOLDER/fold<k>.json of zoo sweep cv), whose validation and test "
+                             "accuracies the card reports")
     parser.add_argument("--command", help="the command that trained the run (required to ship)")
     parser.add_argument("--data-dir", help="dataset folder or archive (default: the run's)")
     parser.add_argument("--dest", help="pretrained folder (default: the package's)")
@@ -511,7 +548,7 @@ def main(argv=None) -> int:
         else:
             ship(args.run_dir, args.tag, seed_runs=args.seed_runs, command=args.command,
                  data_dir=args.data_dir, dest=args.dest, quantize=args.quantize,
-                 keep_as=args.keep_as, archive=args.archive)
+                 keep_as=args.keep_as, archive=args.archive, cv_results=args.cv_results)
     except AccuracyDropError as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 3
