@@ -20,7 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 # by subject (or speaker) CV under the zoo's rules and by cost per second of signal. Their
 # earlier generations are in models/archive (not installed; models/archive/README.md maps every
 # former name: sirnn.har2 was sirnn.har2_frames4, the .kws12 tags were .google12_testset*).
+# A job's second tag only where the frontier shows a user would pick it (issue 50): the _tiny
+# tags, the most accurate of their job within a per-window budget (docs/realscale.md §17).
 CURRENT = {"sirnn.har2": ("sirnn", "har2"), "gru.har2": ("gru", "har2"),
+           "sirnn.har2_tiny": ("sirnn", "har2"), "sirnn.dsa19_tiny": ("sirnn", "dsa19"),
            "sirnn.dsa19": ("sirnn", "dsa19"), "gru.dsa19": ("gru", "dsa19"),
            "sirnn.kws12": ("sirnn", "google12_testset"), "gru.kws12": ("gru", "google12_testset"),
            "dscnn.kws12": ("dscnn", "google12_testset"),
