@@ -228,11 +228,16 @@ def test_zoo_bench_times_the_cxx_loop_of_step_exports_only(built, tmp_path):
 
     from zoo.experiments.bench import time_c_loop
 
+    import dataclasses
+
+    from zoo.export.card_schema import read_export_card
+
     export_dir, _ = built("sirnn", "int8")
-    card = json.loads((export_dir / "model_card.json").read_text())
+    card = read_export_card(export_dir)  # the typed card, as zoo bench passes it
     args = SimpleNamespace(tflm=str(TFLM), runs=2)
     figures = time_c_loop(export_dir, card, args, tmp_path)
     assert set(figures) == {"c_step_us", "c_latency_us"}
     assert 0 < figures["c_step_us"] < figures["c_latency_us"]
-    assert time_c_loop(export_dir, {**card, "form": "sequence"}, args, tmp_path) == {}
+    sequence = dataclasses.replace(card, form="sequence")
+    assert time_c_loop(export_dir, sequence, args, tmp_path) == {}
     assert time_c_loop(export_dir, card, SimpleNamespace(tflm=None, runs=2), tmp_path) == {}
