@@ -42,6 +42,8 @@ stage() {
     # a second seed of both DSA-19 CVs (four people give four folds: the seed's noise halves)
     dsa19-base-s1) cv dsa19 4 'base_s1={"seed": 1}' ;;
     dsa19-lean60-s1) cv dsa19 4 "lean60_s1=${lean60%\}}, \"seed\": 1}" ;;
+    har6-base-s1) cv har6 5 'base_s1={"seed": 1}' ;;
+    har6-lean60-s1) cv har6 5 "lean60_s1=${lean60%\}}, \"seed\": 1}" ;;
     *) echo "unknown stage $1" >&2; exit 2 ;;
   esac
 }
