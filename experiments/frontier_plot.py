@@ -195,7 +195,8 @@ def _label_items(points: list[Point], cost: str) -> list[tuple]:
     shown = sorted((p for p in points if getattr(p, cost) is not None),
                    key=lambda p: (p.number not in front and not p.shipped, getattr(p, cost)))
     return [(getattr(p, cost), p.accuracy,
-             f"{p.number} {p.shipped}" if p.shipped else
+             # the point is the graph's best CV variant, not necessarily the tag's own recipe
+             f"{p.number} {p.shipped}'s graph" if p.shipped else
              f"{p.number} {p.graph}" if p.number in front else str(p.number)) for p in shown]
 
 
