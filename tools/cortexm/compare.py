@@ -2,7 +2,7 @@
 Python interpreter and prints the same lines as ``app.elf MODEL print T`` (main.cc): MODEL
 sirnn|gru (the int8 exports of sirnn.har2 / gru.har2) or sirnn16 (the 16x8 export of
 sirnn.har2_int16x8); EXPORT_DIR names another export folder (e.g.
-models/pretrained/sirnn.har2_gen1/export-step-int8), to match a binary built with SIRNN=... /
+models/archive/sirnn.har2_gen1/export-step-int8), to match a binary built with SIRNN=... /
 GRU=... / SIRNN16=...."""
 
 import argparse
