@@ -62,32 +62,26 @@ def configure(level: int = logging.INFO, machine_output: bool = False) -> None:
         logger = logging.getLogger(name)
         logger.setLevel(level)
         logger.propagate = False
-        handlers = [h for h in logger.handlers if isinstance(h, CommandHandler)]
-        if not handlers:
-            handlers = [CommandHandler()]
-            logger.addHandler(handlers[0])
-        for handler in handlers:
-            handler.machine_output = machine_output
+        # a fresh handler in place of any earlier one: `command_output` restores the old
+        # objects as they were, so no handler's state outlives its command
+        logger.handlers[:] = [h for h in logger.handlers if not isinstance(h, CommandHandler)]
+        logger.addHandler(CommandHandler(machine_output))
 
 
 @contextlib.contextmanager
 def command_output(level: int = logging.INFO, machine_output: bool = False):
     """`configure` for the duration of one command, then the loggers as they were: ``zoo``'s
     ``main`` called in a process that goes on (a test, a notebook) leaves no handler behind."""
-    saved = [(logger, logger.level, logger.propagate, list(logger.handlers),
-              [getattr(h, "machine_output", None) for h in logger.handlers])
+    saved = [(logger, logger.level, logger.propagate, list(logger.handlers))
              for logger in map(logging.getLogger, _CONFIGURED)]
     configure(level, machine_output)
     try:
         yield
     finally:
-        for logger, level_was, propagate, handlers, machine in saved:
+        for logger, level_was, propagate, handlers in saved:
             logger.setLevel(level_was)
             logger.propagate = propagate
             logger.handlers[:] = handlers
-            for handler, was in zip(handlers, machine):
-                if was is not None:
-                    handler.machine_output = was
 
 
 @contextlib.contextmanager
