@@ -6,6 +6,7 @@ import pytest
 
 from zoo.training.augment import Augmenter
 from zoo.training.tasks import get_task
+from zoo.training.tasks.frames import frames_per_step_of
 
 HAR = "har/UCI HAR Dataset"
 
@@ -90,3 +91,34 @@ def test_dsa19_stacks_its_125_samples_and_five_units(shared_data):
     np.testing.assert_array_equal(stacked.train.x, plain.train.x.reshape(-1, 25, 225))
     with pytest.raises(ValueError, match=r"divisor of the window's 125 samples \(1, 5, 25, 125\)"):
         get_task("dsa19", frames_per_step=4)
+
+
+def _auto_by_enumeration(steps: int) -> int:
+    """``frames_per_step=auto`` by its definition: among every k that divides the window, the
+    smallest that leaves at most 32 steps, unless that leaves fewer than 16."""
+    fits = [k for k in range(1, steps + 1) if steps % k == 0 and steps / k <= 32]
+    return fits[0] if steps / fits[0] >= 16 else 1
+
+
+@pytest.mark.parametrize("steps, k", [(128, 4), (125, 5), (50, 2), (200, 8), (32, 1), (10, 1),
+                                      (127, 1), (33, 1), (40, 2)])
+def test_auto_takes_the_fewest_samples_per_step_that_leave_at_most_32_steps(steps, k):
+    from zoo.training.tasks.frames import auto_frames_per_step
+
+    assert auto_frames_per_step(steps) == k == _auto_by_enumeration(steps)
+    assert all(auto_frames_per_step(t) == _auto_by_enumeration(t) for t in range(1, 400))
+
+
+def test_auto_resolves_on_the_users_windows_and_the_run_records_the_number(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "w.npz"
+    np.savez(path, X=rng.normal(size=(40, 125, 6)), y=np.repeat(["a", "b"], 20),
+             groups=np.tile(np.arange(5), 8), channels=["acc_x", "acc_y", "acc_z", "g_x", "g_y",
+                                                        "g_z"])
+    task = get_task("windows", frames_per_step="auto")
+    data = task.load(path)
+    assert task.options()["frames_per_step"] == 5 == data.info["frames_per_step"]
+    assert task.input_shape == (25, 30) and data.train.x.shape[1:] == (25, 30)
+    assert task.sensors[0][1] == (6, 7, 8)  # the first triple of the second frame
+    with pytest.raises(ValueError, match="task_options_resolved"):
+        frames_per_step_of({"frames_per_step": "auto"})

@@ -24,21 +24,45 @@ from zoo.training.tasks.base import Normalization, Split, TaskData
 # A task's default (its DEFAULTS entry), and what a run's task options without the option mean:
 # one sample per step. Written here only; readers of a config or card use `frames_per_step_of`.
 DEFAULT_FRAMES_PER_STEP = 1
+# ``frames_per_step=auto``: the fewest samples per step that bring a window to at most
+# AUTO_MAX_STEPS steps. Windows of 25-32 steps kept the accuracy of one sample a step in the
+# zoo's subject CVs at a quarter to a fifth of the instructions (HAR-2 at 32 steps, DSA-19 at 25:
+# docs/realscale.md §16-17; the windows defaults on both: docs/your-data.md), while 16 steps cost
+# HAR-2 0.5 points and 5 steps cost DSA-19 8.8. A window that only a divisor leaving fewer than
+# AUTO_MIN_STEPS steps would shorten enough (a prime length, say) keeps one sample a step.
+AUTO = "auto"
+AUTO_MAX_STEPS = 32
+AUTO_MIN_STEPS = 16
 
 
 def frames_per_step_of(task_options: dict | None) -> int:
     """The ``frames_per_step`` of a run's (or card's) task options, ``task_options`` or
     ``task_options_resolved``: the option where it is set, `DEFAULT_FRAMES_PER_STEP` where the
     options are missing or do not set it (a task without the option, a run from before it)."""
-    return int((task_options or {}).get("frames_per_step") or DEFAULT_FRAMES_PER_STEP)
+    value = (task_options or {}).get("frames_per_step") or DEFAULT_FRAMES_PER_STEP
+    if value == AUTO:  # resolved once the window length is known: read the resolved options
+        raise ValueError("frames_per_step 'auto' is resolved when the data is loaded; read the "
+                         "run's task_options_resolved (RunRecord.task_options)")
+    return int(value)
+
+
+def auto_frames_per_step(steps: int) -> int:
+    """``frames_per_step=auto`` for windows of ``steps`` samples: the smallest divisor k with
+    steps / k <= AUTO_MAX_STEPS, or 1 where that leaves fewer than AUTO_MIN_STEPS steps."""
+    k = next(k for k in range(1, steps + 1) if steps % k == 0 and steps // k <= AUTO_MAX_STEPS)
+    return k if steps // k >= AUTO_MIN_STEPS else 1
 
 
 def check_frames_per_step(value, steps: int) -> int:
-    """The option's value as an int, or ValueError naming it and the valid values."""
+    """The option's value as an int ('auto': `auto_frames_per_step`), or ValueError naming it
+    and the valid values."""
+    if value == AUTO:
+        return auto_frames_per_step(steps)
     divisors = [k for k in range(1, steps + 1) if steps % k == 0]
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value not in divisors:
         raise ValueError(f"option frames_per_step must be a whole divisor of the window's "
-                         f"{steps} samples ({', '.join(map(str, divisors))}), got {value!r}")
+                         f"{steps} samples ({', '.join(map(str, divisors))}) or 'auto', got "
+                         f"{value!r}")
     return int(value)
 
 

@@ -43,6 +43,7 @@ from zoo.training.data.sensor_names import sensors_from_channel_names
 from zoo.training.data.windows import CsvOptions, Windows, read_windows
 from zoo.training.tasks.base import (Normalization, Split, Task, TaskData, check_fold,
                                      check_fraction, check_seed, register_task)
+from zoo.training.tasks.frames import AUTO as AUTO_FRAMES
 from zoo.training.tasks.frames import DEFAULT_FRAMES_PER_STEP, FramesPerStep
 
 _log = logging.getLogger(__name__)
@@ -79,7 +80,9 @@ class WindowsTask(FramesPerStep, Task):
         test_fraction: the share held out for the run's test split (default 0: the validation
             split is the test split; score your own test file with ``zoo eval``).
         split_seed: seed of the draws (default 0).
-        frames_per_step: samples the recurrent step reads at once (a divisor of T; default 1).
+        frames_per_step: samples the recurrent step reads at once (a divisor of T; default 1), or
+            ``auto``: the fewest that bring a window to at most 32 steps (`frames.AUTO_MAX_STEPS`;
+            128 samples: 4 a step, 125: 5); the run records the number it chose.
         channels: the channel names of the training data, in order (fixed when a run starts,
             when the data names them); a test file naming other channels, or the same in
             another order, is refused.
@@ -134,7 +137,8 @@ class WindowsTask(FramesPerStep, Task):
                              f"{o['delimiter']!r}")
         _check_pattern(o["group_pattern"])
         o["sensors"] = _check_sensors(o["sensors"], o["window_shape"])
-        _check_count("frames_per_step", o["frames_per_step"])
+        if o["frames_per_step"] != AUTO_FRAMES:
+            _check_count("frames_per_step", o["frames_per_step"])
         if o["window_shape"]:
             o["frames_per_step"] = self.frames_per_step  # a divisor of T (FramesPerStep)
 
