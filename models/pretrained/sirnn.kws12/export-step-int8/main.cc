@@ -20,9 +20,9 @@
 #include "zoo_stream.h"
 
 namespace {
-// Smallest arenas measured with the tflite-micro Python interpreter (4128 and 1328
+// Smallest arenas measured with the tflite-micro Python interpreter (3360 and 1328
 // bytes), plus headroom for another toolchain's alignment.
-constexpr int kStepArenaSize = 5152;
+constexpr int kStepArenaSize = 4384;
 constexpr int kHeadArenaSize = 2352;
 alignas(16) uint8_t step_arena[kStepArenaSize];
 alignas(16) uint8_t head_arena[kHeadArenaSize];
