@@ -22,7 +22,6 @@ import argparse
 import csv
 import dataclasses
 import functools
-import json
 import logging
 import os
 import shutil
@@ -36,6 +35,7 @@ from zoo.pretrained_card import (C_BACKEND, CARD, CARD_VERSION, CFigures, Cost, 
                                  PretrainedCfg, PretrainedError, SeedResult, ShippedExport,
                                  TrainingData, check_tag_name, read_tag_card)
 from zoo.core import storage
+from zoo.core.cv_results import cv_result_files, read_cv_result
 from zoo.training.rundir import RunDirectory
 
 _log = logging.getLogger(__name__)
@@ -70,22 +70,22 @@ def cv_summaries(folder) -> list[SeedResult]:
     under ``results/<campaign>/<task>/<model>/<variant>/``) as the card's seeds: each fold's
     seed, its validation accuracy at the epoch kept and its visible test accuracy (%, as
     measured). For a tag whose CV folds' run folders are gone but whose results were
-    committed; a file without those figures is refused naming it."""
-    files = sorted(Path(folder).glob("fold*.json"))
+    committed; a file without those figures is refused naming it and the key
+    (`zoo.core.cv_results`)."""
+    files = cv_result_files(folder)
     if not files:
         raise ValueError(f"--cv-results {folder}: no fold*.json results files (zoo sweep cv "
                          "writes them under results/<campaign>/<task>/<model>/<variant>/)")
     summaries = []
     for path in files:
-        try:
-            result = json.loads(path.read_text())
-            summary, config = result["summary"], result["config"]
-            summaries.append(SeedResult(seed=config.get("seed", 0), val_subjects=None,
-                                        val_accuracy=float(summary["val"]),
-                                        test_accuracy_visible=float(summary["test"])))
-        except (ValueError, KeyError, TypeError, AttributeError) as err:
-            raise ValueError(f"{path}: not a zoo sweep cv results file (summary.val, "
-                             f"summary.test and config expected): {err!r}") from None
+        result = read_cv_result(path)
+        if result.summary.val is None or result.summary.test is None:
+            missing = "summary.val" if result.summary.val is None else "summary.test"
+            raise ValueError(f"{path}: {missing} is null (the fold had no such split); a "
+                             "tag's CV needs each fold's validation and test accuracy")
+        summaries.append(SeedResult(seed=result.config.get("seed", 0), val_subjects=None,
+                                    val_accuracy=float(result.summary.val),
+                                    test_accuracy_visible=float(result.summary.test)))
     return summaries
 
 
