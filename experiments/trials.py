@@ -332,11 +332,13 @@ def summarise(run_dir) -> dict:
     with open(run.history, newline="") as f:
         history = list(csv.DictReader(f))
     curve = [100 * float(row["val_accuracy"]) for row in history if row.get("val_accuracy")]
-    return {"val": curve[metrics.best_epoch - 1] if curve else None, "curve": curve,
+    needed = {name: metrics.required(name, "the sweep's summary")
+              for name in ("parameters", "training_seconds", "epochs_run", "best_epoch")}
+    return {"val": curve[needed["best_epoch"] - 1] if curve else None, "curve": curve,
             "test": 100 * metrics.test_accuracy if metrics.test else None,
-            "parameters": metrics.parameters,
-            "seconds": metrics.training_seconds, "epochs": metrics.epochs_run,
-            "best_epoch": metrics.best_epoch}
+            "parameters": needed["parameters"],
+            "seconds": needed["training_seconds"], "epochs": needed["epochs_run"],
+            "best_epoch": needed["best_epoch"]}
 
 
 def is_finished(trial: Trial) -> bool:

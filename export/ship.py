@@ -59,10 +59,12 @@ def _seed_summary(run_dir: Path, record=None) -> SeedResult:
     config, metrics = record.config, record.metrics
     with open(run.history, newline="") as f:
         history = list(csv.DictReader(f))
+    best_epoch = metrics.required("best_epoch", "a shipped tag's seed")
     return SeedResult(seed=config.seed,
                       val_subjects=(config.task_options_resolved or {}).get("val_subjects"),
-                      val_accuracy=100 * float(history[metrics.best_epoch - 1]["val_accuracy"]),
-                      test_accuracy_visible=100 * metrics.test_accuracy)
+                      val_accuracy=100 * float(history[best_epoch - 1]["val_accuracy"]),
+                      test_accuracy_visible=100 * metrics.required("test_accuracy",
+                                                                   "a shipped tag's seed"))
 
 
 def cv_summaries(folder) -> list[SeedResult]:
@@ -143,11 +145,12 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
         input_shape=(export_card.timesteps * frames, export_card.features // frames),
         frames_per_step=frames,
         num_classes=export_card.classes, class_names=export_card.class_names,
-        parameters=metrics.parameters,
+        parameters=metrics.required("parameters", "a shipped tag's card"),
         metrics=Metrics(
             val_accuracy_subject_cv_mean=round(statistics.mean(seeds), 2),
             val_accuracy_subject_cv_std=round(statistics.stdev(seeds), 2) if len(seeds) > 1 else None,
-            test_accuracy_visible=round(100 * metrics.test_accuracy, 2),
+            test_accuracy_visible=round(100 * metrics.required("test_accuracy",
+                                                               "a shipped tag's card"), 2),
             test_accuracy_visible_seeds=[round(s.test_accuracy_visible, 2) for s in summaries],
             export_accuracy=round(100 * accuracy.tflite, 2),
             export_float_accuracy=round(100 * accuracy.keras_float, 2),
@@ -159,9 +162,9 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
                              if export_card.tflite_micro else None),
         cost=signal_cost(config.task, frames, export_card),
         data=TrainingData(task_options=dict(config.task_options_resolved or {}),
-                          train_windows=metrics.data.train, val_windows=metrics.data.val,
-                          test_windows=metrics.data.test,
-                          source=Path(metrics.data.source).name,
+                          **{f"{split}_windows": metrics.required(f"data.{split}", "a tag's card")
+                             for split in ("train", "val", "test")},
+                          source=Path(metrics.required("data.source", "a tag's card")).name,
                           seeds=[dataclasses.replace(s, val_accuracy=round(s.val_accuracy, 2),
                                                      test_accuracy_visible=round(s.test_accuracy_visible, 2))
                                  for s in summaries],

@@ -79,9 +79,10 @@ def main(argv=None) -> int:
             m = run.record().metrics
             with open(run.history, newline="") as f:
                 history = list(csv.DictReader(f))
-            val = float(history[m.best_epoch - 1]["val_accuracy"])
+            val = float(history[m.required("best_epoch", "the accuracy table") - 1]
+                        ["val_accuracy"])
             rows.append({"task": task, "model": label, "val_accuracy": 100 * val,
-                         "test_accuracy": 100 * m.test_accuracy,
+                         "test_accuracy": 100 * m.required("test_accuracy", "the accuracy table"),
                          "parameters": m.parameters, "train_seconds": m.training_seconds,
                          "epochs": m.epochs_run, "best_epoch": m.best_epoch})
             print(f"RESULT {task} {label}: {rows[-1]['test_accuracy']:.2f}% "
