@@ -114,3 +114,32 @@ def test_ship_refuses_a_fold_without_a_test_accuracy_by_name(tmp_path):
     (tmp_path / "fold0.json").write_text(json.dumps(data))
     with pytest.raises(ValueError, match=r"fold0.json: summary.test is null"):
         cv_summaries(tmp_path)
+
+
+def test_zoo_sweep_report_names_a_damaged_results_file_in_one_line(tmp_path, monkeypatch,
+                                                                   capsys):
+    """``zoo sweep cv --report`` rebuilds its table from the results files alone: one that was
+    damaged (here: its validation curve gone) stops it with one line, not a traceback."""
+    from zoo.experiments import sweep, trials
+
+    results = tmp_path / "results"
+    base = trials.base_config("har2", "sirnn", None, {"epochs": 3,
+                                                      "model_options": {"units": 8, "rank": 4}})
+    planned = trials.cv_trials("har2", "sirnn", base, {"base": {}}, 2, tmp_path / "out", None,
+                               results=results)
+    for t in planned:
+        data = cv_results_record(t.fold, 91.0, variant="base", folds=2,
+                                 config=trials.portable(t.config, t.run_dir))
+        if t.fold == 1:
+            del data["summary"]["curve"]
+        Path(t.result).parent.mkdir(parents=True, exist_ok=True)
+        Path(t.result).write_text(json.dumps(data))
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "no-data-here"))
+    monkeypatch.setenv("ZOO_OFFLINE", "1")
+    code = sweep.main(["cv", "--task", "har2", "--model", "sirnn", "--folds", "2", "--epochs", "3",
+                       "--option", "units=8", "--option", "rank=4", "--out", str(tmp_path / "out"),
+                       "--results", str(results), "--report"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and "Traceback" not in err, err
+    assert err == (f"zoo sweep cv: error: {planned[1].result}: not a zoo sweep cv results file: "
+                   "no summary.curve (a list of numbers (% per epoch))")
