@@ -83,7 +83,7 @@ DEVICE = {
     "build": ("zoo.export.device_build", "build a step export's C++ loop against TFLite Micro and "
                                      "check it against Python"),
     "latency": ("zoo.experiments.device_latency", "latency of the exported C++ loop next to the "
-                                              "Python loop, every cell"),
+                                              "Python loop, every cell or tags by name"),
 }
 # Script subcommands: the word after the subcommand (if any) picks the script from the group;
 # a group of one script ("") takes the rest of the line as it is.

@@ -226,8 +226,9 @@ def measure(args) -> list[dict]:
         for mode in args.modes:
             export_dir, card, errors = _export(run_dir, mode, out, args)
             row = {"model": label, "family": family, "mode": mode,
-                   "parameters": metrics.parameters, "macs_per_sequence": macs,
-                   "keras_accuracy": 100 * metrics.test_accuracy}
+                   "parameters": metrics.required("parameters", "zoo bench"),
+                   "macs_per_sequence": macs,
+                   "keras_accuracy": 100 * metrics.required("test_accuracy", "zoo bench")}
             if export_dir is None:
                 rows.append({**row, "form": "-", "note": "; ".join(errors)})
                 continue

@@ -13,6 +13,13 @@ against the Python tflite-micro interpreter, then time
 
 and, for reference, the stock Keras LSTM as a float sequence model (one invoke per window, its
 time loop a WHILE op inside the runtime). Writes ``device.md`` and ``device.json`` in OUT.
+
+Shipped models by name: ``zoo device latency sirnn.har2 sirnn.har2_tiny --tflm DIR`` measures the
+step export each installed tag ships (or a step export folder), as it is: nothing is trained. A
+tag's name goes through the one resolver of every command (`zoo.pretrained.tag_or_path`: an
+archived or unknown name is one line naming the tag that does its job, or the valid ones). A
+shipped export keeps no test set, so it is timed on a zero window of the card's length and its
+C++ = Python check is left out ('-'); a folder that keeps its test set is checked as above.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,7 +36,7 @@ import numpy as np
 
 from zoo.export import device_bench, device_build, device_runtime
 from zoo.export.card_schema import read_export_card
-from zoo.export.exportdir import ExportDirectory
+from zoo.export.exportdir import C_ARRAY_FILES, ExportDirectory
 from zoo.core import logs
 from zoo.training.config import MAX_UNITS
 from zoo.core.flags import int_in, number_in, program_name
@@ -81,15 +90,38 @@ def _python_loops(export_dir: Path, window: np.ndarray, reps: int) -> dict:
     return out
 
 
-def measure_step_export(export_dir: Path, tflm: Path, reps: int, work: Path) -> dict:
-    """Build (into OUT/build, so that a rerun only times), check on the whole test split, and
-    time one step export (C++ and Python)."""
-    binary = device_build.build(export_dir, tflm, export_dir.parent.parent / "build" /
-                                export_dir.name)
-    check = device_build.check_against_python(export_dir, binary, work)
+def with_c_arrays(export_dir: Path, work: Path) -> Path:
+    """``export_dir`` ready to build: a shipped tag's step export leaves out its models as C
+    arrays (`zoo.export.ship`: the .tflite bytes as text), so a copy of it at ``work`` gets them,
+    written from its .tflite files as `zoo export` writes them; an export that has them is
+    used as it is."""
+    from zoo.export.micro import c_array_sources
+
+    if all((export_dir / name).is_file() for name in C_ARRAY_FILES):
+        return export_dir
+    shutil.copytree(export_dir, work)
+    files = read_export_card(str(work)).files
+    models = {name: (work / getattr(files, name)).read_bytes() for name in ("step", "head")}
+    for name, text in c_array_sources(models).items():
+        (work / name).write_text(text)
+    return work
+
+
+def measure_step_export(export_dir: Path, tflm: Path, reps: int, work: Path,
+                        build_dir: Path) -> dict:
+    """Build (into ``build_dir``, OUT/build/NAME, so that a rerun only times), check on the
+    whole test split, and time one step export (C++ and Python). An export without its test set
+    (a shipped tag's) is timed on a zero window of the card's length, unchecked (``check``
+    None)."""
+    binary = device_build.build(export_dir, tflm, build_dir)
     export = ExportDirectory(export_dir)
     card = read_export_card(str(export.root))
-    window = export.read_testset(card)[0][0]
+    check = None
+    if export.testset.is_file():
+        check = device_build.check_against_python(export_dir, binary, work)
+        window = export.read_testset(card)[0][0]
+    else:  # as device_bench times an export without one
+        window = np.zeros((card.timesteps, card.features), np.float32)
     return {"check": check, "c": device_build.bench_c(binary, window, work, reps),
             "python": _python_loops(export_dir, window, reps),
             "bytes": card.total_bytes, "arena_bytes": card.arena_bytes,
@@ -118,6 +150,16 @@ def measure(args) -> list[dict]:
     tflm = device_build.check_tflm_dir(args.tflm)
     rows = []
     with tempfile.TemporaryDirectory(prefix="zoo-device-latency-") as tmp:
+        for name, folder in args.exports.items():
+            _log.info(f"== {name}")
+            safe = name.replace("/", "_")
+            export_dir = with_c_arrays(Path(folder), Path(tmp) / "exports" / safe)
+            card = device_build.load_step_export(export_dir)
+            rows.append({"model": name, "mode": card.quantize, "form": card.form,
+                         **measure_step_export(export_dir, tflm, args.reps, Path(tmp),
+                                               out / "build" / safe)})
+            _log.info(_row_line(rows[-1]))
+            _write(rows, out)
         for label in args.models:
             if label not in STEP_MODELS:
                 raise ValueError(f"unknown model {label!r}; valid: {', '.join(STEP_MODELS)}")
@@ -127,7 +169,8 @@ def measure(args) -> list[dict]:
                 _log.info(f"== {label} {mode}")
                 export_dir = _export(run_dir, mode, "step", args, out)
                 row = {"model": label, "mode": mode, "form": "step",
-                       **measure_step_export(export_dir, tflm, args.reps, Path(tmp))}
+                       **measure_step_export(export_dir, tflm, args.reps, Path(tmp),
+                                             out / "build" / export_dir.name)}
                 rows.append(row)
                 _log.info(_row_line(row))
                 _write(rows, out)  # after every row: a long run stopped early keeps its rows
@@ -180,29 +223,55 @@ def table_lines(rows: list[dict]) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog=program_name("zoo.experiments.device_latency"),
                                      description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    parser.add_argument("--task", default="har2")
+    parser.add_argument("tags", nargs="*", metavar="TAG", help="installed tags by name "
+                        "(sirnn.har2: the step export it ships) or step export folders, "
+                        "measured as they are; then no --models are trained unless given")
+    parser.add_argument("--task", default="har2", help="the task the --models train on")
     parser.add_argument("--data-dir", help="dataset folder or archive (else $ZOO_DATA_DIR)")
     parser.add_argument("--tflm", required=True, help="TFLite Micro build (include/, lib/)")
     parser.add_argument("--out", default="bench/device-har2", help="output folder")
-    parser.add_argument("--models", nargs="+", default=list(STEP_MODELS),
-                        help=f"step models (default: {' '.join(STEP_MODELS)})")
+    parser.add_argument("--models", nargs="+", help="step models trained and measured "
+                        f"(default: {' '.join(STEP_MODELS)}; none when TAGs are given)")
     parser.add_argument("--modes", nargs="+", default=["int8", "none"],
                         choices=["int8", "int16x8", "none"])
     parser.add_argument("--units", type=int_in(1, MAX_UNITS), default=80,
                         help="hidden size of every step model")
-    parser.add_argument("--lstm-units", type=int_in(0, MAX_UNITS), default=32,
-                        help="the stock float LSTM sequence model for reference (0: none)")
+    parser.add_argument("--lstm-units", type=int_in(0, MAX_UNITS),
+                        help="the stock float LSTM sequence model for reference (0: none; "
+                        "default 32, 0 when TAGs are given)")
     parser.add_argument("--epochs", type=int_in(1), default=3)
     parser.add_argument("--lr", type=number_in(0, low_open=True), default=1e-2)
     parser.add_argument("--seed", type=int_in(0), default=0)
     parser.add_argument("--reps", type=int_in(1), default=200, help="timed windows per loop")
     args = parser.parse_args(argv)
     try:
+        _resolve(args)
         measure(args)
     except (ValueError, FileNotFoundError, device_build.DeviceBuildError) as err:
-        print(f"device_latency: error: {err}")
+        print(f"device_latency: error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def _resolve(args) -> None:
+    """``args.exports`` ({name: step export folder}) from the TAG arguments, each through the
+    zoo's one tag resolver (`zoo.pretrained.tag_or_path`, whose one line names an archived tag's
+    successor or the valid tags), checked to be step exports with their C++ sources; the
+    defaults of ``--models`` and ``--lstm-units`` (none when TAGs are given)."""
+    from zoo.pretrained import tag_or_path
+
+    args.exports = {}
+    for tag in args.tags:
+        folder = tag_or_path(tag, export=True)
+        form = ExportDirectory(folder).read_card_json().get("form")
+        if form != "step":
+            raise ValueError(f"{tag}: its export {folder} is a {form} model; the C++ loop "
+                             "exists for step exports only")
+        args.exports[tag] = folder
+    if args.models is None:
+        args.models = [] if args.tags else list(STEP_MODELS)
+    if args.lstm_units is None:
+        args.lstm_units = 0 if args.tags else 32
 
 
 if __name__ == "__main__":

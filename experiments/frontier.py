@@ -36,6 +36,7 @@ import os
 import sys
 from pathlib import Path
 
+from zoo.core.cv_results import cv_result_files, read_cv_result
 from zoo.experiments.benchmarks.realscale import mean_sd
 from zoo.experiments.frontier_plot import Goal, key_table, plotted, write_plot
 from zoo.experiments.trials import Trial, results_root
@@ -239,23 +240,17 @@ def results_trials(results: Path, task: str) -> list[dict]:
     no run, so `result_of` reads the results file."""
     trials = []
     for variant_dir in sorted(Path(results).glob(f"{task}/*/*")):
-        files = sorted(variant_dir.glob("fold*.json"))
-        if not files:
+        done = {r.fold: r for r in map(read_cv_result, cv_result_files(variant_dir))}
+        if not done:
             continue
-        done = {}
-        for f in files:
-            data = _read_json(f, "CV results file")
-            missing = [k for k in ("label", "variant", "fold", "folds", "config", "summary") if k not in data]
-            if missing:
-                raise ValueError(f"{f}: not a CV results file (missing {', '.join(missing)})")
-            done[data["fold"]] = (f, data)
-        folds = max(data["folds"] for _, data in done.values())
-        first = next(iter(done.values()))[1]
+        folds = max(r.folds for r in done.values())
+        first = next(iter(done.values()))
         for fold in range(folds):
-            f, data = done.get(fold, (variant_dir / f"fold{fold}.json", first))
-            trials.append(Trial(task=task, label=first["label"], variant=first["variant"],
-                                fold=fold, folds=folds, config=data["config"],
-                                run_dir=str(f.with_suffix("")), result=str(f)))
+            result = done.get(fold, first)
+            path = result.path if fold in done else variant_dir / f"fold{fold}.json"
+            trials.append(Trial(task=task, label=first.label, variant=first.variant,
+                                fold=fold, folds=folds, config=dict(result.config),
+                                run_dir=str(path.with_suffix("")), result=str(path)))
     return trials
 
 

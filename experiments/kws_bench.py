@@ -230,7 +230,8 @@ def table_row(name: str, sel: dict, cards: list[ModelCard], args, out: Path) -> 
         "form": _form(sel["model"]), "params": first.parameters,
         "bytes": first.total_bytes, "arena": first.arena_bytes,
         "head_arena": first.head_arena_bytes,
-        "float": [RunDirectory(r).record().metrics.test_accuracy for r in sel["runs"]],
+        "float": [RunDirectory(r).record().metrics.required("test_accuracy", "the KWS table")
+                  for r in sel["runs"]],
         "int8": [c.accuracy.tflite for c in cards],
         "int8_tflm": [m.accuracy for m in micro],
         "int8_litert_same": [m.litert_accuracy_same_sequences for m in micro],

@@ -324,7 +324,7 @@ def main(argv=None) -> int:
                         help="timed windows per model (0: none)")
     parser.add_argument("--json", help="also write the report here")
     args = parser.parse_args(argv)
-    from zoo.export.device_runtime import BenchError
+    from zoo.export.device_checks import BenchError
 
     try:
         report = build_and_check(args)

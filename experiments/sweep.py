@@ -34,6 +34,7 @@ import os
 import sys
 from pathlib import Path
 
+from zoo.core.cv_results import CvResultError
 from zoo.experiments.trials import Trial, results_root
 from zoo.core.flags import int_in, key_value, number_in, program_name
 
@@ -470,13 +471,17 @@ def run_sweep(args) -> int:
         return 0
     out = Path(args.out)
     record_plan(out, todo)
-    code = execute(todo, args)
-    if args.table == "realscale":
-        from zoo.experiments.benchmarks import realscale
+    try:  # a damaged results file (another machine's, edited): one line naming it and the key
+        code = execute(todo, args)
+        if args.table == "realscale":
+            from zoo.experiments.benchmarks import realscale
 
-        print(realscale.report(args))
-        return code
-    text, rows = report_cv(todo, out)
+            print(realscale.report(args))
+            return code
+        text, rows = report_cv(todo, out)
+    except CvResultError as err:
+        print(f"zoo sweep {args.table}: error: {err}", file=sys.stderr)
+        return 2
     print(text)
     if args.final and not args.report:
         code = run_final(todo, rows, args) or code

@@ -22,7 +22,9 @@ is also written to ``<results>/<task>/<label>/<variant>/fold<k>.json`` with the 
 it: a few hundred bytes meant to be committed (the repository's ``results/``, `results_root`:
 kept out of the installed package), so a campaign spread
 over several machines and days keeps every result, and the tables can be rebuilt from those
-files alone. A trial whose results file holds the same settings counts as done.
+files alone. A trial whose results file holds the same settings counts as done. The file's
+keys and types are its typed record's, `zoo.core.cv_results.CvResult` (in the core, since
+``zoo ship --cv-results`` in the export layer reads these files too).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from __future__ import annotations
 import copy
 import csv
 import dataclasses
-import json
 import os
 from pathlib import Path
 
@@ -331,11 +332,13 @@ def summarise(run_dir) -> dict:
     with open(run.history, newline="") as f:
         history = list(csv.DictReader(f))
     curve = [100 * float(row["val_accuracy"]) for row in history if row.get("val_accuracy")]
-    return {"val": curve[metrics.best_epoch - 1] if curve else None, "curve": curve,
+    needed = {name: metrics.required(name, "the sweep's summary")
+              for name in ("parameters", "training_seconds", "epochs_run", "best_epoch")}
+    return {"val": curve[needed["best_epoch"] - 1] if curve else None, "curve": curve,
             "test": 100 * metrics.test_accuracy if metrics.test else None,
-            "parameters": metrics.parameters,
-            "seconds": metrics.training_seconds, "epochs": metrics.epochs_run,
-            "best_epoch": metrics.best_epoch}
+            "parameters": needed["parameters"],
+            "seconds": needed["training_seconds"], "epochs": needed["epochs_run"],
+            "best_epoch": needed["best_epoch"]}
 
 
 def is_finished(trial: Trial) -> bool:
@@ -377,15 +380,17 @@ def _relative_to(paths, folder: Path):
 
 
 def recorded(trial: Trial) -> dict | None:
-    """The summary in ``trial``'s results file when that file holds ``trial``'s settings."""
+    """The summary in ``trial``'s results file (as `summarise` gives it) when that file holds
+    ``trial``'s settings; a damaged file is a `zoo.core.cv_results.CvResultError` naming it and
+    the key at fault."""
+    from zoo.core.cv_results import read_cv_result
+
     path = trial.result
     if not path or not Path(path).is_file():
         return None
-    data = json.loads(Path(path).read_text())
-    if data.get("config") is None:
-        return None
-    same = portable(data["config"], trial.run_dir) == portable(trial.config, trial.run_dir)
-    return data["summary"] if same else None
+    result = read_cv_result(path)
+    same = portable(dict(result.config), trial.run_dir) == portable(trial.config, trial.run_dir)
+    return result.summary.to_dict() if same else None
 
 
 def result_of(trial: Trial) -> dict | None:
@@ -399,13 +404,15 @@ def result_of(trial: Trial) -> dict | None:
 
 def record_result(trial: Trial) -> None:
     """Write ``trial``'s results file from its finished run directory (nothing without one)."""
-    from zoo.training.rundir import RunDirectory
+    from zoo.core.cv_results import CvResult, FoldSummary
     from zoo.core.storage import write_json_atomic
+    from zoo.training.rundir import RunDirectory
 
     if not trial.result or not RunDirectory(trial.run_dir).is_finished():
         return
-    keep = ("task", "label", "variant", "fold", "folds")
-    data = {**{k: getattr(trial, k) for k in keep},
-            "config": portable(trial.config, trial.run_dir), "summary": summarise(trial.run_dir)}
+    result = CvResult(task=trial.task, label=trial.label, variant=trial.variant,
+                      fold=trial.fold, folds=trial.folds,
+                      config=portable(trial.config, trial.run_dir),
+                      summary=FoldSummary.from_dict(summarise(trial.run_dir), trial.run_dir))
     Path(trial.result).parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(Path(trial.result), data)
+    write_json_atomic(Path(trial.result), result.to_dict())

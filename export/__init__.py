@@ -2,8 +2,8 @@
 
 It owns the TFLite conversion and quantization (`convert`, `quantize`), the streaming step models
 (`step`), the export directory and its card (`exportdir`, `card`, `card_schema`), the one
-streaming runtime every checker uses (`device_runtime`; `device_bench.py` is its standalone
-script for a device), the TFLite Micro C++ (`device_sources`, `device_build`) and the bare-metal
+streaming runtime every checker uses (`device_runtime`) and what is checked before an export is
+trusted (`device_checks`; `device_bench.py` is their standalone script for a device), the TFLite Micro C++ (`device_sources`, `device_build`) and the bare-metal
 int8 C backend (`c_backend`). `exporter.export_run` is the entry point of ``zoo export`` for a
 run, `export_model` (`keras_export`) for a Keras model of one's own::
 

@@ -1,8 +1,8 @@
 """The export contract: the file names of an export folder and its ``model_card.json`` schema
 (`ModelCard`), read and checked.
 
-Standard library only, on purpose: ``device_bench.py`` (and its ``device_runtime.py``) import it,
-and the three files are copied to a device side by side (a Raspberry Pi with numpy and a TFLite
+Standard library only, on purpose: ``device_bench.py`` (and its ``device_checks.py`` and
+``device_runtime.py``) import it, and the four files are copied to a device side by side (a Raspberry Pi with numpy and a TFLite
 runtime, no TensorFlow, no zoo); the zoo's exporter, its readers and its tests import the same
 module, so there is one contract.
 

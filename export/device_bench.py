@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""On-device benchmark for an edge-rnn-zoo export. Copy this file and its sibling
-``card_schema.py`` (the card's schema, standard library only) and ``device_runtime.py`` (the model
-check, the TFLite runtimes, the streaming loop, the card checked against the models) into one
-folder on the device:
+"""On-device benchmark for an edge-rnn-zoo export. Copy this file and its siblings
+``card_schema.py`` (the card's schema, standard library only), ``device_checks.py`` (the model
+file check, the card checked against the models, a shipped tag's sha256) and
+``device_runtime.py`` (the TFLite runtimes, the streaming loop) into one folder on the device:
 
-    scp export/device_bench.py export/card_schema.py export/device_runtime.py pi@device:bench/
+    scp export/device_bench.py export/card_schema.py export/device_checks.py \
+        export/device_runtime.py pi@device:bench/
 
 and run
 
@@ -48,35 +49,35 @@ import zipfile
 import numpy as np
 
 # The export contract (file names, the card schema, reading the card) lives in card_schema.py,
-# standard library only; the model check, the runtimes and the loop in device_runtime.py. Copied to a
-# device, the three files sit side by side: run as a script (or imported as a top-level module)
-# this one imports its siblings; in the zoo it is zoo.export.device_bench and imports
-# zoo.export.card_schema and zoo.export.device_runtime.
+# standard library only; the model and card checks in device_checks.py; the runtimes and the loop
+# in device_runtime.py. Copied to a device, the four files sit side by side: run as a script (or
+# imported as a top-level module) this one imports its siblings; in the zoo it is
+# zoo.export.device_bench and imports zoo.export.card_schema, .device_checks and .device_runtime.
 if __package__:
     from .card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION,  # noqa: F401
                               FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                               CardError, ExportFolderError, ModelCard, inside_folder,
                               load_card_json, model_file, read_export_card)
+    from .device_checks import (check_card_fits_models, check_files_sha256,  # noqa: F401
+                                check_step_io, check_tflite, failed_export)
     from .device_runtime import (MAX_THREADS, RUNTIME_MODULES, RUNTIMES,  # noqa: F401
                                  LiteInterpreter, MicroInterpreter, SequenceModel, StepModel,
-                                 check_card_fits_models, check_files_sha256, check_step_io,
-                                 check_tflite, count_micro_tensors, default_arena, dequantize,
-                                 detect_runtime, failed_export, missing_runtime, open_export,
-                                 open_model, quantize, quiet_stderr, same_quantization,
-                                 state_feedback)
+                                 count_micro_tensors, default_arena, dequantize, detect_runtime,
+                                 missing_runtime, open_export, open_model, quantize, quiet_stderr,
+                                 same_quantization, state_feedback)
 else:  # the sibling file, however this one was started (runpy.run_path adds no path)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, CARD_SCHEMA_VERSION,  # noqa: F401
                              FORMS, MODEL_NAMES, NORMALIZATION_FILE, STREAM_FILE, TESTSET_FILE,
                              CardError, ExportFolderError, ModelCard, inside_folder,
                              load_card_json, model_file, read_export_card)
+    from device_checks import (check_card_fits_models, check_files_sha256,  # noqa: F401
+                               check_step_io, check_tflite, failed_export)
     from device_runtime import (MAX_THREADS, RUNTIME_MODULES, RUNTIMES,  # noqa: F401
                                 LiteInterpreter, MicroInterpreter, SequenceModel, StepModel,
-                                check_card_fits_models, check_files_sha256, check_step_io,
-                                check_tflite, count_micro_tensors, default_arena, dequantize,
-                                detect_runtime, failed_export, missing_runtime, open_export,
-                                open_model, quantize, quiet_stderr, same_quantization,
-                                state_feedback)
+                                count_micro_tensors, default_arena, dequantize, detect_runtime,
+                                missing_runtime, open_export, open_model, quantize, quiet_stderr,
+                                same_quantization, state_feedback)
 
 
 # A bad export folder, card, model or test set: reported as one line, exit status 2.

@@ -22,7 +22,6 @@ import argparse
 import csv
 import dataclasses
 import functools
-import json
 import logging
 import os
 import shutil
@@ -36,6 +35,7 @@ from zoo.pretrained_card import (C_BACKEND, CARD, CARD_VERSION, CFigures, Cost, 
                                  PretrainedCfg, PretrainedError, SeedResult, ShippedExport,
                                  TrainingData, check_tag_name, read_tag_card)
 from zoo.core import storage
+from zoo.core.cv_results import cv_result_files, read_cv_result
 from zoo.training.rundir import RunDirectory
 
 _log = logging.getLogger(__name__)
@@ -59,10 +59,12 @@ def _seed_summary(run_dir: Path, record=None) -> SeedResult:
     config, metrics = record.config, record.metrics
     with open(run.history, newline="") as f:
         history = list(csv.DictReader(f))
+    best_epoch = metrics.required("best_epoch", "a shipped tag's seed")
     return SeedResult(seed=config.seed,
                       val_subjects=(config.task_options_resolved or {}).get("val_subjects"),
-                      val_accuracy=100 * float(history[metrics.best_epoch - 1]["val_accuracy"]),
-                      test_accuracy_visible=100 * metrics.test_accuracy)
+                      val_accuracy=100 * float(history[best_epoch - 1]["val_accuracy"]),
+                      test_accuracy_visible=100 * metrics.required("test_accuracy",
+                                                                   "a shipped tag's seed"))
 
 
 def cv_summaries(folder) -> list[SeedResult]:
@@ -70,22 +72,22 @@ def cv_summaries(folder) -> list[SeedResult]:
     under ``results/<campaign>/<task>/<model>/<variant>/``) as the card's seeds: each fold's
     seed, its validation accuracy at the epoch kept and its visible test accuracy (%, as
     measured). For a tag whose CV folds' run folders are gone but whose results were
-    committed; a file without those figures is refused naming it."""
-    files = sorted(Path(folder).glob("fold*.json"))
+    committed; a file without those figures is refused naming it and the key
+    (`zoo.core.cv_results`)."""
+    files = cv_result_files(folder)
     if not files:
         raise ValueError(f"--cv-results {folder}: no fold*.json results files (zoo sweep cv "
                          "writes them under results/<campaign>/<task>/<model>/<variant>/)")
     summaries = []
     for path in files:
-        try:
-            result = json.loads(path.read_text())
-            summary, config = result["summary"], result["config"]
-            summaries.append(SeedResult(seed=config.get("seed", 0), val_subjects=None,
-                                        val_accuracy=float(summary["val"]),
-                                        test_accuracy_visible=float(summary["test"])))
-        except (ValueError, KeyError, TypeError, AttributeError) as err:
-            raise ValueError(f"{path}: not a zoo sweep cv results file (summary.val, "
-                             f"summary.test and config expected): {err!r}") from None
+        result = read_cv_result(path)
+        if result.summary.val is None or result.summary.test is None:
+            missing = "summary.val" if result.summary.val is None else "summary.test"
+            raise ValueError(f"{path}: {missing} is null (the fold had no such split); a "
+                             "tag's CV needs each fold's validation and test accuracy")
+        summaries.append(SeedResult(seed=result.config.get("seed", 0), val_subjects=None,
+                                    val_accuracy=float(result.summary.val),
+                                    test_accuracy_visible=float(result.summary.test)))
     return summaries
 
 
@@ -143,11 +145,12 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
         input_shape=(export_card.timesteps * frames, export_card.features // frames),
         frames_per_step=frames,
         num_classes=export_card.classes, class_names=export_card.class_names,
-        parameters=metrics.parameters,
+        parameters=metrics.required("parameters", "a shipped tag's card"),
         metrics=Metrics(
             val_accuracy_subject_cv_mean=round(statistics.mean(seeds), 2),
             val_accuracy_subject_cv_std=round(statistics.stdev(seeds), 2) if len(seeds) > 1 else None,
-            test_accuracy_visible=round(100 * metrics.test_accuracy, 2),
+            test_accuracy_visible=round(100 * metrics.required("test_accuracy",
+                                                               "a shipped tag's card"), 2),
             test_accuracy_visible_seeds=[round(s.test_accuracy_visible, 2) for s in summaries],
             export_accuracy=round(100 * accuracy.tflite, 2),
             export_float_accuracy=round(100 * accuracy.keras_float, 2),
@@ -159,9 +162,9 @@ def _card(tag: str, run_dir: Path, export_card: ModelCard, export_name: str, see
                              if export_card.tflite_micro else None),
         cost=signal_cost(config.task, frames, export_card),
         data=TrainingData(task_options=dict(config.task_options_resolved or {}),
-                          train_windows=metrics.data.train, val_windows=metrics.data.val,
-                          test_windows=metrics.data.test,
-                          source=Path(metrics.data.source).name,
+                          **{f"{split}_windows": metrics.required(f"data.{split}", "a tag's card")
+                             for split in ("train", "val", "test")},
+                          source=Path(metrics.required("data.source", "a tag's card")).name,
                           seeds=[dataclasses.replace(s, val_accuracy=round(s.val_accuracy, 2),
                                                      test_accuracy_visible=round(s.test_accuracy_visible, 2))
                                  for s in summaries],

@@ -120,3 +120,17 @@ def trained_run(tmp_path_factory):
         return runs[key]
 
     return get
+
+
+def cv_results_record(fold: int = 0, val: float | None = 90.0, *, config: dict | None = None,
+                      **fields) -> dict:
+    """A whole ``zoo sweep cv`` results file (`zoo.core.cv_results`) as the sweep writes it, for
+    a test that plants one: fold ``fold`` of har2 / sirnn / v, validation accuracy ``val`` (the
+    last point of its curve), ``config`` (default: a tiny SiRNN's), ``fields`` replacing any
+    other top-level key."""
+    curve = [] if val is None else [val - 5.0, val]
+    summary = {"val": val, "curve": curve, "test": 90.0, "parameters": 163, "seconds": 7.0,
+               "epochs": len(curve), "best_epoch": len(curve)}
+    return {"task": "har2", "label": "sirnn", "variant": "v", "fold": fold, "folds": 5,
+            "config": config if config is not None else {"task": "har2", "model": "sirnn"},
+            "summary": summary, **fields}

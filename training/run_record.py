@@ -233,9 +233,18 @@ DATA_RULES = {"train": (_is_count, "an integer >= 0"), "val": (_is_count, "an in
               "source": (lambda v: isinstance(v, str), "a path (text)")}
 
 
+# `RunMetrics.required`'s name of a field's key in metrics.json, where the two differ.
+METRICS_KEYS = {"test_accuracy": "test.accuracy"}
+
+
 @dataclasses.dataclass(frozen=True)
 class RunMetrics:
-    """``metrics.json``: what the finished run scored and cost (None: not recorded)."""
+    """``metrics.json``: what the finished run scored and cost (None: not recorded).
+
+    Every field is optional here (a stand-in run folder, a run of an older zoo or a foreign file
+    recorded less, and a command that does not need a field must still read the rest); a reader
+    that needs one asks `required`, which names the file and the key when it is absent, instead
+    of failing later on the None (a TypeError deep in the command)."""
 
     path: Path
     task: str | None = None
@@ -257,6 +266,21 @@ class RunMetrics:
         """Test accuracy (a fraction); None for a run that kept no test split, or a
         regression."""
         return self.test.get("accuracy")
+
+    def required(self, field: str, needed_by: str):
+        """``field``'s value (a field, `test_accuracy`, or ``data.<split or source>``); when
+        the file did not record it, an ArtifactError of one line naming the file, the key and
+        ``needed_by`` (what needs it, e.g. ``"the sweep's summary"``)."""
+        value = self
+        for part in field.split("."):
+            value = getattr(value, part)
+        if value is None:
+            key = METRICS_KEYS.get(field, field)
+            reason = ("a run that kept no test split has none" if field == "test_accuracy" else
+                      "a run `zoo train` finished records it: the file is foreign or damaged")
+            raise ArtifactError(f"{self.path}: no {key} recorded; {needed_by} needs it "
+                                f"({reason})")
+        return value
 
 
 def _read_metrics(path: Path) -> RunMetrics:

@@ -79,11 +79,15 @@ def main(argv=None) -> int:
             m = run.record().metrics
             with open(run.history, newline="") as f:
                 history = list(csv.DictReader(f))
-            val = float(history[m.best_epoch - 1]["val_accuracy"])
+            needed = {name: m.required(name, "the accuracy table")
+                      for name in ("best_epoch", "test_accuracy", "parameters",
+                                   "training_seconds", "epochs_run")}
+            val = float(history[needed["best_epoch"] - 1]["val_accuracy"])
             rows.append({"task": task, "model": label, "val_accuracy": 100 * val,
-                         "test_accuracy": 100 * m.test_accuracy,
-                         "parameters": m.parameters, "train_seconds": m.training_seconds,
-                         "epochs": m.epochs_run, "best_epoch": m.best_epoch})
+                         "test_accuracy": 100 * needed["test_accuracy"],
+                         "parameters": needed["parameters"],
+                         "train_seconds": needed["training_seconds"],
+                         "epochs": needed["epochs_run"], "best_epoch": needed["best_epoch"]})
             print(f"RESULT {task} {label}: {rows[-1]['test_accuracy']:.2f}% "
                   f"{rows[-1]['parameters']} params {rows[-1]['train_seconds']:.0f}s", flush=True)
     with open(out / "results.csv", "w", newline="") as f:

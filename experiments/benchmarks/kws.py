@@ -75,7 +75,7 @@ def _train_one(job: dict) -> dict:
 
 def best_val_accuracy(run_dir: Path) -> float:
     """Validation accuracy at the run's best (restored) epoch."""
-    best = RunDirectory(run_dir).record().metrics.best_epoch
+    best = RunDirectory(run_dir).record().metrics.required("best_epoch", "the KWS table")
     rows = list(csv.DictReader(open(RunDirectory(run_dir).history)))
     return float(rows[best - 1]["val_accuracy"])
 

@@ -117,10 +117,13 @@ def summarise(run_dir: Path, task: str) -> dict:
     metrics = RunDirectory(run_dir).record().metrics
     history = list(csv.DictReader(open(RunDirectory(run_dir).history)))
     classes = {"har2": 2, "dsa19": 19}[task]
-    best = history[metrics.best_epoch - 1]
-    return {"val": 100 * float(best["val_accuracy"]), "test": 100 * metrics.test_accuracy,
-            "parameters": metrics.parameters, "seconds": metrics.training_seconds,
-            "epochs": metrics.epochs_run, "best_epoch": metrics.best_epoch,
+    needed = {name: metrics.required(name, "the real-scale table")
+              for name in ("best_epoch", "test_accuracy", "parameters", "training_seconds",
+                           "epochs_run")}
+    best = history[needed["best_epoch"] - 1]
+    return {"val": 100 * float(best["val_accuracy"]), "test": 100 * needed["test_accuracy"],
+            "parameters": needed["parameters"], "seconds": needed["training_seconds"],
+            "epochs": needed["epochs_run"], "best_epoch": needed["best_epoch"],
             "collapsed": collapse_epoch(history, 1.0 / classes)}
 
 

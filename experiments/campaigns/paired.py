@@ -13,21 +13,24 @@ is beyond fold noise (two-sided, 5 %).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from zoo.core.cv_results import CvResultError, cv_result_files, read_cv_result
 from zoo.experiments.benchmarks.realscale import mean_sd
 from zoo.experiments.tables import paired_cells
 
 
 def fold_values(results: Path, task: str, name: str) -> dict[int, float]:
     """``{fold: validation accuracy}`` of ``LABEL/VARIANT`` in ``results``; a clear error when
-    it has no results files."""
-    files = sorted((results / task / name).glob("fold*.json"))
+    it has no results files or a damaged one (`zoo.core.cv_results`)."""
+    files = cv_result_files(results / task / name)
     if not files:
         raise SystemExit(f"{results / task / name}: no results files (fold*.json)")
-    data = [json.loads(f.read_text()) for f in files]
-    return {d["fold"]: d["summary"]["val"] for d in data}
+    try:
+        values = {r.fold: r.summary.val for r in map(read_cv_result, files)}
+    except CvResultError as err:
+        raise SystemExit(str(err)) from None
+    return values
 
 
 def pair_row(results: Path, task: str, pair: str) -> str:

@@ -20,11 +20,11 @@ need the whole window before the first step).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 
+from zoo.core.cv_results import CvResult, FoldSummary, cv_result_files, read_cv_result
 from zoo.experiments.trials import results_root, summarise
 from zoo.core.storage import write_json_atomic
 from zoo.training.tasks.base import (STD_FLOOR, Normalization, Split, TaskData, list_tasks,
@@ -62,17 +62,17 @@ def window_task(mode: str) -> str:
     return name
 
 
-def run_fold(base: str, mode: str, fold: int, data_dir: str, out: Path) -> dict:
+def run_fold(base: str, mode: str, fold: int, data_dir: str, out: Path) -> CvResult:
     """Train (or reuse) fold ``fold`` of ``base`` on the per-window task; its results record."""
     from zoo.training.config import TrainConfig
     from zoo.training.runs import train_or_reuse
 
-    recorded = json.loads((RESULTS / base / f"fold{fold}.json").read_text())
-    settings = {**recorded["config"], "task": window_task(mode), "recipe": None}
+    recorded = read_cv_result(RESULTS / base / f"fold{fold}.json")
+    settings = {**recorded.config, "task": window_task(mode), "recipe": None}
     run_dir = train_or_reuse(TrainConfig(**settings), out / f"fold{fold}", data_dir=data_dir)
-    return {**{k: recorded[k] for k in ("task", "label", "fold", "folds")},
-            "variant": variant_name(base, mode), "config": settings,
-            "summary": summarise(run_dir)}
+    return CvResult(task=recorded.task, label=recorded.label,
+                    variant=variant_name(base, mode), fold=recorded.fold, folds=recorded.folds,
+                    config=settings, summary=FoldSummary.from_dict(summarise(run_dir), run_dir))
 
 
 def variant_name(base: str, mode: str) -> str:
@@ -87,15 +87,15 @@ def main(argv: list[str] | None = None) -> int:
                         "reused (its results files in results/har2-campaign)")
     parser.add_argument("--out", type=Path, default=Path("bench/sweeps/har2-window-norm"))
     args = parser.parse_args(argv)
-    folds = sorted(int(p.stem[4:]) for p in (RESULTS / args.base).glob("fold*.json"))
+    folds = sorted(int(p.stem[4:]) for p in cv_result_files(RESULTS / args.base))
     if not folds:
         raise SystemExit(f"{RESULTS / args.base}: no results files (fold*.json)")
     variant = variant_name(args.base, args.mode)
     (RESULTS / variant).mkdir(parents=True, exist_ok=True)
     for fold in folds:
         record = run_fold(args.base, args.mode, fold, args.data_dir, args.out / variant)
-        write_json_atomic(RESULTS / variant / f"fold{fold}.json", record)
-        print(f"{variant} fold {fold}: val {record['summary']['val']:.2f} %")
+        write_json_atomic(RESULTS / variant / f"fold{fold}.json", record.to_dict())
+        print(f"{variant} fold {fold}: val {record.summary.val:.2f} %")
     return 0
 
 

@@ -32,7 +32,7 @@ from zoo.export.c_backend.project import (DEFAULT_RUNTIME, RUNTIMES, STEP_EXPORT
                                           source_name, write_c_project)
 from zoo.export.card_schema import (CARD_FILE, CARD_MARKDOWN_FILE, NORMALIZATION_FILE,
                                     TESTSET_FILE, ExportFolderError, ModelCard, read_export_card)
-from zoo.export.device_runtime import failed_export
+from zoo.export.device_checks import failed_export
 from zoo.export.exportdir import load_testset
 from zoo.pretrained_card import PretrainedCfg
 

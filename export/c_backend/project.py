@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.export import device_runtime
+from zoo.export import device_checks, device_runtime
 from zoo.export.c_backend.emit import Emitted, c_array, emit_model
 from zoo.export.tflite_graph import Graph, UnsupportedGraph, read_graph
 from zoo.export.c_backend.library import arduino_name, write_library
@@ -102,7 +102,7 @@ def read_step_export(export_dir: Path, card: ModelCard | None = None) -> ModelCa
 
 
 class GraphModel:
-    """A read `Graph` with the runtime interface `device_runtime.check_card_fits_models` reads:
+    """A read `Graph` with the runtime interface `device_checks.check_card_fits_models` reads:
     ``inputs``, ``outputs``, ``input_quant(i)``, ``output_quant(i)``."""
 
     def __init__(self, graph: Graph):
@@ -126,10 +126,10 @@ def read_checked_graphs(step_export: Path, card: ModelCard) -> dict:
     sha256 where a shipped tag lists them): one line naming the file and field otherwise."""
     models = {}
     try:
-        device_runtime.check_files_sha256(str(step_export))
+        device_checks.check_files_sha256(str(step_export))
         for name in ("step", "head"):
             path = step_export / card.files.of(name)
-            device_runtime.check_tflite(str(path))
+            device_checks.check_tflite(str(path))
             data = path.read_bytes()
             try:
                 models[name] = data, read_graph(data)
@@ -138,7 +138,7 @@ def read_checked_graphs(step_export: Path, card: ModelCard) -> dict:
                     raise
                 raise CExportError(f"{path}: damaged TFLite model ({type(err).__name__}: "
                                    f"{err})") from None
-        device_runtime.check_card_fits_models(
+        device_checks.check_card_fits_models(
             str(step_export), card, {k: GraphModel(g) for k, (_, g) in models.items()})
         for name, (_, graph) in models.items():
             _check_ops(card, name, graph, step_export)

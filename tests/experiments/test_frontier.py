@@ -124,7 +124,7 @@ def test_a_results_file_that_is_not_one_is_named(tmp_path):
     bad = tmp_path / "r" / "har2" / "sirnn" / "v" / "fold0.json"
     bad.parent.mkdir(parents=True)
     bad.write_text(json.dumps({"fold": 0, "summary": {}}))
-    with pytest.raises(ValueError, match=r"fold0.json: not a CV results file \(missing label"):
+    with pytest.raises(ValueError, match=r"fold0.json: not a zoo sweep cv results file: no task"):
         frontier.cv_by_graph([tmp_path / "r"], "har2")
     with pytest.raises(FileNotFoundError, match="no device JSON"):
         frontier.load_device(tmp_path / "none.json")

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
+from tests.conftest import cv_results_record
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -16,7 +18,7 @@ def _results(root: Path, name: str, values: dict[int, float]) -> None:
     folder = root / "har2" / name
     folder.mkdir(parents=True)
     for fold, val in values.items():
-        (folder / f"fold{fold}.json").write_text(json.dumps({"fold": fold, "summary": {"val": val}}))
+        (folder / f"fold{fold}.json").write_text(json.dumps(cv_results_record(fold, val)))
 
 
 def test_pairs_only_common_folds_and_gives_scipys_t(tmp_path, capsys, monkeypatch):

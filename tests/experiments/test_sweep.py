@@ -13,6 +13,7 @@ import pytest
 
 from zoo.experiments import engine, tables, trials
 from zoo.training.tasks import get_task
+from tests.conftest import cv_results_record
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -188,10 +189,11 @@ def test_a_results_file_from_another_machine_is_reused_and_a_changed_setting_is_
             **theirs.config, "recipe": "/elsewhere/zoo/models/recipes/har2-sirnn.yaml"})
         keep = {k: getattr(theirs, k) for k in ("task", "label", "variant", "fold", "folds")}
         Path(mine.result).parent.mkdir(parents=True, exist_ok=True)
-        Path(mine.result).write_text(json.dumps(
-            {**keep, "config": trials.portable(theirs.config, theirs.run_dir),  # as written
-             "summary": {"val": 90.0 + mine.fold}}))
-    assert [trials.recorded(t) for t in here] == [{"val": 90.0}] * 2 + [{"val": 91.0}] * 2
+        Path(mine.result).write_text(json.dumps(cv_results_record(
+            val=90.0 + mine.fold, **keep,
+            config=trials.portable(theirs.config, theirs.run_dir))))  # as written
+    vals = [(s or {}).get("val") for s in map(trials.recorded, here)]
+    assert vals == [90.0] * 2 + [91.0] * 2
     assert here[1].config["init_from"].endswith("here/har2/sirnn/f/fold0")
     # The stage's parent (Trial.parent, what --final chains on) is no setting: the results files
     # written before trials named it match as they did.
@@ -200,7 +202,8 @@ def test_a_results_file_from_another_machine_is_reused_and_a_changed_setting_is_
 
     changed = trials.cv_trials("har2", "sirnn", _base(), {**variants, "f": {"lr": 0.003}}, 2,
                                tmp_path / "here", None, results=tmp_path / "results")
-    assert [trials.recorded(t) for t in changed] == [None, {"val": 90.0}, None, {"val": 91.0}]
+    assert [(s or {}).get("val") for s in map(trials.recorded, changed)] == [None, 90.0, None,
+                                                                               91.0]
     elsewhere = dataclasses.replace(here[1], config={**here[1].config, "init_from": "/other/run"})
     assert trials.recorded(elsewhere) is None  # a parent outside the sweep is compared as given
 

@@ -226,11 +226,11 @@ def test_card_schema_needs_only_the_standard_library():
 
 
 def test_device_bench_copied_beside_card_schema_runs_alone(sequence_export, tmp_path):
-    """As docs/device.md says: the three files copied into one folder; the zoo's packages (and
+    """As docs/device.md says: the four files copied into one folder; the zoo's packages (and
     TensorFlow) made unimportable, so the copy cannot lean on the checkout."""
     device = tmp_path / "device"
     device.mkdir()
-    for name in ("device_bench.py", "card_schema.py", "device_runtime.py"):
+    for name in ("device_bench.py", "card_schema.py", "device_checks.py", "device_runtime.py"):
         shutil.copy(REPO / "export" / name, device / name)
     blocked = "export zoo training experiments edge_rnn_zoo tensorflow keras".split()
     code = ("import runpy, sys\n"

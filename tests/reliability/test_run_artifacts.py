@@ -57,6 +57,56 @@ def test_eval_refuses_a_bad_metrics_json_like_export(run, capsys, text):
     assert str(run / "metrics.json") in err and "metrics file" in err
 
 
+@pytest.mark.parametrize("key, field", [("best_epoch", "best_epoch"),
+                                        ("training_seconds", "training_seconds")])
+def test_a_metrics_json_without_a_figure_a_reader_needs_is_one_line_naming_it(run, key, field):
+    """A foreign or damaged metrics.json (no best_epoch, say) still reads (a stand-in run's
+    ``{}`` does); the reader that needs the figure names the file and the key, not a TypeError
+    deep in the command (the sweep's summary and a shipped tag's seed)."""
+    from zoo.experiments.trials import summarise
+    from zoo.export.ship import _seed_summary
+    from zoo.training.artifacts import ArtifactError
+    from zoo.training.rundir import RunDirectory
+
+    path = run / "metrics.json"
+    data = json.loads(path.read_text())
+    assert isinstance(data.pop(key), (int, float))
+    path.write_text(json.dumps(data))
+    assert getattr(RunDirectory(run).record().metrics, field) is None
+    readers = [lambda: summarise(run)] + ([lambda: _seed_summary(run)] if key == "best_epoch"
+                                          else [])
+    for reader in readers:
+        with pytest.raises(ArtifactError) as err:
+            reader()
+        message = str(err.value)
+        assert message.startswith(f"{path}: no {key} recorded; ") and "\n" not in message
+
+
+def test_a_run_without_a_test_accuracy_is_named_where_one_is_needed(run):
+    from zoo.export.ship import _seed_summary
+    from zoo.training.artifacts import ArtifactError
+
+    path = run / "metrics.json"
+    data = json.loads(path.read_text())
+    data["test"].pop("accuracy")
+    path.write_text(json.dumps(data))
+    with pytest.raises(ArtifactError, match=r"metrics.json: no test.accuracy recorded; a shipped "
+                       r"tag's seed needs it \(a run that kept no test split has none\)"):
+        _seed_summary(run)
+
+
+def test_a_stand_in_runs_empty_metrics_json_reads_with_every_figure_none(tmp_path):
+    from zoo.training.artifacts import ArtifactError
+    from zoo.training.rundir import RunDirectory
+
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"task": "har2", "model": "gru"}))
+    (tmp_path / "metrics.json").write_text("{}")
+    metrics = RunDirectory(tmp_path).record().metrics
+    assert (metrics.best_epoch, metrics.test_accuracy, metrics.data.train) == (None, None, None)
+    with pytest.raises(ArtifactError, match=r"metrics.json: no data.train recorded; a card"):
+        metrics.required("data.train", "a card")
+
+
 # ------------------------------------------------------------------------- normalization.json
 @pytest.mark.parametrize("std0", [-0.5, 0.0, 1e-300, 1e-7, 1e39])
 def test_normalization_std_not_positive(run, capsys, std0):

@@ -16,6 +16,7 @@ import pytest
 from zoo.training import trainer
 from zoo.training.config import TrainConfig, with_defaults
 from zoo.training.rundir import RunDirectory
+from tests.conftest import cv_results_record
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = {"units": 8, "rank": 2}
@@ -93,10 +94,10 @@ def test_a_results_file_written_before_a_setting_existed_still_matches(tmp_path)
     older = {k: v for k, v in config.items() if k != "ema_momentum"}
     assert with_defaults(older) == config
     result = tmp_path / "fold0.json"
-    result.write_text(json.dumps({"config": older, "summary": {"val": 91.0}}))
+    result.write_text(json.dumps(cv_results_record(0, 91.0, config=older)))
     run_dir = tmp_path / "out" / "har2" / "sirnn" / "v" / "fold0"
     trial = Trial(task="har2", label="sirnn", variant="v", fold=0, folds=5, config=config,
                   run_dir=str(run_dir), result=str(result))
-    assert recorded(trial) == {"val": 91.0}
+    assert recorded(trial)["val"] == 91.0
     changed = {**config, "ema_momentum": 0.99}
     assert recorded(dataclasses.replace(trial, config=changed)) is None
