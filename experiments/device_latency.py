@@ -18,8 +18,10 @@ Shipped models by name: ``zoo device latency sirnn.har2 sirnn.har2_tiny --tflm D
 step export each installed tag ships (or a step export folder), as it is: nothing is trained. A
 tag's name goes through the one resolver of every command (`zoo.pretrained.tag_or_path`: an
 archived or unknown name is one line naming the tag that does its job, or the valid ones). A
-shipped export keeps no test set, so it is timed on a zero window of the card's length and its
-C++ = Python check is left out ('-'); a folder that keeps its test set is checked as above.
+shipped export keeps no C arrays (`zoo.export.device_build.build` writes them into a copy in the
+build folder) and no test set, so it is timed on a zero window of the card's length and its
+C++ = Python check is left out ('-'; ``zoo device build TAG`` checks it on the task's data); a
+folder that keeps its test set is checked as above.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -36,7 +37,7 @@ import numpy as np
 
 from zoo.export import device_bench, device_build, device_runtime
 from zoo.export.card_schema import read_export_card
-from zoo.export.exportdir import C_ARRAY_FILES, ExportDirectory
+from zoo.export.exportdir import ExportDirectory
 from zoo.core import logs
 from zoo.training.config import MAX_UNITS
 from zoo.core.flags import int_in, number_in, program_name
@@ -90,23 +91,6 @@ def _python_loops(export_dir: Path, window: np.ndarray, reps: int) -> dict:
     return out
 
 
-def with_c_arrays(export_dir: Path, work: Path) -> Path:
-    """``export_dir`` ready to build: a shipped tag's step export leaves out its models as C
-    arrays (`zoo.export.ship`: the .tflite bytes as text), so a copy of it at ``work`` gets them,
-    written from its .tflite files as `zoo export` writes them; an export that has them is
-    used as it is."""
-    from zoo.export.micro import c_array_sources
-
-    if all((export_dir / name).is_file() for name in C_ARRAY_FILES):
-        return export_dir
-    shutil.copytree(export_dir, work)
-    files = read_export_card(str(work)).files
-    models = {name: (work / getattr(files, name)).read_bytes() for name in ("step", "head")}
-    for name, text in c_array_sources(models).items():
-        (work / name).write_text(text)
-    return work
-
-
 def measure_step_export(export_dir: Path, tflm: Path, reps: int, work: Path,
                         build_dir: Path) -> dict:
     """Build (into ``build_dir``, OUT/build/NAME, so that a rerun only times), check on the
@@ -153,7 +137,7 @@ def measure(args) -> list[dict]:
         for name, folder in args.exports.items():
             _log.info(f"== {name}")
             safe = name.replace("/", "_")
-            export_dir = with_c_arrays(Path(folder), Path(tmp) / "exports" / safe)
+            export_dir = Path(folder)  # a shipped tag's: `device_build.build` adds its C arrays
             card = device_build.load_step_export(export_dir)
             rows.append({"model": name, "mode": card.quantize, "form": card.form,
                          **measure_step_export(export_dir, tflm, args.reps, Path(tmp),

@@ -44,14 +44,15 @@ def check_against_tag(tag: PretrainedCfg, card: ModelCard, source: Path) -> None
                            f"{list(tag.input_shape)}{frames}")
 
 
-def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
+def test_windows(card: ModelCard, normalization: tuple, data_dir=None, checked="the C code"):
     """(x, y, reason): the test windows of ``card.task`` from the data on disk (``data_dir``, or
     where the zoo looks by default), normalized with the tag's ``normalization`` (mean, std), as
     the export's own test set would be, and their labels; or (None, None, why not) when the data
     is not at hand. The task is built with the card's own options (a front end, the training
     subjects: what decides the test split and the features) but no validation subjects (they
     may not exist in a partial copy, and do not change the test split); partial copies of a
-    dataset are accepted: every window checks the C code."""
+    dataset are accepted: every window checks the C code. ``checked``: what the windows would
+    check, as the reason names it (``zoo device build`` checks the C++ loop)."""
     from zoo.training.data.errors import DataError, DataNotFoundError
     from zoo.training.data.paths import OFFLINE_ENV
     from zoo.training.tasks import get_task
@@ -61,8 +62,12 @@ def test_windows(card: ModelCard, normalization: tuple, data_dir=None):
         with mock.patch.dict(os.environ, {OFFLINE_ENV: "1"}):
             data = get_task(card.task, **_test_options(card)).load(data_dir, seed=0)
     except (DataNotFoundError, DataError) as err:  # what is missing and how to get it
-        return None, None, (f"pass --data-dir to check the C code on the {card.task} test "
-                            f"windows; the data is not at hand: {' '.join(str(err).split())}")
+        found = " ".join(str(err).split())
+        if data_dir is not None:  # the user named the data: no advice to pass it
+            return None, None, (f"the {card.task} data is not at hand in --data-dir {data_dir}: "
+                                f"{found}")
+        return None, None, (f"pass --data-dir to check {checked} on the {card.task} test "
+                            f"windows; the data is not at hand: {found}")
     if tuple(data.test.x.shape[1:]) != (card.timesteps, card.features):
         return None, None, (f"the {card.task} test windows here are {data.test.x.shape[1:]}, "
                             f"the export takes ({card.timesteps}, {card.features})")
