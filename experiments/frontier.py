@@ -113,6 +113,8 @@ def card_variants(task: str, root: Path | None = None) -> dict[str, dict]:
             "model": card.model, "model_options": card.training.get("model_options") or {},
             "frames_per_step": card.frames_per_step, "parameters": card.parameters,
             "cortex_m4_instructions_per_step_O2": c.cortex_m4_instructions_per_step_O2,
+            # the head once per window, where the card has it (zoo ship --profile)
+            "cortex_m4_head_instructions_O2": card.cost.head_instructions,
             "cortex_m4_flash_bytes_Os": c.cortex_m4_flash_bytes_Os,
             "cortex_m4_ram_bytes": c.cortex_m4_ram_bytes, "const_bytes": c.const_bytes,
             "shipped": True, "source": f"models/pretrained/{tag}/card.json (export.c)",
@@ -328,7 +330,7 @@ def frontier_rows(device: dict[str, dict], cv: list[dict],
     samples, seconds = signal(task)
     for r in rows:
         per_step = r["device"].get("cortex_m4_instructions_per_step_O2")
-        head = r["device"].get("cortex_m4_head_instructions_O2") or 0  # a card has none
+        head = r["device"].get("cortex_m4_head_instructions_O2") or 0  # an older card: none
         r["per_window"] = None if per_step is None else per_step * samples / r["frames"] + head
         r["per_second"] = None if per_step is None else r["per_window"] / seconds
     inf = float("inf")

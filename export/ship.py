@@ -479,9 +479,26 @@ def record_profile(tag_folder, result: dict, measured_by: str) -> PretrainedCfg:
                            frontend_instructions_per_second=(
                                card.cost.steps_per_second * frontend if frontend
                                else card.cost.frontend_instructions_per_second),
-                           runtime=C_BACKEND, measured_by=measured_by, targets=records)
+                           runtime=C_BACKEND, measured_by=measured_by,
+                           targets=records).with_head_from_targets()  # per window: head included
         card = card.replace(export=dataclasses.replace(card.export, c=figures), cost=cost)
         storage.write_text_atomic(folder / CARD, card.to_json())
+    return card
+
+
+def recompute_cost(tag: str, dest=None) -> PretrainedCfg:
+    """Re-derive the card's cost totals of the shipped ``tag`` from the card's own measured
+    figures (`Cost.with_head_from_targets`: per window and per second with the classifier
+    head its Cortex-M4 target measured), nothing re-measured; only ``card.json`` is written
+    (checked, atomic, under the tag's lock), never a hashed file. A card without a Cortex-M4
+    target is left as it is."""
+    folder = storage.real_target(_tag_folder(tag, dest), "tag folder")
+    with storage.exclusive(folder, "pretrained tag folder", "tag"):
+        card = read_tag_card(folder / CARD)
+        cost = card.cost.with_head_from_targets()
+        if cost != card.cost:
+            card = card.replace(cost=cost)
+            storage.write_text_atomic(folder / CARD, card.to_json())
     return card
 
 
@@ -525,13 +542,21 @@ def main(argv=None) -> int:
                         help="measure the already shipped TAG with zoo profile on every target "
                              "(Cortex-M0+ ... M55, RV32IMC) and write the figures into its card, "
                              "then exit")
+    parser.add_argument("--recompute-cost", action="store_true",
+                        help="re-derive the already shipped TAG's cost per window and per second "
+                             "(the classifier head included) from its card's own measured "
+                             "figures, nothing re-measured, then exit")
     parser.add_argument("--quantize", choices=QUANTIZATIONS, default="int8",
                         help="the shipped export's integer form: int8 (default), or int16x8 "
                              "(16-bit activations and state, 8-bit weights; TFLite Micro runs "
                              "it, the zoo's C backend does not)")
     args = parser.parse_args(argv)
-    if not (args.repack or args.profile) and (not args.run_dir or not args.command):
+    if not (args.repack or args.profile or args.recompute_cost) and (not args.run_dir
+                                                                      or not args.command):
         parser.error("shipping a run needs RUN_DIR and --command")
+    if args.recompute_cost and (args.repack or args.profile or args.run_dir):
+        parser.error("--recompute-cost rewrites an already shipped TAG's card: no RUN_DIR, no "
+                     "--repack, no --profile")
     if args.profile and (args.repack or args.run_dir):
         parser.error("--profile measures an already shipped TAG: no RUN_DIR, no --repack")
     if args.repack and args.keep_as:
@@ -548,6 +573,10 @@ def main(argv=None) -> int:
                       f"flash, {figures.ram_bytes:,} B RAM")
         elif args.repack:
             repack(args.tag, args.dest)
+        elif args.recompute_cost:
+            cost = recompute_cost(args.tag, args.dest).cost
+            print(f"{args.tag}: {cost.instructions_per_window:,} instructions / window, "
+                  f"{cost.instructions_per_second:,} / s (head {cost.head_instructions})")
         else:
             ship(args.run_dir, args.tag, seed_runs=args.seed_runs, command=args.command,
                  data_dir=args.data_dir, dest=args.dest, quantize=args.quantize,

@@ -247,25 +247,50 @@ class TargetCost(_Record):
     note: str | None = _key(_optional(_str), omit_none=True, default=None)
 
 
+def head_instructions_of(target: "TargetCost", steps_per_window: float) -> float:
+    """The classifier head's instructions once per window, from one target's own measured
+    figures (`TargetCost`): its window (every step, then the head once) less its steps; 0 for a
+    keyword tag, whose head runs every 10 ms hop inside its step (``zoo profile`` counts the
+    whole hop). Rounded to 0.1, as the step is.
+
+        >>> head_instructions_of(TargetCost(instructions_per_step=14776.0,
+        ...     instructions_per_window=236949, instructions_per_second=92558, flash_bytes=8092,
+        ...     ram_bytes=648, bit_exact=True), steps_per_window=16)
+        533.0
+    """
+    if target.frontend_instructions_per_step is not None:
+        return 0.0
+    return round(target.instructions_per_window
+                 - target.instructions_per_step * round(steps_per_window), 1)
+
+
 @dataclasses.dataclass(frozen=True)
 class Cost(_Record):
-    """What the tag costs a Cortex-M4 per second of signal, beside per step (issue 43 item 2).
+    """What the tag costs a Cortex-M4 per window and per second of signal, beside per step
+    (issue 43 item 2): what the device spends, the classifier head included, as ``zoo profile``
+    prints it and as ``targets`` record it per core.
 
     A step reads ``frames_per_step`` samples (a speech model: one 10 ms hop of features), so a
     step model runs ``steps_per_second`` = rows per second / frames per step; a whole-window
-    model (the DS-CNN) runs once per window, ``1 / window_seconds``. Per second =
-    steps per second x ``instructions_per_step`` + ``frontend_instructions_per_second`` (the
-    features' own cost: a speech model's integer log-mel front end, 0 for sensor samples; None
-    when not measured); per window = per second x ``window_seconds``. The two totals are
-    None when a part is not measured. ``runtime`` says what ran the step (`C_BACKEND`: the
-    figure of ``export.c``), ``measured_by`` how.
+    model (the DS-CNN) runs once per window, ``1 / window_seconds``. Per window =
+    ``window_seconds`` x (steps per second x ``instructions_per_step`` +
+    ``frontend_instructions_per_second``, the features' own cost: a speech model's integer
+    log-mel front end, 0 for sensor samples; None when not measured) + ``head_instructions``
+    (the classifier head, run once per window after the last step: `head_instructions_of` the
+    Cortex-M4 target; 0 where it is inside the step: a keyword tag's hop, the DS-CNN's whole
+    window; None on a card without it, whose totals then leave the head out); per second =
+    per window / ``window_seconds``. The two totals are None when a part is not measured. So
+    a sensor tag's per window is its Cortex-M4 target's ``instructions_per_window``; a keyword
+    tag's differs from it by the rounding of its step to 0.1 instruction (x 100 hops).
+    ``runtime`` says what ran the step (`C_BACKEND`: the figure of ``export.c``),
+    ``measured_by`` how.
 
     Example:
 
-        >>> Cost.derive(window_seconds=2.56, steps_per_second=12.5, instructions_per_step=22593.4,
-        ...             frontend_instructions_per_second=0, runtime=C_BACKEND,
-        ...             measured_by="tools/cortexm/c_cards.py").instructions_per_window
-        722989
+        >>> Cost.derive(window_seconds=2.56, steps_per_second=12.5, instructions_per_step=22560.0,
+        ...             frontend_instructions_per_second=0, head_instructions=645.0,
+        ...             runtime=C_BACKEND, measured_by="zoo profile").instructions_per_window
+        722565
     """
 
     window_seconds: float = _key(_number)
@@ -276,36 +301,55 @@ class Cost(_Record):
     instructions_per_window: int | None = _key(_optional(_int))
     runtime: str | None = _key(_optional(_str))
     measured_by: str | None = _key(_optional(_str))
+    head_instructions: float | None = _key(_optional(_number), omit_none=True, default=None)
     targets: dict | None = _key(_optional(_dict_of(_record(TargetCost))), omit_none=True,
                                 default=None)
 
     @classmethod
     def derive(cls, *, window_seconds: float, steps_per_second: float,
                instructions_per_step: float | None, frontend_instructions_per_second: float | None,
-               runtime: str | None, measured_by: str | None, targets: dict | None = None) -> "Cost":
+               runtime: str | None, measured_by: str | None, targets: dict | None = None,
+               head_instructions: float | None = None) -> "Cost":
         """The record with its totals computed from its parts (``targets``: `TargetCost` by
-        core name, as ``zoo profile`` measured them)."""
-        per_second = None
+        core name, as ``zoo profile`` measured them; ``head_instructions``: the head once per
+        window, see the class)."""
+        per_window = None
         if instructions_per_step is not None and frontend_instructions_per_second is not None:
-            per_second = steps_per_second * instructions_per_step + frontend_instructions_per_second
+            per_window = (window_seconds * (steps_per_second * instructions_per_step
+                                            + frontend_instructions_per_second)
+                          + (head_instructions or 0.0))
         return cls(window_seconds=window_seconds, steps_per_second=steps_per_second,
                    instructions_per_step=instructions_per_step,
                    frontend_instructions_per_second=frontend_instructions_per_second,
-                   instructions_per_second=None if per_second is None else round(per_second),
-                   instructions_per_window=(None if per_second is None
-                                            else round(per_second * window_seconds)),
-                   runtime=runtime, measured_by=measured_by, targets=targets)
+                   instructions_per_second=(None if per_window is None
+                                            else round(per_window / window_seconds)),
+                   instructions_per_window=None if per_window is None else round(per_window),
+                   runtime=runtime, measured_by=measured_by, head_instructions=head_instructions,
+                   targets=targets)
 
     def check(self) -> None:
         """ValueError unless the totals are the parts' (a hand-edited card)."""
         again = self.derive(**{k: getattr(self, k) for k in (
             "window_seconds", "steps_per_second", "instructions_per_step",
-            "frontend_instructions_per_second", "runtime", "measured_by", "targets")})
+            "frontend_instructions_per_second", "runtime", "measured_by", "targets",
+            "head_instructions")})
         if again != self:
             raise ValueError(f"cost: instructions_per_second {self.instructions_per_second} and "
                              f"instructions_per_window {self.instructions_per_window} are not "
                              f"its parts' ({again.instructions_per_second}, "
                              f"{again.instructions_per_window})")
+
+    def with_head_from_targets(self) -> "Cost":
+        """This cost with ``head_instructions`` taken from its Cortex-M4 target's measured
+        figures (`head_instructions_of`) and the totals recomputed; unchanged without one."""
+        m4 = (self.targets or {}).get("cortex-m4")
+        if m4 is None:
+            return self
+        head = head_instructions_of(m4, self.steps_per_second * self.window_seconds)
+        return self.derive(**{**{k: getattr(self, k) for k in (
+            "window_seconds", "steps_per_second", "instructions_per_step",
+            "frontend_instructions_per_second", "runtime", "measured_by", "targets")},
+            "head_instructions": head})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -394,7 +438,8 @@ class PretrainedCfg(_Record):
         """The card with the C backend's figures as ``export.c`` and its cost per step, per
         window and per second taken from them."""
         cost = Cost.derive(**{**{k: getattr(self.cost, k) for k in (
-            "window_seconds", "steps_per_second", "frontend_instructions_per_second", "targets")},
+            "window_seconds", "steps_per_second", "frontend_instructions_per_second", "targets",
+            "head_instructions")},
             "instructions_per_step": figures.cortex_m4_instructions_per_step_O2,
             "runtime": C_BACKEND, "measured_by": measured_by or figures.measured_by})
         return self.replace(export=dataclasses.replace(self.export, c=figures), cost=cost)

@@ -99,10 +99,13 @@ def test_c_figures_reach_the_card_through_the_type(card_path):
     after = record_c_figures(card_path.parent, figures)
     assert read_tag_card(card_path) == after
     assert after.export.c.cortex_m4_instructions_per_step_O2 == 1234.5
-    # the cost follows: 50 samples per second, one per step, 2.56 s windows (gru.har2)
+    # the cost follows: 50 samples per second, one per step, 2.56 s windows (gru.har2), and
+    # the head once per window (the card's, from its Cortex-M4 target: 645 instructions)
+    head = before.cost.head_instructions
+    assert head == 645.0 and after.cost.head_instructions == head
     assert after.cost.instructions_per_step == 1234.5
-    assert after.cost.instructions_per_second == round(50 * 1234.5)
-    assert after.cost.instructions_per_window == round(50 * 1234.5 * 2.56)
+    assert after.cost.instructions_per_window == round(50 * 1234.5 * 2.56 + head)
+    assert after.cost.instructions_per_second == round((50 * 1234.5 * 2.56 + head) / 2.56)
     assert after.replace(export=before.export, cost=before.cost) == before  # nothing else
     with pytest.raises(ValueError, match="export.c.const_bytes must be an integer"):
         record_c_figures(card_path.parent, {**figures, "const_bytes": "big"})
@@ -133,3 +136,64 @@ def test_zoo_profile_figures_reach_the_card_per_target(card_path):
     with pytest.raises(ValueError, match="rv32imc is not bit-exact"):
         record_profile(card_path.parent, result, "zoo profile (test)")
     assert read_tag_card(card_path) == after
+
+
+def test_a_cards_cost_per_window_includes_the_head_as_its_targets_do(card_path):
+    """Issue: ``cost.instructions_per_window`` left the classifier head out while every
+    ``cost.targets[...]`` included it. The head is the Cortex-M4 target's window less its steps
+    (`head_instructions_of`), and the totals are computed with it; a keyword tag's head runs
+    inside its hop (0)."""
+    from zoo.pretrained_card import Cost, TargetCost, head_instructions_of
+
+    m4 = TargetCost(instructions_per_step=47002.0, instructions_per_window=6016901,
+                    instructions_per_second=2350352, flash_bytes=26940, ram_bytes=1000,
+                    bit_exact=True)
+    assert head_instructions_of(m4, 128.00000000000003) == 6016901 - 47002 * 128 == 645
+    hop = TargetCost(instructions_per_step=37424.7, instructions_per_window=3742470,
+                     instructions_per_second=3742470, flash_bytes=16020, ram_bytes=4896,
+                     bit_exact=True, frontend_instructions_per_step=18028.0)
+    assert head_instructions_of(hop, 100) == 0.0
+    # A card written before the head was counted: the totals without it, as shipped then.
+    card = json.loads(card_path.read_text())
+    cost = dict(card["cost"])
+    cost.pop("head_instructions")
+    cost.update(instructions_per_second=2350100, instructions_per_window=6016256)
+    old = Cost.from_dict(cost, "cost")
+    old.check()  # its totals were its parts' then (no head)
+    new = old.with_head_from_targets()
+    new.check()
+    assert new.head_instructions == 645.0
+    assert new.instructions_per_window == old.targets["cortex-m4"].instructions_per_window
+    assert new.instructions_per_second == old.targets["cortex-m4"].instructions_per_second
+    assert new.with_head_from_targets() == new  # idempotent
+    without_targets = Cost.from_dict({k: v for k, v in cost.items() if k != "targets"}, "cost")
+    assert without_targets.with_head_from_targets() == without_targets
+
+
+def test_recompute_cost_rewrites_only_the_card(card_path, capsys):
+    from zoo.export.ship import main
+
+    card = json.loads(card_path.read_text())
+    card["cost"].pop("head_instructions")
+    card["cost"].update(instructions_per_second=2350100, instructions_per_window=6016256)
+    card_path.write_text(json.dumps(card, indent=2) + "\n")
+    assert main(["--tag", "gru.har2", "--dest", str(card_path.parent.parent),
+                 "--recompute-cost"]) == 0
+    assert capsys.readouterr().out == ("gru.har2: 6,016,901 instructions / window, 2,350,352 / s "
+                                       "(head 645.0)\n")
+    assert card_path.read_text() == (MODELS / "pretrained" / "gru.har2" / "card.json").read_text()
+    assert sorted(p.name for p in card_path.parent.iterdir()) == ["card.json"]
+
+
+@pytest.mark.parametrize("tag", sorted(p.parent.name for p in
+                                       (MODELS / "pretrained").glob("*/card.json")))
+def test_every_installed_cards_cost_per_window_is_its_cortex_m4_targets(tag):
+    """A sensor tag's per window and per second are its Cortex-M4 target's, head included; a
+    keyword tag's differ by the rounding of its step to 0.1 instruction, 100 hops a window."""
+    cost = read_tag_card(MODELS / "pretrained" / tag / "card.json").cost
+    m4 = (cost.targets or {}).get("cortex-m4")
+    if m4 is None:
+        pytest.skip(f"{tag}: no zoo profile figures (cost.targets)")
+    slack = 0 if m4.frontend_instructions_per_step is None else 0.05 * 100 + 0.5
+    assert abs(cost.instructions_per_window - m4.instructions_per_window) <= slack, cost
+    assert abs(cost.instructions_per_second - m4.instructions_per_second) <= slack, cost
