@@ -26,6 +26,7 @@ they are); what depends on the models (weights, tables, one function per model) 
 
 from __future__ import annotations
 
+import json
 import string
 import struct
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from zoo.export import device_checks, device_runtime
 from zoo.export.c_backend.emit import Emitted, c_array, emit_model
 from zoo.export.tflite_graph import Graph, UnsupportedGraph, read_graph
 from zoo.export.c_backend.library import arduino_name, write_library
-from zoo.export.c_backend.names import default_prefix, model_files, rename_model
+from zoo.export.c_backend.names import CHECK_FILE, default_prefix, model_files, rename_model
 from zoo.export.c_backend.plan import lower
 from zoo.export.c_text import c_string, comment_text
 from zoo.export.card_schema import (CARD_FILE, ExportFolderError, ModelCard, inside_folder,
@@ -165,7 +166,12 @@ def write_c_project(step_export: Path, out: Path, runtime: str = DEFAULT_RUNTIME
     """Write the C project of the int8 step export ``step_export`` into ``out`` (a folder that
     exists); returns its summary (files, bytes, scratch, prefix) for the model card. ``card``:
     the export's card when the caller has read it (`read_step_export`); ``prefix``: the public
-    names' (`names.check_prefix`; default `names.default_prefix` of the export's name)."""
+    names' (`names.check_prefix`; default `names.default_prefix` of the export's name).
+
+    Also writes the summary as ``c_check.json``, with a ``check`` saying none was run: its
+    readers (`names.c_names`: the prefix, hence the file names; ``zoo profile``: timesteps,
+    features, bytes) need it in every C project. ``zoo export --form c`` rewrites it with the
+    bit-exactness check it runs."""
     step_export, out = Path(step_export), Path(out)
     prefix = prefix or default_prefix(source_name(step_export))
     if runtime not in RUNTIMES:
@@ -194,6 +200,9 @@ def write_c_project(step_export: Path, out: Path, runtime: str = DEFAULT_RUNTIME
             text if name == "zoo_int8.h" else rename_model(text, prefix))
     summary["files"] = [rename_model(name, prefix) for name in summary["files"]]
     summary["library_files"] = write_library(out, prefix, [model_files(prefix)[1]], card)
+    unchecked = {**summary, "check": {"skipped": "written by write_c_project, which does not "
+                                                 "check (zoo export --form c does)"}}
+    (out / CHECK_FILE).write_text(json.dumps(unchecked, indent=1) + "\n")
     return summary
 
 

@@ -203,3 +203,20 @@ def test_the_export_is_a_zephyr_module_building_its_cmake_library(export):
     assert "add_library(har STATIC har_model.c)" in cmake
     assert "target_include_directories(har PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})" in cmake
     assert "target_link_libraries(har PUBLIC zephyr_interface)" in cmake
+
+
+def test_write_c_project_alone_writes_the_check_file_its_readers_need(export):
+    """``c_check.json`` (issue: only ``zoo export --form c`` wrote it): `c_names` reads the
+    prefix from it (without it, an older export's ``zoo``: file names that are not there), and
+    ``zoo profile`` the window's shape. Written, saying no check was run."""
+    import json
+
+    from zoo.export.c_backend.names import c_names
+    from zoo.export.card_schema import read_export_card
+
+    assert c_names(export) == ("har", "har_model.h", "har_model.c")
+    assert all((export / name).is_file() for name in c_names(export)[1:])
+    summary = json.loads((export / "c_check.json").read_text())
+    card = read_export_card(str(HAR))
+    assert (summary["timesteps"], summary["features"]) == (card.timesteps, card.features)
+    assert "does not check" in summary["check"]["skipped"]
