@@ -96,13 +96,20 @@ def with_c_arrays(export_dir, work) -> Path:
     if all((export_dir / name).is_file() for name in C_ARRAY_FILES):
         return export_dir
     work = Path(work)
-    # A rebuild into the same --build-dir refreshes the copy (the export may have changed).
-    shutil.copytree(export_dir, work, dirs_exist_ok=True)
+    # A rebuild into the same --build-dir refreshes the copy (the export may have changed), but
+    # leaves a file that is already the same as it is, so that make finds the binary up to date.
+    shutil.copytree(export_dir, work, dirs_exist_ok=True, copy_function=_copy_if_changed)
     files = read_export_card(str(work)).files
     models = {name: (work / getattr(files, name)).read_bytes() for name in ("step", "head")}
     for name, text in c_array_sources(models).items():
-        (work / name).write_text(text)
+        if not ((work / name).is_file() and (work / name).read_text() == text):
+            (work / name).write_text(text)
     return work
+
+
+def _copy_if_changed(source, target) -> None:
+    if not (Path(target).is_file() and Path(target).read_bytes() == Path(source).read_bytes()):
+        shutil.copy2(source, target)
 
 
 def _check_shipped_files(export_dir) -> None:

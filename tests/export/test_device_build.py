@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from zoo.export.device_runtime import MicroInterpreter
-from zoo.export.micro import c_array_sources
 from zoo.export.device_build import (DeviceBuildError, build, check_against_python, classify_c,
                                  main, write_windows)
 
@@ -124,15 +123,12 @@ def test_cxx_loop_equals_python_tflite_micro_int16x8_on_a_shipped_model(shipped_
 @pytest.fixture(scope="module")
 def shipped_step_with_testset(shared_data, tmp_path_factory):
     """tag -> a copy of the shipped tag's own int8 step export with the HAR-2 test windows of
-    ../shared/data as its test set, and the C arrays the shipped folder leaves out."""
+    ../shared/data as its test set (without the C arrays the shipped folder leaves out: `build`
+    writes them into its build folder)."""
     from zoo.experiments.c_bench import shipped_step_with_testset as copy_with_testset
 
     def get(tag):
-        out = copy_with_testset(tag, shared_data, tmp_path_factory.mktemp("shipped") / tag)
-        models = {name: (out / f"{name}.tflite").read_bytes() for name in ("step", "head")}
-        for name, text in c_array_sources(models).items():
-            (out / name).write_text(text)
-        return out
+        return copy_with_testset(tag, shared_data, tmp_path_factory.mktemp("shipped") / tag)
 
     return get
 
