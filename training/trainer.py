@@ -49,6 +49,8 @@ from zoo.core.storage import RUN_MARKER
 from zoo.training.workdir import WorkDir, prepare_run_dir  # re-exported
 
 FINAL_FILES = rundir.RunDirectory.FINAL_FILES
+# The weight-averaging callback's name among the stateful ones (its state in each checkpoint).
+EMA_STATE = "ema"
 _log = logging.getLogger(__name__)
 
 
@@ -465,11 +467,13 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start, has_val: bool
     Progress is one line per epoch from `EpochProgress`, or Keras's own bar (``job.verbose``),
     never both."""
     config, initial_epoch, steps_per_epoch = job.config, start.initial_epoch, start.steps_per_epoch
-    stateful = {}
+    # Weight averaging first: every stateful callback after it (early stopping's best weights,
+    # the checkpoint) sees the average at the epoch's end. (The QAT ranges, tracked at each
+    # epoch's start before it swaps the raw weights back, are the average's too.)
+    stateful = {EMA_STATE: cb.ResumableSwapEMAWeights()} if config.ema_momentum is not None \
+        else {}
     # A diverged run (NaN loss) stops; early stopping then restores its best epoch.
     callbacks = [keras.callbacks.TerminateOnNaN()]
-    if config.ema_momentum is not None:  # validation scores the average, the model the run keeps
-        callbacks.append(keras.callbacks.SwapEMAWeights())
     if not job.verbose:
         callbacks.append(cb.EpochProgress(config.epochs, initial_epoch))
     rate = epoch_learning_rate(config)
@@ -496,7 +500,10 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start, has_val: bool
         _log.warning("no TensorBoard logs: Keras writes them with TensorFlow, which is not "
                      "installed")
     callbacks.append(cb.RunCheckpoint(run.root, start.history, stateful))
-    return callbacks + list(job.callbacks), stateful
+    callbacks += list(job.callbacks)
+    if EMA_STATE in stateful:  # after every callback that may stop the run
+        callbacks.append(stateful[EMA_STATE].keep_if_stopped())
+    return callbacks, stateful
 
 
 def _can_write_tensorboard() -> bool:
