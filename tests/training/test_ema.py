@@ -189,6 +189,25 @@ def test_a_qat_model_keeps_the_average_and_its_ranges(tmp_path):
     assert metrics["epochs_run"] == 3
 
 
+def test_warm_start_distillation_and_a_qat_stage_keep_the_stage_s_average(tmp_path):
+    """A SiRNN initialised from a finished run, distilled from it, with a QAT stage: the stage
+    trains a new model with a new optimizer, so the run keeps the average of the stage's steps
+    (its first step's weights the start of that average, as for any fresh optimizer)."""
+    sirnn = {"units": 8, "rank": 2, "state_clip": 1.0, "state_quant_bits": 8}
+    teacher = tmp_path / "teacher"
+    trainer.train(config(model="sirnn", model_options=sirnn, epochs=1, lr=0.5,
+                         ema_momentum=None), teacher)
+    cfg = config(model="sirnn", model_options=sirnn, epochs=1, lr=0.5, init_from=str(teacher),
+                 distill={"teacher": str(teacher), "alpha": 0.5},
+                 qat_stage={"epochs": 2, "lr": 2.0})
+    recorder, out = StepRecorder(), tmp_path / "student"
+    metrics = trainer.train(cfg, out, callbacks=[recorder])
+    assert metrics["epochs_run"] == 3 and "qat_stage" in metrics
+    stage_steps = len(recorder.trajectory) * 2 // 3
+    stage = recorder.trajectory[-stage_steps:]
+    assert_is_the_average(kept_weights(out), stage, stage_steps)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
 def test_zoo_train_keeps_the_average_on_either_backend(backend, tmp_path):
