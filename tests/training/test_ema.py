@@ -77,21 +77,50 @@ def assert_is_the_average(kept, trajectory, steps: int):
     assert max(np.max(np.abs(g - w)) for g, w in zip(kept, trajectory[steps - 1])) > 1e-3
 
 
-@pytest.mark.parametrize("patience, stops", [(0, False), (10, False), (1, True)])
-def test_the_kept_model_is_the_numpy_average_of_its_steps(tmp_path, patience, stops):
-    """Without early stopping: the average after the last step. With it: the average at the end
-    of the best epoch (restored after every epoch ran, or after a stop); metrics.json's best
-    epoch says which, and the steps recorded say how many steps that epoch ended at."""
-    cfg, recorder, out = config(early_stopping_patience=patience), StepRecorder(), tmp_path / "r"
-    metrics = trainer.train(cfg, out, callbacks=[recorder])
-    steps_per_epoch = len(recorder.trajectory) // metrics["epochs_run"]
-    assert steps_per_epoch * metrics["epochs_run"] == len(recorder.trajectory) == \
-        metrics["epochs_run"] * int(np.ceil(PARITY["n_train"] / cfg.batch_size))
-    assert (metrics["epochs_run"] < cfg.epochs) == stops
-    if patience:
-        assert metrics["best_epoch"] < metrics["epochs_run"], "the fixture meant an earlier best"
-    assert_is_the_average(kept_weights(out), recorder.trajectory,
-                          metrics["best_epoch"] * steps_per_epoch)
+@dataclasses.dataclass
+class Trained:
+    """A run trained with `StepRecorder` among its callbacks."""
+    config: TrainConfig
+    out: Path
+    metrics: dict
+    trajectory: list
+
+    def best_epoch_steps(self) -> int:
+        """The steps recorded up to the end of the epoch the run kept."""
+        steps_per_epoch = len(self.trajectory) // self.metrics["epochs_run"]
+        assert steps_per_epoch * self.metrics["epochs_run"] == len(self.trajectory) == \
+            self.metrics["epochs_run"] * int(np.ceil(PARITY["n_train"] / self.config.batch_size))
+        return self.metrics["best_epoch"] * steps_per_epoch
+
+
+def trained(cfg: TrainConfig, out: Path, *more_callbacks) -> Trained:
+    recorder = StepRecorder()
+    metrics = trainer.train(cfg, out, callbacks=[recorder, *more_callbacks])
+    return Trained(cfg, out, metrics, recorder.trajectory)
+
+
+@pytest.fixture(scope="module")
+def restored(tmp_path_factory) -> Trained:
+    """Early stopping on (patience 10): every epoch runs, and the best epoch, an earlier one, is
+    restored at the end."""
+    run = trained(config(early_stopping_patience=10), tmp_path_factory.mktemp("ema") / "run")
+    assert run.metrics["best_epoch"] < run.metrics["epochs_run"] == run.config.epochs, \
+        "the fixture meant an earlier best epoch, every epoch run"
+    return run
+
+
+def test_the_kept_model_is_the_numpy_average_of_the_best_epoch_s_steps(restored):
+    assert_is_the_average(kept_weights(restored.out), restored.trajectory,
+                          restored.best_epoch_steps())
+
+
+@pytest.mark.parametrize("patience", [0, 1])
+def test_the_kept_model_is_the_numpy_average_of_its_steps(tmp_path, patience):
+    """Without early stopping: the average after the last step. With patience 1 it stops
+    before the last epoch and restores the best one's average."""
+    run = trained(config(early_stopping_patience=patience), tmp_path / "r")
+    assert (run.metrics["epochs_run"] < run.config.epochs) == bool(patience)
+    assert_is_the_average(kept_weights(run.out), run.trajectory, run.best_epoch_steps())
 
 
 class StopAfter(keras.callbacks.Callback):
@@ -109,10 +138,9 @@ class StopAfter(keras.callbacks.Callback):
 def test_a_run_another_callback_stops_keeps_the_average_of_its_steps(tmp_path):
     """Stopped after epoch 3 of 6 without early stopping: Keras's fit copies the optimizer's
     slots (the raw weights then) into the model unless the run makes them the average first."""
-    recorder, out = StepRecorder(), tmp_path / "r"
-    metrics = trainer.train(config(), out, callbacks=[recorder, StopAfter(3)])
-    assert metrics["epochs_run"] == 3
-    assert_is_the_average(kept_weights(out), recorder.trajectory, len(recorder.trajectory))
+    run = trained(config(), tmp_path / "r", StopAfter(3))
+    assert run.metrics["epochs_run"] == 3
+    assert_is_the_average(kept_weights(run.out), run.trajectory, len(run.trajectory))
 
 
 def validation_split(cfg: TrainConfig):
@@ -122,20 +150,19 @@ def validation_split(cfg: TrainConfig):
     return data.normalization.apply(data.val.x).astype("float32"), data.val.y
 
 
-def test_the_validation_score_the_run_reports_is_the_average_s(tmp_path):
+def test_the_validation_score_the_run_reports_is_the_average_s(restored):
     """history.csv's val_loss at the best epoch (what early stopping chose by) is the saved
     model's loss on the validation split, evaluated here; the raw weights of that epoch score
     another loss."""
-    cfg, recorder, out = config(early_stopping_patience=10), StepRecorder(), tmp_path / "r"
-    metrics = trainer.train(cfg, out, callbacks=[recorder])
-    row = list(csv.DictReader((out / "history.csv").open()))[metrics["best_epoch"] - 1]
-    x_val, y_val = validation_split(cfg)
-    model = load_keras_model(RunDirectory(out).model)
+    row = list(csv.DictReader((restored.out / "history.csv").open()))[
+        restored.metrics["best_epoch"] - 1]
+    x_val, y_val = validation_split(restored.config)
+    model = load_keras_model(RunDirectory(restored.out).model)
     scores = model.evaluate(x_val, y_val, verbose=0, return_dict=True)
     assert float(row["val_loss"]) == pytest.approx(scores["loss"], rel=1e-5)
     assert float(row["val_accuracy"]) == pytest.approx(scores["accuracy"], abs=1e-9)
-    steps = len(recorder.trajectory) // metrics["epochs_run"] * metrics["best_epoch"]
-    for variable, raw in zip(model.trainable_variables, recorder.trajectory[steps - 1]):
+    for variable, raw in zip(model.trainable_variables,
+                             restored.trajectory[restored.best_epoch_steps() - 1]):
         variable.assign(raw)
     raw_loss = model.evaluate(x_val, y_val, verbose=0, return_dict=True)["loss"]
     assert abs(raw_loss - scores["loss"]) > 1e-4
@@ -145,12 +172,12 @@ class Killed(BaseException):
     """A kill injected at a write boundary (not an Exception: nothing cleans up after it)."""
 
 
-@pytest.mark.parametrize("patience", [0, 10])
-def test_a_resumed_run_carries_on_the_average(tmp_path, monkeypatch, patience):
+def test_a_resumed_run_carries_on_the_average(restored, tmp_path, monkeypatch):
     """Killed after epoch 3's checkpoint (which holds the average in the model and the raw
-    weights in the optimizer's slots), the resumed run keeps what an uninterrupted one keeps."""
-    cfg = config(early_stopping_patience=patience)
-    trainer.train(cfg, tmp_path / "whole")
+    weights in the optimizer's slots), the resumed run keeps what the uninterrupted one kept,
+    and validated the same weights on the way."""
+    cfg = restored.config
+    whole = restored.out
 
     def kill_once(label):
         if label == "checkpoint epoch-0003: committed":
@@ -164,10 +191,10 @@ def test_a_resumed_run_carries_on_the_average(tmp_path, monkeypatch, patience):
                        .joinpath("state.json").read_text())
     assert state["callbacks"]["ema"] == {"average_in_model": True}
     trainer.train(cfg, tmp_path / "resumed")
-    for got, want in zip(kept_weights(tmp_path / "resumed"), kept_weights(tmp_path / "whole")):
+    for got, want in zip(kept_weights(tmp_path / "resumed"), kept_weights(whole)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    whole, resumed = ((tmp_path / name / "history.csv").read_text().splitlines()
-                      for name in ("whole", "resumed"))
+    whole, resumed = ((run / "history.csv").read_text().splitlines()
+                      for run in (whole, tmp_path / "resumed"))
     columns = whole[0].split(",")
     for a, b in zip(whole[1:], resumed[1:]):
         assert [float(x) for c, x in zip(columns, a.split(",")) if c.startswith("val_")] == \
