@@ -57,9 +57,9 @@ _TRAIN_HELP = {
     "init_from": "a finished run directory (or a pretrained tag) whose weights start this "
                  "model (same weight shapes; a fresh head for other classes)",
     "ema_momentum": "weight averaging (Polyak): keep the exponential moving average of the "
-                    "weights, avg = M avg + (1 - M) w after every batch, M in (0, 1), e.g. "
-                    "0.99; validation, early stopping and the saved model use the average "
-                    "(default: off)",
+                    "weights (avg = EMA_MOMENTUM * avg + (1 - EMA_MOMENTUM) * w after every "
+                    "batch), a number in (0, 1), e.g. 0.99; validation, early stopping and "
+                    "the saved model use the average (default: off)",
 }
 # Model options with their own flags (any other goes through --option KEY=VALUE).
 _MODEL_FLAGS = {"units": strict_int, "k": strict_int, "rank": strict_int}
