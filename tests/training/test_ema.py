@@ -208,7 +208,7 @@ def test_a_qat_model_keeps_the_average_and_trains_as_without_it(tmp_path):
     raw weights train exactly as in the same run without averaging."""
     qat = {"units": 8, "rank": 2, "state_clip": 1.0, "state_quant_bits": 8, "qat": "int8",
            "qat_percentile": 98.0}
-    cfg = config(model="sirnn", model_options=qat, epochs=3, lr=0.5, early_stopping_patience=0)
+    cfg = config(model="sirnn", model_options=qat, epochs=2, lr=0.5, early_stopping_patience=0)
     run = trained(cfg, tmp_path / "ema")
     assert any(not v.trainable for v in load_keras_model(RunDirectory(run.out).model).variables
                if "range" in v.path)
