@@ -29,6 +29,7 @@ def _ema_momentum(text: str) -> float:
         raise argparse.ArgumentTypeError(f"invalid ema_momentum: {text!r}; valid: {valid}")
     return value
 
+
 # Flags that map one to one onto TrainConfig fields (flag -> field); None means "not given".
 _TRAIN_FLAGS = {
     "epochs": strict_int, "batch_size": strict_int, "lr": strict_float, "optimizer": str,
