@@ -14,13 +14,29 @@ from zoo.training.rundir import check_run_dir_argument
 
 _log = logging.getLogger(__name__)
 
+
+def _ema_momentum(text: str) -> float:
+    """``--ema-momentum``'s value, checked by the setting's own rule as it is parsed, so that
+    ``x``, 0 or 1 are refused in one line naming ema_momentum and its range before Keras loads."""
+    from zoo.training.config import setting_rule
+
+    accepts, valid = setting_rule("ema_momentum")
+    try:
+        value = strict_float(text)
+    except argparse.ArgumentTypeError:
+        value = None
+    if value is None or not accepts(value):
+        raise argparse.ArgumentTypeError(f"invalid ema_momentum: {text!r}; valid: {valid}")
+    return value
+
+
 # Flags that map one to one onto TrainConfig fields (flag -> field); None means "not given".
 _TRAIN_FLAGS = {
     "epochs": strict_int, "batch_size": strict_int, "lr": strict_float, "optimizer": str,
     "seed": strict_int, "clipnorm": strict_float, "lr_decay_epochs": strict_int,
     "lr_decay_factor": strict_float, "lr_schedule": str, "monitor": str, "sparsity_w": strict_float,
     "sparsity_u": strict_float, "distribute": str, "init_from": non_empty,
-    "ema_momentum": strict_float,
+    "ema_momentum": _ema_momentum,
 }
 # What each of those flags sets (defaults: the recipe's, else zoo.training.config.TrainConfig).
 _TRAIN_HELP = {
@@ -41,8 +57,10 @@ _TRAIN_HELP = {
     "distribute": "none or mirrored (tf.distribute.MirroredStrategy over the GPUs)",
     "init_from": "a finished run directory (or a pretrained tag) whose weights start this "
                  "model (same weight shapes; a fresh head for other classes)",
-    "ema_momentum": "keep an exponential moving average of the weights with this momentum "
-                    "[0, 1) and use it as the model (default: off)",
+    "ema_momentum": "weight averaging (Polyak): keep the exponential moving average of the "
+                    "weights (avg = EMA_MOMENTUM * avg + (1 - EMA_MOMENTUM) * w after every "
+                    "batch), a number in (0, 1), e.g. 0.99; validation, early stopping and "
+                    "the saved model use the average (default: off)",
 }
 # Model options with their own flags (any other goes through --option KEY=VALUE).
 _MODEL_FLAGS = {"units": strict_int, "k": strict_int, "rank": strict_int}

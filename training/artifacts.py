@@ -131,6 +131,11 @@ def check_state(state, path):
                                     f"({valid})")
             if not accepts(early[field]):
                 raise _field_error(path, f"callbacks.early_stopping.{field}", early[field], valid)
+    ema = state["callbacks"].get("ema")  # weight averaging: which weights the model holds
+    if ema is not None and not (isinstance(ema, dict)
+                                and isinstance(ema.get("average_in_model"), bool)):
+        found = ema.get("average_in_model") if isinstance(ema, dict) else ema
+        raise _field_error(path, "callbacks.ema.average_in_model", found, "true or false")
     return state
 
 

@@ -81,6 +81,48 @@ class ResumableEarlyStopping(keras.callbacks.EarlyStopping):
         self.best_weights = self._resumed["best_weights"]
 
 
+class ResumableSwapEMAWeights(keras.callbacks.SwapEMAWeights):
+    """`keras.callbacks.SwapEMAWeights` with ``swap_on_epoch=True`` (the optimizer built with
+    ``use_ema=True``): at every epoch's end the model holds the moving average of its weights
+    and the optimizer's average slots the raw ones, so every callback after it (early stopping
+    and the best weights it keeps, `RunCheckpoint`) sees the average; the next epoch's start
+    swaps the raw weights back in to train on. Place it before them.
+
+    Two things Keras's callback leaves to its caller:
+
+    * **resume**: a checkpoint is committed with the average in the model and the raw weights in
+      the optimizer's slots (``state()`` says so), and a fresh callback would train on the
+      average and average the raw weights; ``load_state`` remembers the swap, so the resumed
+      run's first epoch swaps them back and carries on exactly as an uninterrupted one. A
+      checkpoint without the state (written before it was kept: validation-only swapping) held
+      the raw weights in the model, which is what a fresh callback assumes.
+    * **a stop before the last epoch**: fit's ``finalize_variable_values`` copies the
+      optimizer's slots into the model, the raw weights at that point; `keep_if_stopped` (a
+      callback placed after every other) makes the slots equal to the model first. Keras's own
+      callback does this only after the last epoch.
+    """
+
+    def __init__(self):
+        super().__init__(swap_on_epoch=True)
+
+    def state(self) -> dict:
+        return {"average_in_model": bool(self._ema_weights_in_model)}
+
+    def load_state(self, state: dict, folder: Path) -> None:
+        self._ema_weights_in_model = bool(state.get("average_in_model"))
+
+    def keep_if_stopped(self) -> keras.callbacks.Callback:
+        """The callback, last in the list, that keeps the average when a callback stopped the
+        run before its last epoch (early stopping's on_train_end restores its best epoch's
+        average anyway; a stop without it, e.g. TerminateOnNaN or a search, would not)."""
+
+        def on_epoch_end(epoch, logs=None):
+            if self.model.stop_training and self._ema_weights_in_model:
+                self._finalize_ema_values()
+
+        return keras.callbacks.LambdaCallback(on_epoch_end=on_epoch_end)
+
+
 def write_weights(weights, path: Path) -> None:
     # A plain array file: Keras's save_weights/load_weights also carry the optimizer's variables,
     # and loading those would roll the optimizer back to the best epoch on resume.

@@ -33,8 +33,10 @@ class TrainConfig:
     lr_schedule: str = "step"
     clipnorm: float | None = None
     # Polyak averaging (Keras's optimizer ``use_ema``): the run keeps the exponential moving
-    # average of the weights, avg = m * avg + (1 - m) * w after every batch, in place of the last
-    # weights; validation during training scores the average (the trainer's SwapEMAWeights).
+    # average of the weights, avg = m * avg + (1 - m) * w after every batch (avg = w after the
+    # first), in place of the last weights. Keras's SwapEMAWeights(swap_on_epoch=True) puts the
+    # average in the model at every epoch's end, so validation, early stopping (and the best
+    # epoch it restores), the checkpoints and the kept model all see the average.
     ema_momentum: float | None = None
     early_stopping_patience: int | None = 20
     monitor: str = "val_loss"
@@ -146,8 +148,9 @@ _RULES = {  # field -> (accepts, what is valid)
     "lr_schedule": (lambda v: v in LR_SCHEDULES, "one of " + ", ".join(LR_SCHEDULES)),
     "clipnorm": (lambda v: v is None or (_is_number(v) and v > 0),
                  "a number > 0 (or unset: no clipping)"),
-    "ema_momentum": (lambda v: v is None or (_is_number(v) and 0 <= v < 1),
-                     "a number in [0, 1) (or unset: no weight averaging)"),
+    # 0 would average nothing (avg = w) and 1 would keep the first step's weights for ever.
+    "ema_momentum": (lambda v: v is None or (_is_number(v) and 0 < v < 1),
+                     "a number in (0, 1), e.g. 0.99 (or unset: no weight averaging)"),
     "early_stopping_patience": (lambda v: v is None or (_is_int(v) and v >= 0),
                                 "an integer >= 0 (0 disables early stopping)"),
     "monitor": (lambda v: v in MONITORS, "one of " + ", ".join(MONITORS)),
@@ -306,12 +309,12 @@ def validate(config: "TrainConfig") -> None:
             raise ValueError("augment mixup and distill together are not supported: the "
                              "distillation loss takes no sample weights (choose one)")
     _check_qat_stage_fits(config)
-    if config.ema_momentum is not None and config.early_stopping_patience:
-        # Early stopping would put back its best epoch's raw weights over the average.
-        raise ValueError(f"ema_momentum {config.ema_momentum} keeps the average of the weights, "
-                         f"and early stopping (patience {config.early_stopping_patience}) would "
-                         "replace it with one epoch's weights; set early_stopping_patience "
-                         "(--patience) to 0 or unset ema_momentum")
+    if config.ema_momentum is not None and (config.sparsity_w is not None
+                                            or config.sparsity_u is not None):
+        # The average of weights thresholded at different supports is not sparse.
+        raise ValueError(f"ema_momentum {config.ema_momentum} and sparsity_w / sparsity_u "
+                         "together are not supported: the moving average of the weights would "
+                         "not keep the hard-thresholded support (unset one of them)")
 
 
 def _cosine_and_step_message(config: "TrainConfig") -> str:
@@ -332,6 +335,12 @@ def _check_setting(name: str, value, flag: str) -> None:
     accepts, valid = _RULES[name]
     if not accepts(value):
         raise ValueError(f"invalid {name} ({flag}): {value!r}; valid: {valid}")
+
+
+def setting_rule(name: str):
+    """``(accepts, what is valid)`` of the setting ``name``: what `validate` checks it by, for
+    a command-line flag that checks its value as it is parsed."""
+    return _RULES[name]
 
 
 def check_settings(settings: dict[str, Any], flag: str = "--set") -> None:

@@ -49,6 +49,8 @@ from zoo.core.storage import RUN_MARKER
 from zoo.training.workdir import WorkDir, prepare_run_dir  # re-exported
 
 FINAL_FILES = rundir.RunDirectory.FINAL_FILES
+# The weight-averaging callback's name among the stateful ones (its state in each checkpoint).
+EMA_STATE = "ema"
 _log = logging.getLogger(__name__)
 
 
@@ -354,8 +356,12 @@ def _run_epochs(run: rundir.RunDirectory, job: _Job, start: _Start, arrays: _Arr
     """Fit ``start.model`` up to ``job.config.epochs`` with the run's callbacks (and ``extra``
     stateful ones, kept in each checkpoint); returns the stateful callbacks."""
     callbacks, stateful = _callbacks(run, job, start, len(arrays.x_val) > 0, extra)
-    callbacks = qat.tracking_callbacks(start.model, arrays.x_train, job.config.seed,
-                                       fresh=start.checkpoint is None) + callbacks
+    tracking = qat.tracking_callbacks(start.model, arrays.x_train, job.config.seed,
+                                      fresh=start.checkpoint is None)
+    # After weight averaging's swap (first when on): at each epoch's start the QAT ranges are
+    # tracked on the raw weights the epoch trains, as without averaging.
+    lead = callbacks.index(stateful[EMA_STATE]) + 1 if EMA_STATE in stateful else 0
+    callbacks = callbacks[:lead] + tracking + callbacks[lead:]
     _fit(start, job, arrays, callbacks, stateful, transform)
     _check_trained(run, start.model, start.history)
     if "early_stopping" in stateful:
@@ -465,11 +471,12 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start, has_val: bool
     Progress is one line per epoch from `EpochProgress`, or Keras's own bar (``job.verbose``),
     never both."""
     config, initial_epoch, steps_per_epoch = job.config, start.initial_epoch, start.steps_per_epoch
-    stateful = {}
+    # Weight averaging first: every callback after it (early stopping's best weights, the
+    # checkpoint) sees the average at an epoch's end, and the raw weights at its start.
+    stateful = {EMA_STATE: cb.ResumableSwapEMAWeights()} if config.ema_momentum is not None \
+        else {}
     # A diverged run (NaN loss) stops; early stopping then restores its best epoch.
-    callbacks = [keras.callbacks.TerminateOnNaN()]
-    if config.ema_momentum is not None:  # validation scores the average, the model the run keeps
-        callbacks.append(keras.callbacks.SwapEMAWeights())
+    callbacks = [*stateful.values(), keras.callbacks.TerminateOnNaN()]
     if not job.verbose:
         callbacks.append(cb.EpochProgress(config.epochs, initial_epoch))
     rate = epoch_learning_rate(config)
@@ -484,7 +491,7 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start, has_val: bool
             total_batches=config.epochs * steps_per_epoch,
             initial_batch=initial_epoch * steps_per_epoch)
     stateful.update(extra or {})
-    callbacks += list(stateful.values())
+    callbacks += [c for name, c in stateful.items() if name != EMA_STATE]
     if start.checkpoint:
         for name, state in start.checkpoint.callback_states.items():
             if name in stateful and hasattr(stateful[name], "load_state"):
@@ -496,7 +503,10 @@ def _callbacks(run: rundir.RunDirectory, job: _Job, start: _Start, has_val: bool
         _log.warning("no TensorBoard logs: Keras writes them with TensorFlow, which is not "
                      "installed")
     callbacks.append(cb.RunCheckpoint(run.root, start.history, stateful))
-    return callbacks + list(job.callbacks), stateful
+    callbacks += list(job.callbacks)
+    if EMA_STATE in stateful:  # after every callback that may stop the run
+        callbacks.append(stateful[EMA_STATE].keep_if_stopped())
+    return callbacks, stateful
 
 
 def _can_write_tensorboard() -> bool:
