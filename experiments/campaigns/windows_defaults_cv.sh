@@ -31,6 +31,14 @@ rot45='{"augment": {"rotation": 45}}'
 # (docs/realscale.md: the lean graph, premultiply false, +4.3 points at rotation 45, and
 # rotation 60, 88.18 +- 1.38 % float), on the defaults' schedule (QAT from the first epoch)
 lean60='{"augment": {"rotation": 60}, "model_options": {"premultiply": false}}'
+# Round 3 (session 19): samples per step, the lever the per-second campaign found on HAR-2 and
+# DSA-19 (docs/realscale.md §16-17: k = 4 / 5 level with k = 1 at a quarter / fifth of the
+# instructions): lean60 stepping k samples at a time (the fewest that keep a window at <= 32
+# steps: 4 of HAR's 128, 5 of DSA-19's 125), eta_init k * 0.01 as that campaign
+lean60k() {  # K: lean60 at K samples per step
+  echo "{\"augment\": {\"rotation\": 60}, \"task_options\": {\"frames_per_step\": $1},
+    \"model_options\": {\"premultiply\": false, \"eta_init\": $(python3 -c "print(round($1 * 0.01, 4))")}}"
+}
 stage() {
   case $1 in
     har6-base) cv har6 5 'base={}' ;;
@@ -44,6 +52,8 @@ stage() {
     dsa19-lean60-s1) cv dsa19 4 "lean60_s1=${lean60%\}}, \"seed\": 1}" ;;
     har6-base-s1) cv har6 5 'base_s1={"seed": 1}' ;;
     har6-lean60-s1) cv har6 5 "lean60_s1=${lean60%\}}, \"seed\": 1}" ;;
+    har6-lean60k4) cv har6 5 "lean60k4=$(lean60k 4)" ;;
+    dsa19-lean60k5) cv dsa19 4 "lean60k5=$(lean60k 5)" ;;
     *) echo "unknown stage $1" >&2; exit 2 ;;
   esac
 }
