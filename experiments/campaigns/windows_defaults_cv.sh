@@ -35,9 +35,11 @@ lean60='{"augment": {"rotation": 60}, "model_options": {"premultiply": false}}'
 # DSA-19 (docs/realscale.md §16-17: k = 4 / 5 level with k = 1 at a quarter / fifth of the
 # instructions): lean60 stepping k samples at a time (the fewest that keep a window at <= 32
 # steps: 4 of HAR's 128, 5 of DSA-19's 125), eta_init k * 0.01 as that campaign
-lean60k() {  # K: lean60 at K samples per step
+lean60k() {  # K [ETA [SETTINGS]]: lean60 at K samples per step (eta_init K * 0.01 unless given;
+  # SETTINGS: more TrainConfig settings, e.g. '"seed": 1')
+  local eta=${2:-$(python3 -c "print(round($1 * 0.01, 4))")}
   echo "{\"augment\": {\"rotation\": 60}, \"task_options\": {\"frames_per_step\": $1},
-    \"model_options\": {\"premultiply\": false, \"eta_init\": $(python3 -c "print(round($1 * 0.01, 4))")}}"
+    \"model_options\": {\"premultiply\": false, \"eta_init\": $eta}${3:+, $3}}"
 }
 stage() {
   case $1 in
@@ -54,6 +56,12 @@ stage() {
     har6-lean60-s1) cv har6 5 "lean60_s1=${lean60%\}}, \"seed\": 1}" ;;
     har6-lean60k4) cv har6 5 "lean60k4=$(lean60k 4)" ;;
     dsa19-lean60k5) cv dsa19 4 "lean60k5=$(lean60k 5)" ;;
+    # its second seed, one eta for every k (0.04: a recipe cannot know k), and 40 epochs
+    har6-lean60k4-s1) cv har6 5 "lean60k4_s1=$(lean60k 4 '' '"seed": 1')" ;;
+    dsa19-lean60k5-s1) cv dsa19 4 "lean60k5_s1=$(lean60k 5 '' '"seed": 1')" ;;
+    dsa19-lean60k5-eta04) cv dsa19 4 "lean60k5_eta04=$(lean60k 5 0.04)" ;;
+    har6-lean60k4-e40) cv har6 5 "lean60k4_e40=$(lean60k 4 '' '"epochs": 40')" ;;
+    dsa19-lean60k5-e40) cv dsa19 4 "lean60k5_e40=$(lean60k 5 '' '"epochs": 40')" ;;
     *) echo "unknown stage $1" >&2; exit 2 ;;
   esac
 }
