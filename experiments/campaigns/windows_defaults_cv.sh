@@ -20,9 +20,9 @@ python=${PYTHON:-python}
 [ -d bench/dsa19 ] || $python -m zoo.experiments.user_windows --dataset dsa19 --data-dir "$dsa" \
   --out bench/dsa19
 
-cv() {  # DATA FOLDS VARIANT=JSON: one variant's group CV of the shipped recipe
+cv() {  # DATA FOLDS VARIANT=JSON [RECIPE]: one variant's group CV of the shipped recipe (or RECIPE)
   KERAS_BACKEND=jax $python -m zoo.experiments.sweep cv --task windows --model sirnn \
-    --data-dir "bench/$1/train.npz" --folds "$2" --variant "$3" --backend jax \
+    --data-dir "bench/$1/train.npz" --folds "$2" --variant "$3" --backend jax ${4:+--recipe "$4"} \
     --engine processes --max-concurrent 1 --results "results/windows-cv-$1" \
     --out "bench/sweeps/windows-cv-$1"
 }
@@ -41,6 +41,7 @@ lean60k() {  # K [ETA [SETTINGS]]: lean60 at K samples per step (eta_init K * 0.
   echo "{\"augment\": {\"rotation\": 60}, \"task_options\": {\"frames_per_step\": $1},
     \"model_options\": {\"premultiply\": false, \"eta_init\": $eta}${3:+, $3}}"
 }
+stage_recipe=$(dirname "$0")/windows-sirnn-stage.yaml
 stage() {
   case $1 in
     har6-base) cv har6 5 'base={}' ;;
@@ -62,6 +63,9 @@ stage() {
     dsa19-lean60k5-eta04) cv dsa19 4 "lean60k5_eta04=$(lean60k 5 0.04)" ;;
     har6-lean60k4-e40) cv har6 5 "lean60k4_e40=$(lean60k 4 '' '"epochs": 40')" ;;
     dsa19-lean60k5-e40) cv dsa19 4 "lean60k5_e40=$(lean60k 5 '' '"epochs": 40')" ;;
+    # Round 4: the same levers trained in float, then a QAT stage (windows-sirnn-stage.yaml)
+    har6-lean60k4-stage) cv har6 5 "lean60k4_stage=$(lean60k 4)" "$stage_recipe" ;;
+    dsa19-lean60k5-stage) cv dsa19 4 "lean60k5_stage=$(lean60k 5)" "$stage_recipe" ;;
     *) echo "unknown stage $1" >&2; exit 2 ;;
   esac
 }
