@@ -66,6 +66,9 @@ stage() {
     # Round 4: the same levers trained in float, then a QAT stage (windows-sirnn-stage.yaml)
     har6-lean60k4-stage) cv har6 5 "lean60k4_stage=$(lean60k 4)" "$stage_recipe" ;;
     dsa19-lean60k5-stage) cv dsa19 4 "lean60k5_stage=$(lean60k 5)" "$stage_recipe" ;;
+    # Round 5: 40 epochs again with a second seed, and with the QAT stage
+    har6-lean60k4-e40-s1) cv har6 5 "lean60k4_e40_s1=$(lean60k 4 0.04 '"epochs": 40, "seed": 1')" ;;
+    dsa19-lean60k5-e40-s1) cv dsa19 4 "lean60k5_e40_s1=$(lean60k 5 0.04 '"epochs": 40, "seed": 1')" ;;
     *) echo "unknown stage $1" >&2; exit 2 ;;
   esac
 }
