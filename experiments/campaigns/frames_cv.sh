@@ -23,12 +23,16 @@ case $task in
   *) echo "frames_cv.sh: task must be har2 or dsa19, got $task" >&2; exit 2 ;;
 esac
 variants=()
-# add GRAPH K UNITS RANK [EXTRA_OPTIONS [SUFFIX [FLOAT_SETTINGS]]]: the float variant
+# add GRAPH K UNITS RANK [EXTRA_OPTIONS [SUFFIX [FLOAT_SETTINGS [QAT_LR]]]]: the float variant
 # <GRAPH><K>_u<UNITS>_r<RANK><SUFFIX> (GRAPH p: premultiplied, l: lean; FLOAT_SETTINGS: more
 # TrainConfig settings of the float model, e.g. '"epochs": 60') and its lean QAT stage at the
-# 98th percentile (_qat)
+# 98th percentile (_qat; at QAT_LR instead of $QAT_STAGE's 1e-3: _qat_lr<QAT_LR>)
 add() {
-  local graph=$1 k=$2 units=$3 rank=$4 extra=${5:-} settings=${7:-}
+  local graph=$1 k=$2 units=$3 rank=$4 extra=${5:-} settings=${7:-} qat_lr=${8:-}
+  local stage=$QAT_STAGE stage_name=_qat
+  if [ -n "$qat_lr" ]; then
+    stage="\"epochs\": 10, \"lr\": $qat_lr, \"lr_decay_epochs\": null" stage_name=_qat_lr$qat_lr
+  fi
   local premultiply=true; [ "$graph" = l ] && premultiply=false
   local eta; eta=$(python -c "print(round($k * 0.01, 4))")
   local name="$graph${k}_u${units}_r${rank}${6:-}"
@@ -36,8 +40,8 @@ add() {
   local opts="\"premultiply\": $premultiply, \"units\": $units, \"rank\": $rank, \"eta_init\": $eta${extra:+, $extra}"
   variants+=(--variant "$name={$aug, $task_opts, \"model_options\": {$opts}${settings:+, $settings}}")
   local lean_opts="\"premultiply\": false, \"units\": $units, \"rank\": $rank, \"eta_init\": $eta${extra:+, $extra}"
-  variants+=(--variant "${name}_qat={$aug, $task_opts, \"model_options\": {$lean_opts, \"qat\": \"int8\",
-    \"qat_percentile\": 98.0}, $QAT_STAGE, \"init_from\": \"variant:$name\"}")
+  variants+=(--variant "${name}${stage_name}={$aug, $task_opts, \"model_options\": {$lean_opts, \"qat\": \"int8\",
+    \"qat_percentile\": 98.0}, $stage, \"init_from\": \"variant:$name\"}")
 }
 if [ "$task" = har2 ]; then
   # Round 1 (session 16): k = 8 at the sizes whose per-window cost can meet the goal (the lean
@@ -68,6 +72,9 @@ else
       \"units\": 40, \"rank\": 8, \"eta_init\": 0.05, \"qat\": \"int8\", \"qat_percentile\": 98.0},
       \"epochs\": 10, \"lr\": $lr, \"lr_decay_epochs\": null, \"init_from\": \"variant:p5_u40_r8\"}")
   done
+  # Round 3 (session 19): round 2's best stage (lr 1e-4) after 60 float epochs (the windows
+  # defaults gained 2.65 points on the same four people from 20 to 40 epochs at k = 5)
+  add p 5 40 8 "" _e60 '"epochs": 60' 1e-4
 fi
 if [ "$task" = har2 ]; then  # the distillation teachers of round 3, same folds and seeds as §15
   teach=(--task "$task" --data-dir "$data" --folds "$folds" --epochs 30 --backend jax

@@ -20,9 +20,9 @@ python=${PYTHON:-python}
 [ -d bench/dsa19 ] || $python -m zoo.experiments.user_windows --dataset dsa19 --data-dir "$dsa" \
   --out bench/dsa19
 
-cv() {  # DATA FOLDS VARIANT=JSON: one variant's group CV of the shipped recipe
+cv() {  # DATA FOLDS VARIANT=JSON [RECIPE]: one variant's group CV of the shipped recipe (or RECIPE)
   KERAS_BACKEND=jax $python -m zoo.experiments.sweep cv --task windows --model sirnn \
-    --data-dir "bench/$1/train.npz" --folds "$2" --variant "$3" --backend jax \
+    --data-dir "bench/$1/train.npz" --folds "$2" --variant "$3" --backend jax ${4:+--recipe "$4"} \
     --engine processes --max-concurrent 1 --results "results/windows-cv-$1" \
     --out "bench/sweeps/windows-cv-$1"
 }
@@ -31,6 +31,17 @@ rot45='{"augment": {"rotation": 45}}'
 # (docs/realscale.md: the lean graph, premultiply false, +4.3 points at rotation 45, and
 # rotation 60, 88.18 +- 1.38 % float), on the defaults' schedule (QAT from the first epoch)
 lean60='{"augment": {"rotation": 60}, "model_options": {"premultiply": false}}'
+# Round 3 (session 19): samples per step, the lever the per-second campaign found on HAR-2 and
+# DSA-19 (docs/realscale.md §16-17: k = 4 / 5 level with k = 1 at a quarter / fifth of the
+# instructions): lean60 stepping k samples at a time (the fewest that keep a window at <= 32
+# steps: 4 of HAR's 128, 5 of DSA-19's 125), eta_init k * 0.01 as that campaign
+lean60k() {  # K [ETA [SETTINGS]]: lean60 at K samples per step (eta_init K * 0.01 unless given;
+  # SETTINGS: more TrainConfig settings, e.g. '"seed": 1')
+  local eta=${2:-$(python3 -c "print(round($1 * 0.01, 4))")}
+  echo "{\"augment\": {\"rotation\": 60}, \"task_options\": {\"frames_per_step\": $1},
+    \"model_options\": {\"premultiply\": false, \"eta_init\": $eta}${3:+, $3}}"
+}
+stage_recipe=$(dirname "$0")/windows-sirnn-stage.yaml
 stage() {
   case $1 in
     har6-base) cv har6 5 'base={}' ;;
@@ -44,6 +55,20 @@ stage() {
     dsa19-lean60-s1) cv dsa19 4 "lean60_s1=${lean60%\}}, \"seed\": 1}" ;;
     har6-base-s1) cv har6 5 'base_s1={"seed": 1}' ;;
     har6-lean60-s1) cv har6 5 "lean60_s1=${lean60%\}}, \"seed\": 1}" ;;
+    har6-lean60k4) cv har6 5 "lean60k4=$(lean60k 4)" ;;
+    dsa19-lean60k5) cv dsa19 4 "lean60k5=$(lean60k 5)" ;;
+    # its second seed, one eta for every k (0.04: a recipe cannot know k), and 40 epochs
+    har6-lean60k4-s1) cv har6 5 "lean60k4_s1=$(lean60k 4 '' '"seed": 1')" ;;
+    dsa19-lean60k5-s1) cv dsa19 4 "lean60k5_s1=$(lean60k 5 '' '"seed": 1')" ;;
+    dsa19-lean60k5-eta04) cv dsa19 4 "lean60k5_eta04=$(lean60k 5 0.04)" ;;
+    har6-lean60k4-e40) cv har6 5 "lean60k4_e40=$(lean60k 4 '' '"epochs": 40')" ;;
+    dsa19-lean60k5-e40) cv dsa19 4 "lean60k5_e40=$(lean60k 5 '' '"epochs": 40')" ;;
+    # Round 4: the same levers trained in float, then a QAT stage (windows-sirnn-stage.yaml)
+    har6-lean60k4-stage) cv har6 5 "lean60k4_stage=$(lean60k 4)" "$stage_recipe" ;;
+    dsa19-lean60k5-stage) cv dsa19 4 "lean60k5_stage=$(lean60k 5)" "$stage_recipe" ;;
+    # Round 5: 40 epochs again with a second seed, and with the QAT stage
+    har6-lean60k4-e40-s1) cv har6 5 "lean60k4_e40_s1=$(lean60k 4 0.04 '"epochs": 40, "seed": 1')" ;;
+    dsa19-lean60k5-e40-s1) cv dsa19 4 "lean60k5_e40_s1=$(lean60k 5 0.04 '"epochs": 40, "seed": 1')" ;;
     *) echo "unknown stage $1" >&2; exit 2 ;;
   esac
 }
