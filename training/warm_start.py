@@ -8,8 +8,9 @@ left behind), and another number of classes (the head is a fresh one, as timm's
 ``reset_classifier``; `zoo.registry.reset_head`). Windows of another length carry over (a
 recurrent cell's weights do not depend on it); another number of features per step does not,
 and is refused naming both shapes. A premultiplied iRNN run starting a lean model of the same
-shapes is folded into the lean graph exactly (`zoo.IRNNCell.lean_weights`); lean into
-premultiplied is refused.
+shapes is folded into the lean graph exactly (`zoo.IRNNCell.lean_weights`; a QAT source's
+ranges, which bound the premultiplied graph's tensors, are left behind and the lean model's set
+from the data); lean into premultiplied is refused.
 """
 
 from __future__ import annotations
@@ -113,22 +114,33 @@ def _new_head(model: keras.Model, source: keras.Model) -> bool:
     return bool(ours and theirs and ours.units != theirs.units)
 
 
+def _folds_graph(model: keras.Model, source: keras.Model) -> bool:
+    """Whether a premultiplied iRNN cell of ``source`` starts a lean one of ``model``
+    (`folded_values`): the two graphs' QAT ranges bound different tensors."""
+    return any(isinstance(a.cell, IRNNCell) and isinstance(b.cell, IRNNCell)
+               and b.cell.premultiply and not a.cell.premultiply
+               for a, b in zip(recurrent_layers(model), recurrent_layers(source)))
+
+
 def _kept(model: keras.Model, source: keras.Model, where):
     """Which of ``model``'s weights keep their own values: its QAT ranges when the source has
-    none (set from the data before the first epoch), its head when the classes differ."""
+    none, or has a premultiplied graph's (set from the data before the first epoch), its head
+    when the classes differ."""
     head = {id(w) for w in _head(model).weights} if _new_head(model, source) else set()
     if head:
         _log.info("init_from %s: its %d-class head is replaced by a fresh %d-class one", where,
                   _head(source).units, _head(model).units)
-    ranges = bool(qat.qat_cells(model)) and not qat.qat_cells(source)
+    ranges = bool(qat.qat_cells(model)) and (not qat.qat_cells(source)
+                                              or _folds_graph(model, source))
     return lambda w: id(w) in head or (ranges and w.path.endswith("qat_ranges"))
 
 
 def _dropped(model: keras.Model, source: keras.Model):
     """Which of the source's weights are left behind: its head when the classes differ, its QAT
-    ranges when ``model`` has none."""
+    ranges when ``model`` has none or folds its graph into the lean one."""
     head = {id(w) for w in _head(source).weights} if _new_head(model, source) else set()
-    ranges = bool(qat.qat_cells(source)) and not qat.qat_cells(model)
+    ranges = bool(qat.qat_cells(source)) and (not qat.qat_cells(model)
+                                               or _folds_graph(model, source))
     return lambda w: id(w) in head or (ranges and w.path.endswith("qat_ranges"))
 
 

@@ -68,6 +68,31 @@ def test_the_fold_reaches_a_qat_model_too(tmp_path, x):
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_premultiplied_qat_run_starts_a_lean_qat_model_with_its_own_ranges(tmp_path, x):
+    """A shipped QAT tag (premultiplied, e.g. ``sirnn.har2``) starting the lean windows
+    defaults: the weights fold as a float run's do, the source's ranges (which bound the
+    premultiplied graph's tensors, another count of them) stay behind, and the model keeps its
+    own (set from the data before the first epoch)."""
+    source = randomised(sirnn_model(True, qat="int8"))
+    float_twin = sirnn_model(True)
+    float_twin.set_weights([w.numpy() for w in source.weights
+                            if not w.path.endswith("qat_ranges")])
+    lean = sirnn_model(False)
+    lean.set_weights(warm_start_weights(lean, saved_run(float_twin, tmp_path / "float")))
+    qat_model = sirnn_model(False, qat="int8")
+    qat_model(x)
+    own_ranges = [w.numpy() for w in qat_model.weights if w.path.endswith("qat_ranges")]
+    assert own_ranges[0].shape != [w for w in source.weights
+                                   if w.path.endswith("qat_ranges")][0].shape
+    loaded = warm_start_weights(qat_model, saved_run(source, tmp_path / "qat"))
+    ranges = [v for v, w in zip(loaded, qat_model.weights) if w.path.endswith("qat_ranges")]
+    plain = [v for v, w in zip(loaded, qat_model.weights) if not w.path.endswith("qat_ranges")]
+    for a, b in zip(plain, lean.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(ranges, own_ranges):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_a_lean_run_does_not_start_a_premultiplied_model(tmp_path):
     run = saved_run(randomised(sirnn_model(False)), tmp_path / "run")
     with pytest.raises(ValueError, match="only premultiplied -> lean folds exactly"):
