@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The windows task's defaults chosen by group CV (issue 49, item 1): the shipped
+# The windows task's defaults chosen by group CV (issue 49, item 1): the former
 # windows-sirnn.yaml and its candidate levers, cross-validated over the people of two data sets
 # saved as a user would (`python -m zoo.experiments.user_windows`):
 #   - HAR: the 21 people of the UCI HAR training archive, six activities, X (N, 128, 9),
@@ -20,9 +20,13 @@ python=${PYTHON:-python}
 [ -d bench/dsa19 ] || $python -m zoo.experiments.user_windows --dataset dsa19 --data-dir "$dsa" \
   --out bench/dsa19
 
-cv() {  # DATA FOLDS VARIANT=JSON [RECIPE]: one variant's group CV of the shipped recipe (or RECIPE)
+# Rounds 1-5 ran on the former defaults, kept as former-windows-defaults/windows-sirnn.yaml (the
+# same file name, so a run identifies its settings as it did and its results files are reused);
+# round 6 on the defaults they chose (models/recipes/windows-sirnn.yaml since session 19).
+former=$(dirname "$0")/former-windows-defaults/windows-sirnn.yaml
+cv() {  # DATA FOLDS VARIANT=JSON [RECIPE]: one variant's group CV of RECIPE (default: the former)
   KERAS_BACKEND=jax $python -m zoo.experiments.sweep cv --task windows --model sirnn \
-    --data-dir "bench/$1/train.npz" --folds "$2" --variant "$3" --backend jax ${4:+--recipe "$4"} \
+    --data-dir "bench/$1/train.npz" --folds "$2" --variant "$3" --backend jax --recipe "${4:-$former}" \
     --engine processes --max-concurrent 1 --results "results/windows-cv-$1" \
     --out "bench/sweeps/windows-cv-$1"
 }
@@ -42,6 +46,7 @@ lean60k() {  # K [ETA [SETTINGS]]: lean60 at K samples per step (eta_init K * 0.
     \"model_options\": {\"premultiply\": false, \"eta_init\": $eta}${3:+, $3}}"
 }
 stage_recipe=$(dirname "$0")/windows-sirnn-stage.yaml
+shipped=$(dirname "$0")/../../models/recipes/windows-sirnn.yaml
 stage() {
   case $1 in
     har6-base) cv har6 5 'base={}' ;;
@@ -69,6 +74,14 @@ stage() {
     # Round 5: 40 epochs again with a second seed, and with the QAT stage
     har6-lean60k4-e40-s1) cv har6 5 "lean60k4_e40_s1=$(lean60k 4 0.04 '"epochs": 40, "seed": 1')" ;;
     dsa19-lean60k5-e40-s1) cv dsa19 4 "lean60k5_e40_s1=$(lean60k 5 0.04 '"epochs": 40, "seed": 1')" ;;
+    # Round 6 (session 19): the defaults chosen (the shipped recipe, as a user runs it) on a
+    # third seed, at seed 0 on DSA-19 (round 5's seed 0 had eta 0.05 there), and with weight
+    # averaging (ema_momentum 0.99, issue 49's last lever)
+    har6-defaults-s2) cv har6 5 'defaults_s2={"seed": 2}' "$shipped" ;;
+    dsa19-defaults) cv dsa19 4 'defaults={}' "$shipped" ;;
+    dsa19-defaults-s2) cv dsa19 4 'defaults_s2={"seed": 2}' "$shipped" ;;
+    har6-defaults-ema99) cv har6 5 'defaults_ema99={"ema_momentum": 0.99}' "$shipped" ;;
+    dsa19-defaults-ema99) cv dsa19 4 'defaults_ema99={"ema_momentum": 0.99}' "$shipped" ;;
     *) echo "unknown stage $1" >&2; exit 2 ;;
   esac
 }
