@@ -73,10 +73,7 @@ def folded_values(model: keras.Model, source: keras.Model, run_dir) -> dict:
     load as they are and compute another step; the other way (lean into premultiplied) has no
     exact fold and is an error."""
     values = {}
-    for ours, theirs in zip(recurrent_layers(model), recurrent_layers(source)):
-        a, b = ours.cell, theirs.cell
-        if not (isinstance(a, IRNNCell) and isinstance(b, IRNNCell)) or a.premultiply == b.premultiply:
-            continue
+    for theirs, a, b in _graph_changes(model, source):
         if a.premultiply:
             raise ValueError(f"init_from {run_dir}: its {theirs.name} is lean (premultiply "
                              "false) and this model's is premultiplied; only premultiplied -> "
@@ -84,6 +81,15 @@ def folded_values(model: keras.Model, source: keras.Model, run_dir) -> dict:
         folded = b.lean_weights()
         values.update({id(w): folded[w.name] for w in b.weights if w.name in folded})
     return values
+
+
+def _graph_changes(model: keras.Model, source: keras.Model):
+    """``(source layer, our cell, their cell)`` for each pair of iRNN cells in the same place
+    whose graphs differ (one premultiplied, the other lean)."""
+    for ours, theirs in zip(recurrent_layers(model), recurrent_layers(source)):
+        a, b = ours.cell, theirs.cell
+        if isinstance(a, IRNNCell) and isinstance(b, IRNNCell) and a.premultiply != b.premultiply:
+            yield theirs, a, b
 
 
 def _check_inputs(model: keras.Model, source: keras.Model, where) -> None:
@@ -117,9 +123,7 @@ def _new_head(model: keras.Model, source: keras.Model) -> bool:
 def _folds_graph(model: keras.Model, source: keras.Model) -> bool:
     """Whether a premultiplied iRNN cell of ``source`` starts a lean one of ``model``
     (`folded_values`): the two graphs' QAT ranges bound different tensors."""
-    return any(isinstance(a.cell, IRNNCell) and isinstance(b.cell, IRNNCell)
-               and b.cell.premultiply and not a.cell.premultiply
-               for a, b in zip(recurrent_layers(model), recurrent_layers(source)))
+    return any(b.premultiply for _, _, b in _graph_changes(model, source))
 
 
 def _kept(model: keras.Model, source: keras.Model, where):
